@@ -1,0 +1,213 @@
+// Package localcluster runs a real Kubernetes control plane on loopback:
+// etcd, kube-apiserver, kube-controller-manager and kube-scheduler, built from
+// the k8s.io/kubernetes module by scripts/build-control-plane.sh. No Docker, no
+// VM: four processes and a directory of certificates.
+//
+// scripts/cluster.sh uses it to start a cluster that outlives the command
+// (Detach, with pid files), and mylib/testcluster to give each test package a
+// cluster of its own on free ports.
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"mykubelet/mylib/statedir"
+)
+
+// Upstream's defaults that the tutorial talks about.
+const (
+	// DefaultNodeMonitorGracePeriod is kube-controller-manager's
+	// --node-monitor-grace-period in v1.37: how long a node may go without a
+	// heartbeat (lease renewal or status update) before it is marked
+	// NotReady with conditions Unknown.
+	DefaultNodeMonitorGracePeriod = 50 * time.Second
+	// ServiceClusterIPRange is the API server's --service-cluster-ip-range.
+	ServiceClusterIPRange = "10.96.0.0/16"
+)
+
+// Ports of the control plane; zero means "pick a free one".
+type Ports struct {
+	EtcdClient, EtcdPeer, APIServer, ControllerManager, Scheduler int
+}
+
+// DefaultPorts are the usual ports, for the learner's long-lived cluster.
+var DefaultPorts = Ports{EtcdClient: 2379, EtcdPeer: 2380, APIServer: 6443, ControllerManager: 10257, Scheduler: 10259}
+
+// Config says where and how to run the control plane.
+type Config struct {
+	// Dir holds pki/, logs/, run/ (pid files), etcd/ and admin.kubeconfig.
+	Dir string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager and
+	// kube-scheduler.
+	BinDir string
+	Ports  Ports
+	// NodeMonitorGracePeriod is passed to kube-controller-manager; zero keeps
+	// the upstream default (DefaultNodeMonitorGracePeriod).
+	NodeMonitorGracePeriod time.Duration
+	// Detach starts the processes in their own session so they outlive this
+	// program; they are stopped with Down. Otherwise they are children that
+	// die with this process, stopped with Cluster.Stop.
+	Detach bool
+	// ReadyTimeout bounds Start; default 3 minutes.
+	ReadyTimeout time.Duration
+}
+
+// Cluster is a started control plane.
+type Cluster struct {
+	cfg   Config
+	procs []*process
+	ca    *CA
+	// Host is the API server's URL, e.g. https://127.0.0.1:6443.
+	Host string
+	// AdminKubeconfig is the path of a kubeconfig for a cluster admin
+	// (group system:masters), mode 0600.
+	AdminKubeconfig string
+	// Ports are the ports in use, with zeros replaced.
+	Ports Ports
+}
+
+// Start prepares the certificates and starts etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler, then waits until the API server
+// is ready, both controllers are healthy and the default service account
+// exists. On error, whatever it started is stopped again.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	if cfg.Dir == "" || cfg.BinDir == "" {
+		return nil, errors.New("localcluster: Dir and BinDir are required")
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 3 * time.Minute
+	}
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s: build the control plane with scripts/build-control-plane.sh", b, cfg.BinDir)
+		}
+	}
+	ports, err := resolvePorts(cfg.Ports)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, Ports: ports, Host: "https://127.0.0.1:" + strconv.Itoa(ports.APIServer)}
+	if err := c.writePKI(); err != nil {
+		return nil, fmt.Errorf("certificates in %s: %w", c.pki(""), err)
+	}
+	if err := c.start(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// resolvePorts checks that given ports are free and picks free ones for zeros.
+func resolvePorts(p Ports) (Ports, error) {
+	fields := []struct {
+		name string
+		port *int
+	}{
+		{"etcd client", &p.EtcdClient}, {"etcd peer", &p.EtcdPeer}, {"kube-apiserver", &p.APIServer},
+		{"kube-controller-manager", &p.ControllerManager}, {"kube-scheduler", &p.Scheduler},
+	}
+	var holds []net.Listener
+	defer func() {
+		for _, l := range holds {
+			l.Close()
+		}
+	}()
+	for _, f := range fields {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(*f.port))
+		if err != nil {
+			return p, fmt.Errorf("port %d for %s is taken: stop whatever listens there (`ss -ltnp 'sport = :%d'`) or choose another port", *f.port, f.name, *f.port)
+		}
+		holds = append(holds, l) // held until all are chosen, so no two fields get the same port
+		*f.port = l.Addr().(*net.TCPAddr).Port
+	}
+	return p, nil
+}
+
+func (c *Cluster) pki(name string) string { return filepath.Join(c.cfg.Dir, "pki", name) }
+
+func (c *Cluster) writePKI() error {
+	ca, err := loadOrCreateCA(c.pki(""))
+	if err != nil {
+		return err
+	}
+	c.ca = ca
+	loopback := []net.IP{net.ParseIP("127.0.0.1")}
+	specs := map[string]CertSpec{
+		"apiserver": {CommonName: "kube-apiserver", IPs: append(loopback, net.ParseIP("10.96.0.1")),
+			DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}},
+		"apiserver-kubelet-client":   {CommonName: "kube-apiserver-kubelet-client", Organizations: []string{"system:masters"}},
+		"admin":                      {CommonName: "kubernetes-admin", Organizations: []string{"system:masters"}},
+		"controller-manager":         {CommonName: "system:kube-controller-manager"},
+		"controller-manager-serving": {CommonName: "kube-controller-manager", IPs: loopback, DNSNames: []string{"localhost"}},
+		"scheduler":                  {CommonName: "system:kube-scheduler"},
+		"scheduler-serving":          {CommonName: "kube-scheduler", IPs: loopback, DNSNames: []string{"localhost"}},
+	}
+	for name, spec := range specs {
+		if err := ca.writeIssued(c.pki(""), name, spec); err != nil {
+			return err
+		}
+	}
+	if err := writeServiceAccountKey(c.pki("")); err != nil {
+		return err
+	}
+	c.AdminKubeconfig = filepath.Join(c.cfg.Dir, "admin.kubeconfig")
+	for _, kc := range []struct{ file, cert string }{
+		{c.AdminKubeconfig, "admin"},
+		{filepath.Join(c.cfg.Dir, "controller-manager.kubeconfig"), "controller-manager"},
+		{filepath.Join(c.cfg.Dir, "scheduler.kubeconfig"), "scheduler"},
+	} {
+		if err := c.writeKubeconfig(kc.file, kc.cert); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeKubeconfig writes a kubeconfig that embeds the CA and the client
+// certificate pki/<cert>.crt. It is rewritten on every start because the API
+// server's port may differ.
+func (c *Cluster) writeKubeconfig(path, cert string) error {
+	crt, err := os.ReadFile(c.pki(cert + ".crt"))
+	if err != nil {
+		return err
+	}
+	key, err := os.ReadFile(c.pki(cert + ".key"))
+	if err != nil {
+		return err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["mykubelet"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.ca.CertPEM}
+	kc.AuthInfos[cert] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
+	kc.Contexts["mykubelet"] = &clientcmdapi.Context{Cluster: "mykubelet", AuthInfo: cert}
+	kc.CurrentContext = "mykubelet"
+	b, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	return statedir.WriteFile(path, b)
+}
+
+// RESTConfig returns a new admin *rest.Config.
+func (c *Cluster) RESTConfig() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", c.AdminKubeconfig)
+}
+
+// CA returns the cluster CA, for tests that mint credentials of their own.
+func (c *Cluster) CA() *CA { return c.ca }
+
+// CAFile is the path of the cluster CA certificate.
+func (c *Cluster) CAFile() string { return c.pki("ca.crt") }
+
+// Dir is the cluster's directory.
+func (c *Cluster) Dir() string { return c.cfg.Dir }

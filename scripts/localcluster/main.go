@@ -1,0 +1,109 @@
+// Command localcluster starts and stops the local control plane for
+// scripts/cluster.sh. Run it through that script, which builds the binaries
+// first and passes their directory.
+//
+//	localcluster -bin-dir DIR -dir DIR up|down|status
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"mykubelet/mylib/localcluster"
+)
+
+func main() {
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	binDir := fs.String("bin-dir", "", "directory with the control-plane binaries")
+	dir := fs.String("dir", "", "the cluster's state directory")
+	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager --node-monitor-grace-period (0: upstream default, 50s)")
+	apiPort := fs.Int("apiserver-port", localcluster.DefaultPorts.APIServer, "kube-apiserver secure port")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if *dir == "" || fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: localcluster -dir DIR [-bin-dir DIR] up|down|status")
+		os.Exit(2)
+	}
+	var err error
+	switch fs.Arg(0) {
+	case "up":
+		ports := localcluster.DefaultPorts
+		ports.APIServer = *apiPort
+		err = up(localcluster.Config{Dir: *dir, BinDir: *binDir, Ports: ports, NodeMonitorGracePeriod: *grace, Detach: true})
+	case "down":
+		err = down(*dir)
+	case "status":
+		err = status(*dir)
+	default:
+		err = fmt.Errorf("unknown command %q (want up, down or status)", fs.Arg(0))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func up(cfg localcluster.Config) error {
+	states := localcluster.Status(cfg.Dir)
+	running := 0
+	for _, s := range states {
+		if s.Running {
+			running++
+		}
+	}
+	switch {
+	case running == len(states):
+		fmt.Fprintln(os.Stderr, "the local cluster is already running")
+		return nil
+	case running > 0:
+		fmt.Fprintln(os.Stderr, "the local cluster is partly running; stopping what is left before starting again")
+		if _, err := localcluster.Down(cfg.Dir); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	c, err := localcluster.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "the local cluster is ready at %s (%.1fs)\n", c.Host, time.Since(start).Seconds())
+	return nil
+}
+
+func down(dir string) error {
+	stopped, err := localcluster.Down(dir)
+	if len(stopped) == 0 && err == nil {
+		fmt.Fprintln(os.Stderr, "the local cluster is not running")
+		return nil
+	}
+	if len(stopped) > 0 {
+		fmt.Fprintln(os.Stderr, "stopped", strings.Join(stopped, ", "))
+	}
+	return err
+}
+
+func status(dir string) error {
+	down := 0
+	for _, s := range localcluster.Status(dir) {
+		state := "stopped"
+		if s.Running {
+			state = fmt.Sprintf("running (pid %d)", s.Pid)
+		} else {
+			down++
+		}
+		fmt.Printf("%-24s %s\n", s.Name, state)
+	}
+	if down > 0 {
+		return fmt.Errorf("%d of %d components are not running", down, len(localcluster.Components))
+	}
+	return nil
+}
