@@ -151,4 +151,3 @@ func (c *Cluster) CAPool() *x509.CertPool {
 	p.AddCert(c.CA().Cert)
 	return p
 }
-
