@@ -10,8 +10,10 @@
 #   scripts/cluster.sh logs [COMPONENT]   the last lines of the logs
 #
 # Settings: MYKUBELET_STATE_DIR (default .state), MYKUBELET_CACHE_DIR,
-# MYKUBELET_APISERVER_PORT (default 6443), MYKUBELET_NODE_MONITOR_GRACE_PERIOD
-# (default: upstream's 50s).
+# MYKUBELET_NODE_MONITOR_GRACE_PERIOD (default: upstream's 50s), and the ports
+# MYKUBELET_APISERVER_PORT (6443), MYKUBELET_ETCD_PORT (2379),
+# MYKUBELET_ETCD_PEER_PORT (2380), MYKUBELET_CONTROLLER_MANAGER_PORT (10257),
+# MYKUBELET_SCHEDULER_PORT (10259).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -32,7 +34,11 @@ case "$cmd" in
     "$REPO_ROOT/scripts/build-control-plane.sh" >/dev/null
     mkdir -p "$STATE_DIR" && chmod 0700 "$STATE_DIR"
     localcluster \
+      -etcd-port "${MYKUBELET_ETCD_PORT:-2379}" \
+      -etcd-peer-port "${MYKUBELET_ETCD_PEER_PORT:-2380}" \
       -apiserver-port "${MYKUBELET_APISERVER_PORT:-6443}" \
+      -controller-manager-port "${MYKUBELET_CONTROLLER_MANAGER_PORT:-10257}" \
+      -scheduler-port "${MYKUBELET_SCHEDULER_PORT:-10259}" \
       -node-monitor-grace-period "${MYKUBELET_NODE_MONITOR_GRACE_PERIOD:-0}" up
     cat >&2 <<MSG
 Admin kubeconfig: $KUBECONFIG_FILE (mode 0600)

@@ -47,6 +47,7 @@ for dir in "$REPO_ROOT"/chapters/[0-9][0-9]-*/; do
     continue
   fi
   printf '\n\033[1m=== Chapter %s\033[0m   (read chapters/%s/README.md)\n' "$slug" "$slug"
+  # shellcheck source=/dev/null
   (source "$dir/tour.sh") || die "chapter $slug: the tour step above failed"
   ran=$((ran + 1))
 done

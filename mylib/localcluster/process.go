@@ -321,7 +321,7 @@ func terminate(pid int) error {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if syscall.Kill(pid, 0) != nil {
+		if !Alive(pid) {
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -329,7 +329,7 @@ func terminate(pid int) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return err
 	}
-	for i := 0; i < 50 && syscall.Kill(pid, 0) == nil; i++ {
+	for i := 0; i < 50 && Alive(pid); i++ {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
@@ -351,4 +351,18 @@ func tail(path string, n int) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Alive reports whether pid is a live process. A zombie (exited, not yet
+// reaped by its parent, as happens to detached processes when PID 1 does not
+// reap) counts as gone.
+func Alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "pid (comm) S ...".
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

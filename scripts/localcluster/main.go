@@ -23,7 +23,12 @@ func main() {
 	binDir := fs.String("bin-dir", "", "directory with the control-plane binaries")
 	dir := fs.String("dir", "", "the cluster's state directory")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager --node-monitor-grace-period (0: upstream default, 50s)")
-	apiPort := fs.Int("apiserver-port", localcluster.DefaultPorts.APIServer, "kube-apiserver secure port")
+	ports := localcluster.DefaultPorts
+	fs.IntVar(&ports.EtcdClient, "etcd-port", ports.EtcdClient, "etcd client port")
+	fs.IntVar(&ports.EtcdPeer, "etcd-peer-port", ports.EtcdPeer, "etcd peer port")
+	fs.IntVar(&ports.APIServer, "apiserver-port", ports.APIServer, "kube-apiserver secure port")
+	fs.IntVar(&ports.ControllerManager, "controller-manager-port", ports.ControllerManager, "kube-controller-manager secure port")
+	fs.IntVar(&ports.Scheduler, "scheduler-port", ports.Scheduler, "kube-scheduler secure port")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
@@ -34,8 +39,6 @@ func main() {
 	var err error
 	switch fs.Arg(0) {
 	case "up":
-		ports := localcluster.DefaultPorts
-		ports.APIServer = *apiPort
 		err = up(localcluster.Config{Dir: *dir, BinDir: *binDir, Ports: ports, NodeMonitorGracePeriod: *grace, Detach: true})
 	case "down":
 		err = down(*dir)

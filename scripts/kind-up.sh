@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Creates the kind cluster for the tutorial (inside the lima VM, see vm.yaml)
+# and writes its kubeconfig to the state directory.
+#
+#   scripts/kind-up.sh            create (or reuse) the cluster named mykubelet
+#   scripts/kind-up.sh --delete   delete it
+#
+# Settings: KIND_CLUSTER_NAME (mykubelet), KIND_NODE_IMAGE (kindest/node:v1.37.0,
+# the default image of the kind version vm.yaml installs).
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+name="${KIND_CLUSTER_NAME:-mykubelet}"
+image="${KIND_NODE_IMAGE:-kindest/node:v1.37.0}"
+kubeconfig="$STATE_DIR/kind.kubeconfig"
+
+command -v kind >/dev/null || die "kind is not installed: use the lima VM (limactl start --name=mykubelet ./vm.yaml) or the local control plane (scripts/cluster.sh up)"
+command -v docker >/dev/null || die "docker is not installed (kind needs it): use the lima VM, or the local control plane (scripts/cluster.sh up)"
+
+case "${1:-}" in
+  --delete)
+    kind delete cluster --name "$name"
+    rm -f "$kubeconfig"
+    exit 0
+    ;;
+  "") ;;
+  *) die "usage: scripts/kind-up.sh [--delete]" ;;
+esac
+
+if kind get clusters 2>/dev/null | grep -qx "$name"; then
+  say "kind cluster '$name' exists already"
+else
+  kind create cluster --name "$name" --image "$image" --config "$REPO_ROOT/yaml/kind.yaml" --wait 120s
+fi
+mkdir -p "$STATE_DIR" && chmod 0700 "$STATE_DIR"
+kind get kubeconfig --name "$name" >"$kubeconfig"
+chmod 0600 "$kubeconfig"
+cat >&2 <<MSG
+kind cluster '$name' is ready. Use it in this shell with:
+  export KUBECONFIG=$kubeconfig
+  kubectl get nodes
+MSG

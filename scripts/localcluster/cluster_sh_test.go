@@ -1,0 +1,114 @@
+package main
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"mykubelet/mylib/localcluster"
+	"mykubelet/mylib/testcluster"
+)
+
+// clusterSh runs scripts/cluster.sh with a state dir and ports of its own.
+type clusterSh struct {
+	t   *testing.T
+	env []string
+}
+
+func (c clusterSh) run(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(testcluster.RepoRoot(c.t), "scripts", "cluster.sh"), args...)
+	cmd.Env = append(os.Environ(), c.env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func freePorts(t *testing.T, n int) []int {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// TestClusterScript drives scripts/cluster.sh as a learner does: up, a
+// harmless second up, kubectl get --raw /readyz, status, down, and checks
+// that down leaves no process behind.
+func TestClusterScript(t *testing.T) {
+	state := t.TempDir()
+	p := freePorts(t, 5)
+	sh := clusterSh{t: t, env: []string{
+		"MYKUBELET_STATE_DIR=" + state,
+		"MYKUBELET_ETCD_PORT=" + strconv.Itoa(p[0]), "MYKUBELET_ETCD_PEER_PORT=" + strconv.Itoa(p[1]),
+		"MYKUBELET_APISERVER_PORT=" + strconv.Itoa(p[2]), "MYKUBELET_CONTROLLER_MANAGER_PORT=" + strconv.Itoa(p[3]),
+		"MYKUBELET_SCHEDULER_PORT=" + strconv.Itoa(p[4]),
+	}}
+	dir := filepath.Join(state, "cluster")
+	t.Cleanup(func() { _, _ = localcluster.Down(dir) })
+
+	out, err := sh.run("up")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "the local cluster is ready at https://127.0.0.1:"+strconv.Itoa(p[2]))
+
+	info, err := os.Stat(filepath.Join(dir, "admin.kubeconfig"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the admin kubeconfig must be mode 0600")
+	for _, f := range []string{"pki/ca.key", "pki/admin.key", "pki/sa.key"} {
+		info, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), f)
+	}
+
+	env, err := sh.run("env")
+	require.NoError(t, err, env)
+	kubectl := exec.Command("bash", "-c", env+"\nkubectl get --raw /readyz")
+	kubectl.Env = append(os.Environ(), sh.env...)
+	ready, err := kubectl.CombinedOutput()
+	require.NoError(t, err, string(ready))
+	require.Equal(t, "ok", strings.TrimSpace(string(ready)))
+
+	out, err = sh.run("up")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "already running")
+
+	out, err = sh.run("status")
+	require.NoError(t, err, out)
+	var pids []int
+	for _, s := range localcluster.Status(dir) {
+		require.True(t, s.Running, "%s should run: %s", s.Name, out)
+		require.Contains(t, out, s.Name+" ")
+		pids = append(pids, s.Pid)
+	}
+
+	// A second cluster on the same ports is refused with one clear line.
+	other := clusterSh{t: t, env: append(append([]string{}, sh.env...), "MYKUBELET_STATE_DIR="+t.TempDir())}
+	out, err = other.run("up")
+	require.Error(t, err)
+	require.Regexp(t, `error: port \d+ for etcd client is taken`, out)
+
+	out, err = sh.run("down")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "stopped kube-scheduler, kube-controller-manager, kube-apiserver, etcd")
+	for _, pid := range pids {
+		require.False(t, localcluster.Alive(pid), "pid %d still runs after down", pid)
+	}
+	out, err = sh.run("status")
+	require.Error(t, err, "status must fail when the cluster is down")
+	require.Contains(t, out, "not running")
+
+	out, err = sh.run("down")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "not running")
+
+	out, err = sh.run("bogus")
+	require.Error(t, err)
+	require.Contains(t, out, "usage: scripts/cluster.sh")
+}
