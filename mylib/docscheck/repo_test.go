@@ -1,0 +1,85 @@
+package docscheck_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"mykubelet/mylib/docscheck"
+	"mykubelet/mylib/testcluster"
+)
+
+// readmes returns every README.md of the repository, relative to root.
+func readmes(t *testing.T, root string) []string {
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && p != root) {
+			return filepath.SkipDir
+		}
+		if d.Name() == "README.md" {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// TestReadmesNameOnlyWhatExists checks every README: each path it names
+// (scripts/…, chapters/…, yaml/…, mylib/…) exists, and each flag it passes to
+// `go run ./chapters/NN-slug` is a flag of that chapter.
+func TestReadmesNameOnlyWhatExists(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	files := readmes(t, root)
+	require.Contains(t, files, "README.md")
+
+	flags := map[string][]string{}
+	for _, f := range files {
+		missing, err := docscheck.MissingPaths(root, filepath.Join(root, f))
+		require.NoError(t, err)
+		require.Empty(t, missing, docscheck.FormatMissing(f, missing))
+
+		b, err := os.ReadFile(filepath.Join(root, f))
+		require.NoError(t, err)
+		for ch, fl := range docscheck.ChapterFlags(string(b)) {
+			flags[ch] = append(flags[ch], fl...)
+		}
+	}
+	for ch, fl := range flags {
+		_, err := os.Stat(filepath.Join(root, "chapters", ch, "main.go"))
+		require.NoError(t, err, "a README runs chapters/%s, which has no main.go", ch)
+		bin := testcluster.BuildChapter(t, "./chapters/"+ch)
+		help, _ := exec.Command(bin, "-h").CombinedOutput() // -h exits 0 or 2 depending on the flag package; the text is what counts
+		for _, name := range fl {
+			require.True(t, docscheck.HelpDefines(string(help), name), "a README passes --%s to chapters/%s, which has no such flag; its flags:\n%s", name, ch, help)
+		}
+	}
+}
+
+// TestEveryChapterHasItsParts checks the shape every chapter shares.
+func TestEveryChapterHasItsParts(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	dirs, err := filepath.Glob(filepath.Join(root, "chapters", "[0-9][0-9]-*"))
+	require.NoError(t, err)
+	for _, d := range dirs {
+		for _, f := range []string{"main.go", "README.md", "tour.sh"} {
+			_, err := os.Stat(filepath.Join(d, f))
+			require.NoError(t, err, "%s needs %s", filepath.Base(d), f)
+		}
+		b, err := os.ReadFile(filepath.Join(d, "README.md"))
+		require.NoError(t, err)
+		for _, section := range []string{"Expected output", "How the real kubelet does it", "Cleanup", "Troubleshooting", "Next"} {
+			require.Contains(t, string(b), section, "%s/README.md has no %q section", filepath.Base(d), section)
+		}
+		_, err = docscheck.ExpectedOutput(filepath.Join(d, "README.md"))
+		require.NoError(t, err, filepath.Base(d))
+	}
+}

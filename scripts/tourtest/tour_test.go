@@ -1,0 +1,59 @@
+// Package tourtest runs the README's main command, scripts/tour.sh, against a
+// real control plane, so the tutorial a learner follows end to end is tested
+// end to end.
+package tourtest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"mykubelet/mylib/testcluster"
+)
+
+func TestTourRunsEveryChapter(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	tours, err := filepath.Glob(filepath.Join(root, "chapters", "[0-9][0-9]-*", "tour.sh"))
+	require.NoError(t, err)
+	require.NotEmpty(t, tours, "no chapter has a tour.sh")
+
+	// A short grace period so chapter 01 can show a node going NotReady quickly.
+	c := testcluster.Start(t, testcluster.WithNodeMonitorGracePeriod(20*time.Second))
+	cmd := exec.Command(filepath.Join(root, "scripts", "tour.sh"))
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+c.AdminKubeconfig,
+		"MYKUBELET_STATE_DIR="+t.TempDir(),
+		"NODE_NAME=tour-node",
+		"MYKUBELET_NODE_MONITOR_GRACE_PERIOD=20s",
+		"PATH="+testcluster.BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"),
+	)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("tour took %s", time.Since(start).Round(time.Second))
+	require.NoError(t, err, "scripts/tour.sh failed:\n%s", out)
+
+	for _, tour := range tours {
+		slug := filepath.Base(filepath.Dir(tour))
+		require.Contains(t, string(out), "=== Chapter "+slug, "the tour skipped chapter %s", slug)
+	}
+	m := regexp.MustCompile(`=== Done: (\d+) chapters\.`).FindSubmatch(out)
+	require.NotNil(t, m, "the tour did not finish:\n%s", out)
+	n, _ := strconv.Atoi(string(m[1]))
+	require.Equal(t, len(tours), n)
+}
+
+func TestTourRefusesAnUnknownChapter(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	out, err := exec.Command(filepath.Join(root, "scripts", "tour.sh"), "99").CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "there is no chapter 99")
+	out, err = exec.Command(filepath.Join(root, "scripts", "tour.sh"), "one").CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "chapters are named by their two digits")
+}
