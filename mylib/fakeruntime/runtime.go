@@ -1,0 +1,286 @@
+package fakeruntime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// What Version reports.
+const (
+	// RuntimeName is the runtime's name; the kubelet uses it as the scheme of
+	// container IDs ("mykubelet-fake://<id>").
+	RuntimeName = "mykubelet-fake"
+	// RuntimeVersion is this runtime's version.
+	RuntimeVersion = "0.1.0"
+	// RuntimeAPIVersion is the CRI version it speaks.
+	RuntimeAPIVersion = "v1"
+)
+
+// Exit codes and reasons, as containerd reports them.
+const (
+	// ExitCodeSIGKILL is what a container killed by SIGKILL exits with (128+9).
+	ExitCodeSIGKILL = 137
+	// ReasonCompleted is the reason of a container that exited with code 0.
+	ReasonCompleted = "Completed"
+	// ReasonError is the reason of a container that exited with another code.
+	ReasonError = "Error"
+)
+
+// Runtime is the in-memory CRI runtime. It implements
+// runtimeapi.RuntimeServiceServer and runtimeapi.ImageServiceServer and is
+// safe for concurrent use: every call takes one lock. Answers share with the
+// runtime's records only what never changes after creation (metadata,
+// labels, annotations), so callers in the same process must treat answers
+// as read-only; gRPC callers get their own copy anyway.
+type Runtime struct {
+	// The embedded servers answer Unimplemented for every call this runtime
+	// does not define (Exec, Attach, stats, streaming lists, …).
+	runtimeapi.UnimplementedRuntimeServiceServer
+	runtimeapi.UnimplementedImageServiceServer
+
+	clock clock.Clock
+
+	mu         sync.Mutex
+	sandboxes  map[string]*sandbox
+	containers map[string]*container
+	images     map[string]*image // by image ID
+	nextIP     int
+}
+
+// New returns an empty runtime that reads time from clk.
+func New(clk clock.Clock) *Runtime {
+	return &Runtime{
+		clock:      clk,
+		sandboxes:  map[string]*sandbox{},
+		containers: map[string]*container{},
+		images:     map[string]*image{},
+	}
+}
+
+// sandbox is the runtime's record of a pod sandbox. Metadata, labels and
+// annotations never change after RunPodSandbox, so answers may share them.
+type sandbox struct {
+	id             string
+	meta           *runtimeapi.PodSandboxMetadata
+	labels         map[string]string
+	annotations    map[string]string
+	state          runtimeapi.PodSandboxState
+	createdAt      int64
+	ip             string
+	runtimeHandler string
+	logDir         string
+}
+
+// container is the runtime's record of a container. Metadata, image, labels
+// and annotations never change after CreateContainer.
+type container struct {
+	id          string
+	sandboxID   string
+	meta        *runtimeapi.ContainerMetadata
+	image       *runtimeapi.ImageSpec
+	imageID     string
+	labels      map[string]string
+	annotations map[string]string
+	logPath     string
+
+	state      runtimeapi.ContainerState
+	createdAt  int64
+	startedAt  int64
+	finishedAt int64
+	exitCode   int32
+	reason     string
+
+	script Script
+	// scriptedExit is true when the container exited on its own, by its
+	// script; only then does a crash-loop script start it again.
+	scriptedExit bool
+	// restarts counts the in-place restarts done by a crash-loop script.
+	restarts int
+}
+
+// newID returns a random 64-hex-digit ID, like containerd's.
+func newID() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+// now is the current time in nanoseconds, the unit of CRI timestamps.
+func (r *Runtime) now() int64 { return r.clock.Now().UnixNano() }
+
+// advance plays every container's script up to now. Every call that reads
+// or changes state calls it first, under the lock, so a script's effects are
+// seen at the right time without any timer goroutine. Caller holds mu.
+func (r *Runtime) advance() {
+	now := r.clock.Now()
+	for _, c := range r.containers {
+		if c.script.ExitAfter > 0 {
+			c.advance(now)
+		}
+	}
+}
+
+// advance plays c's script up to now: a running container exits ExitAfter
+// after it started; with RestartAfter, it starts again that long after it
+// exited on its own, and so on.
+func (c *container) advance(now time.Time) {
+	s := c.script
+	if s.RestartAfter > 0 && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		// Skip whole run+pause cycles at once, so that a long gap between
+		// two calls costs nothing.
+		period := s.ExitAfter + s.RestartAfter
+		if n := now.Sub(time.Unix(0, c.startedAt)) / period; n > 1 {
+			skip := n - 1
+			c.startedAt += int64(skip * period)
+			c.restarts += int(skip)
+		}
+	}
+	for {
+		switch {
+		case c.state == runtimeapi.ContainerState_CONTAINER_RUNNING:
+			exitAt := time.Unix(0, c.startedAt).Add(s.ExitAfter)
+			if now.Before(exitAt) {
+				return
+			}
+			c.exit(exitAt.UnixNano(), s.ExitCode)
+			c.scriptedExit = true
+		case c.state == runtimeapi.ContainerState_CONTAINER_EXITED && c.scriptedExit && s.RestartAfter > 0:
+			startAt := time.Unix(0, c.finishedAt).Add(s.RestartAfter)
+			if now.Before(startAt) {
+				return
+			}
+			c.start(startAt.UnixNano())
+			c.restarts++
+		default:
+			return
+		}
+	}
+}
+
+// start marks c running since at.
+func (c *container) start(at int64) {
+	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
+	c.startedAt = at
+	c.finishedAt, c.exitCode, c.reason, c.scriptedExit = 0, 0, "", false
+}
+
+// exit marks c exited at at with code.
+func (c *container) exit(at int64, code int32) {
+	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.finishedAt = at
+	c.exitCode = code
+	c.reason = ReasonError
+	if code == 0 {
+		c.reason = ReasonCompleted
+	}
+	c.scriptedExit = false
+}
+
+// kill ends a running container with SIGKILL now.
+func (r *Runtime) kill(c *container) {
+	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		c.exit(r.now(), ExitCodeSIGKILL)
+	}
+}
+
+// findSandbox returns the sandbox whose ID is id or starts with id, as
+// containerd accepts a unique ID prefix. Caller holds mu.
+func (r *Runtime) findSandbox(id string) (*sandbox, error) {
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "pod sandbox ID is empty")
+	}
+	if s, ok := r.sandboxes[id]; ok {
+		return s, nil
+	}
+	var found *sandbox
+	for sid, s := range r.sandboxes {
+		if strings.HasPrefix(sid, id) {
+			if found != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "pod sandbox ID prefix %q is ambiguous", id)
+			}
+			found = s
+		}
+	}
+	if found == nil {
+		return nil, status.Errorf(codes.NotFound, "pod sandbox %q not found", id)
+	}
+	return found, nil
+}
+
+// findContainer is findSandbox for containers. Caller holds mu.
+func (r *Runtime) findContainer(id string) (*container, error) {
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "container ID is empty")
+	}
+	if c, ok := r.containers[id]; ok {
+		return c, nil
+	}
+	var found *container
+	for cid, c := range r.containers {
+		if strings.HasPrefix(cid, id) {
+			if found != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "container ID prefix %q is ambiguous", id)
+			}
+			found = c
+		}
+	}
+	if found == nil {
+		return nil, status.Errorf(codes.NotFound, "container %q not found", id)
+	}
+	return found, nil
+}
+
+// containersOf returns the sandbox's containers, oldest first. Caller holds mu.
+func (r *Runtime) containersOf(sandboxID string) []*container {
+	var cs []*container
+	for _, c := range r.containers {
+		if c.sandboxID == sandboxID {
+			cs = append(cs, c)
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].createdAt < cs[j].createdAt })
+	return cs
+}
+
+// podName is "namespace/name" of a sandbox.
+func (s *sandbox) podName() string { return s.meta.GetNamespace() + "/" + s.meta.GetName() }
+
+// labelsMatch reports whether every selector label is in labels.
+func labelsMatch(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// copyMap returns a copy of m (nil stays nil), so records never share a map
+// with a caller.
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// short is the first 13 characters of an ID, as crictl prints them.
+func short(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}

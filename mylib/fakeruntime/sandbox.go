@@ -1,0 +1,199 @@
+package fakeruntime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Version reports the runtime's name and versions (`crictl version`).
+func (r *Runtime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{
+		Version:           "0.1.0", // the kubelet's CRI "version of the runtime API"
+		RuntimeName:       RuntimeName,
+		RuntimeVersion:    RuntimeVersion,
+		RuntimeApiVersion: RuntimeAPIVersion,
+	}, nil
+}
+
+// Status reports the RuntimeReady and NetworkReady conditions (`crictl info`).
+// With verbose, Info holds the runtime's configuration as JSON, as
+// containerd's does.
+func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	resp := &runtimeapi.StatusResponse{
+		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+			{Type: runtimeapi.RuntimeReady, Status: true},
+			{Type: runtimeapi.NetworkReady, Status: true},
+		}},
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{}}},
+		Features:        &runtimeapi.RuntimeFeatures{},
+	}
+	if req.GetVerbose() {
+		r.mu.Lock()
+		info := map[string]any{
+			"runtimeName": RuntimeName, "runtimeVersion": RuntimeVersion,
+			"sandboxes": len(r.sandboxes), "containers": len(r.containers), "images": len(r.images),
+			"scriptAnnotations": []string{AnnotationExitAfter, AnnotationExitCode, AnnotationRestartAfter, AnnotationIgnoreSIGTERM},
+		}
+		r.mu.Unlock()
+		b, _ := json.Marshal(info) // a map of strings and ints always marshals
+		resp.Info = map[string]string{"config": string(b)}
+	}
+	return resp, nil
+}
+
+// RunPodSandbox creates a READY sandbox with an IP address.
+func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+	cfg := req.GetConfig()
+	m := cfg.GetMetadata()
+	if m.GetName() == "" || m.GetNamespace() == "" || m.GetUid() == "" {
+		return nil, status.Error(codes.InvalidArgument, "RunPodSandbox: config.metadata needs a name, a namespace and a uid")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sandboxes {
+		if s.meta.GetUid() == m.GetUid() && s.meta.GetName() == m.GetName() &&
+			s.meta.GetNamespace() == m.GetNamespace() && s.meta.GetAttempt() == m.GetAttempt() {
+			return nil, status.Errorf(codes.AlreadyExists, "RunPodSandbox: sandbox %s (uid %s, attempt %d) already exists as %s",
+				s.podName(), m.GetUid(), m.GetAttempt(), s.id)
+		}
+	}
+	r.nextIP++
+	s := &sandbox{
+		id: newID(),
+		meta: &runtimeapi.PodSandboxMetadata{
+			Name: m.GetName(), Namespace: m.GetNamespace(), Uid: m.GetUid(), Attempt: m.GetAttempt(),
+		},
+		labels:         copyMap(cfg.GetLabels()),
+		annotations:    copyMap(cfg.GetAnnotations()),
+		state:          runtimeapi.PodSandboxState_SANDBOX_READY,
+		createdAt:      r.now(),
+		ip:             fmt.Sprintf("10.88.%d.%d", (r.nextIP/250)%250, r.nextIP%250+2),
+		runtimeHandler: req.GetRuntimeHandler(),
+		logDir:         cfg.GetLogDirectory(),
+	}
+	r.sandboxes[s.id] = s
+	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.id}, nil
+}
+
+// StopPodSandbox makes the sandbox NOTREADY and kills its running
+// containers at once, as containerd does. Stopping it twice is not an error.
+func (r *Runtime) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.advance()
+	s, err := r.findSandbox(req.GetPodSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	r.stopSandbox(s)
+	return &runtimeapi.StopPodSandboxResponse{}, nil
+}
+
+// stopSandbox kills s's containers and makes it NOTREADY. Caller holds mu.
+func (r *Runtime) stopSandbox(s *sandbox) {
+	for _, c := range r.containersOf(s.id) {
+		r.kill(c)
+	}
+	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+}
+
+// RemovePodSandbox removes the sandbox and all its containers, running or
+// not. Removing a sandbox that is gone is not an error (the CRI says so).
+func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, err := r.findSandbox(req.GetPodSandboxId())
+	if status.Code(err) == codes.NotFound {
+		return &runtimeapi.RemovePodSandboxResponse{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.removeSandbox(s)
+	return &runtimeapi.RemovePodSandboxResponse{}, nil
+}
+
+// removeSandbox forgets s and its containers. Caller holds mu.
+func (r *Runtime) removeSandbox(s *sandbox) {
+	for _, c := range r.containersOf(s.id) {
+		delete(r.containers, c.id)
+	}
+	delete(r.sandboxes, s.id)
+}
+
+// PodSandboxStatus returns the sandbox's status (`crictl inspectp`). With
+// verbose, Info["info"] holds extra details as JSON, as containerd's does.
+func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.advance()
+	s, err := r.findSandbox(req.GetPodSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	st := &runtimeapi.PodSandboxStatus{
+		Id:             s.id,
+		Metadata:       s.meta,
+		State:          s.state,
+		CreatedAt:      s.createdAt,
+		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: s.ip},
+		Linux:          &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: &runtimeapi.NamespaceOption{}}},
+		Labels:         s.labels,
+		Annotations:    s.annotations,
+		RuntimeHandler: s.runtimeHandler,
+	}
+	resp := &runtimeapi.PodSandboxStatusResponse{Status: st}
+	if req.GetVerbose() {
+		var ids []string
+		for _, c := range r.containersOf(s.id) {
+			ids = append(ids, c.id)
+		}
+		b, _ := json.Marshal(map[string]any{"pod": s.podName(), "logDirectory": s.logDir, "containers": ids})
+		resp.Info = map[string]string{"info": string(b)}
+	}
+	return resp, nil
+}
+
+// ListPodSandbox lists sandboxes matching the filter (`crictl pods`): by ID
+// or unique ID prefix, by state, by labels. Newest first.
+func (r *Runtime) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	f := req.GetFilter()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.advance()
+	items := make([]*runtimeapi.PodSandbox, 0, len(r.sandboxes))
+	for _, s := range r.sandboxes {
+		if !strings.HasPrefix(s.id, f.GetId()) {
+			continue
+		}
+		if f.GetState() != nil && f.GetState().GetState() != s.state {
+			continue
+		}
+		if !labelsMatch(f.GetLabelSelector(), s.labels) {
+			continue
+		}
+		items = append(items, &runtimeapi.PodSandbox{
+			Id:             s.id,
+			Metadata:       s.meta,
+			State:          s.state,
+			CreatedAt:      s.createdAt,
+			Labels:         s.labels,
+			Annotations:    s.annotations,
+			RuntimeHandler: s.runtimeHandler,
+		})
+	}
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].CreatedAt != items[j].CreatedAt {
+			return items[i].CreatedAt > items[j].CreatedAt
+		}
+		return items[i].Id < items[j].Id
+	})
+	return &runtimeapi.ListPodSandboxResponse{Items: items}, nil
+}

@@ -1,0 +1,84 @@
+package fakeruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// MaxSocketPath is the longest unix socket path Linux accepts (sun_path is
+// 108 bytes with the final NUL).
+const MaxSocketPath = 107
+
+// ListenUnix listens on a unix socket at path, creating its directory with
+// mode 0700. A socket file left behind by a runtime that died is removed; a
+// socket someone still listens on is an error.
+func ListenUnix(path string) (net.Listener, error) {
+	if len(path) > MaxSocketPath {
+		return nil, fmt.Errorf("runtime socket %s is %d bytes long; unix socket paths are limited to %d: use a shorter --state-dir", path, len(path), MaxSocketPath)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("runtime socket %s: %w", path, err)
+	}
+	if fi, err := os.Stat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("runtime socket %s: the path exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("runtime socket %s: another runtime is already listening there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("runtime socket %s: remove the stale socket: %w", path, err)
+		}
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("runtime socket %s: %w", path, err)
+	}
+	return lis, nil
+}
+
+// NewGRPCServer returns a gRPC server with r registered as the CRI runtime
+// and image services.
+func NewGRPCServer(r *Runtime) *grpc.Server {
+	s := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(s, r)
+	runtimeapi.RegisterImageServiceServer(s, r)
+	return s
+}
+
+// Serve serves the CRI on lis until ctx ends, then stops: it lets calls in
+// flight finish for up to 5 s and closes lis (which removes a unix socket
+// file). It returns nil after a shutdown asked for by ctx.
+func (r *Runtime) Serve(ctx context.Context, lis net.Listener) error {
+	s := NewGRPCServer(r)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		stopped := make(chan struct{})
+		go func() { s.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second): // a StopContainer waiting out a long timeout
+			s.Stop()
+		}
+	}()
+	err := s.Serve(lis)
+	if ctx.Err() != nil {
+		<-done
+		return nil
+	}
+	if errors.Is(err, grpc.ErrServerStopped) {
+		err = nil
+	}
+	return err
+}

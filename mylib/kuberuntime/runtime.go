@@ -1,0 +1,333 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	kubecontainer "mykubelet/mylib/container"
+)
+
+const (
+	// MaxMsgSize is the largest answer the client accepts, 16 MiB, as the
+	// kubelet's CRI client: a list of 10,000 containers is over gRPC's
+	// default of 4 MiB.
+	MaxMsgSize = 16 * 1024 * 1024
+	// ConnectTimeout bounds the first Version call of Connect.
+	ConnectTimeout = 10 * time.Second
+)
+
+// Manager talks to a CRI runtime and answers in mylib/container types. It
+// implements container.Runtime and is safe for concurrent use.
+type Manager struct {
+	runtimeName string
+	conn        *grpc.ClientConn // nil when built by New from another connection
+	rs          runtimeapi.RuntimeServiceClient
+	is          runtimeapi.ImageServiceClient
+	clock       clock.Clock
+	version     *runtimeapi.VersionResponse
+}
+
+var _ kubecontainer.Runtime = (*Manager)(nil)
+
+// Dial opens a gRPC connection to a CRI endpoint: "unix:///path/to.sock" or
+// a plain socket path. The connection is lazy; Connect checks it.
+func Dial(endpoint string) (*grpc.ClientConn, error) {
+	target, err := grpcTarget(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()), // a unix socket, guarded by file permissions
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)))
+	if err != nil {
+		return nil, fmt.Errorf("container runtime endpoint %s: %w", endpoint, err)
+	}
+	return conn, nil
+}
+
+// grpcTarget turns an endpoint into a gRPC target "unix:///abs/path".
+func grpcTarget(endpoint string) (string, error) {
+	path, ok := strings.CutPrefix(endpoint, "unix://")
+	if !ok && strings.Contains(endpoint, "://") {
+		return "", fmt.Errorf("container runtime endpoint %q: only unix:// endpoints are supported", endpoint)
+	}
+	if path == "" {
+		return "", fmt.Errorf("container runtime endpoint %q: the socket path is empty", endpoint)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("container runtime endpoint %q: %w", endpoint, err)
+	}
+	return "unix://" + abs, nil
+}
+
+// Connect dials endpoint and asks the runtime its Version, so that a runtime
+// that is not there is reported once, clearly. Close the Manager when done.
+func Connect(ctx context.Context, endpoint string, clk clock.Clock) (*Manager, error) {
+	conn, err := Dial(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	m, err := New(ctx, conn, clk)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("cannot reach the container runtime at %s: %w", endpoint, err)
+	}
+	m.conn = conn
+	return m, nil
+}
+
+// New returns a Manager using conn. It calls Version (within ConnectTimeout)
+// to learn the runtime's name, the scheme of every ContainerID.
+func New(ctx context.Context, conn grpc.ClientConnInterface, clk clock.Clock) (*Manager, error) {
+	m := &Manager{
+		rs:    runtimeapi.NewRuntimeServiceClient(conn),
+		is:    runtimeapi.NewImageServiceClient(conn),
+		clock: clk,
+	}
+	vctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	v, err := m.rs.Version(vctx, &runtimeapi.VersionRequest{Version: "v1"})
+	if err != nil {
+		return nil, fmt.Errorf("CRI Version: %w", err)
+	}
+	if v.GetRuntimeName() == "" {
+		return nil, errors.New("CRI Version: the runtime did not say its name")
+	}
+	m.version, m.runtimeName = v, v.GetRuntimeName()
+	return m, nil
+}
+
+// Close closes the connection Connect opened.
+func (m *Manager) Close() error {
+	if m.conn == nil {
+		return nil
+	}
+	return m.conn.Close()
+}
+
+// Type is the runtime's name, e.g. "containerd".
+func (m *Manager) Type() string { return m.runtimeName }
+
+// Version is the runtime's answer to Version when the Manager was made.
+func (m *Manager) Version() *runtimeapi.VersionResponse { return m.version }
+
+// RuntimeService is the raw CRI runtime client, for calls the Manager does not wrap.
+func (m *Manager) RuntimeService() runtimeapi.RuntimeServiceClient { return m.rs }
+
+// ImageService is the raw CRI image client.
+func (m *Manager) ImageService() runtimeapi.ImageServiceClient { return m.is }
+
+// GetPods lists sandboxes and containers (only READY and RUNNING ones unless
+// all) and groups them by pod UID: sandboxes by their metadata, containers
+// by the kubelet's labels. Pods come newest first, and in each pod sandboxes
+// and containers newest first.
+func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.Pod, error) {
+	timestamp := m.clock.Now()
+	sf := &runtimeapi.PodSandboxFilter{}
+	cf := &runtimeapi.ContainerFilter{}
+	if !all {
+		sf.State = &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}
+		cf.State = &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}
+	}
+	sresp, err := m.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: sf})
+	if err != nil {
+		return nil, fmt.Errorf("CRI ListPodSandbox: %w", err)
+	}
+	sandboxes := sresp.GetItems()
+	sort.Slice(sandboxes, func(i, j int) bool {
+		return newer(sandboxes[i].CreatedAt, sandboxes[i].Id, sandboxes[j].CreatedAt, sandboxes[j].Id)
+	})
+
+	pods := make(map[types.UID]*kubecontainer.Pod, len(sandboxes))
+	var order []*kubecontainer.Pod
+	podFor := func(uid types.UID, name, namespace string) *kubecontainer.Pod {
+		p, ok := pods[uid]
+		if !ok {
+			p = &kubecontainer.Pod{ID: uid, Name: name, Namespace: namespace, Timestamp: timestamp}
+			pods[uid] = p
+			order = append(order, p)
+		}
+		return p
+	}
+	for _, s := range sandboxes {
+		if s.GetMetadata() == nil || s.GetId() == "" {
+			continue // not a sandbox the kubelet could have made; upstream skips it too
+		}
+		p := podFor(types.UID(s.Metadata.Uid), s.Metadata.Name, s.Metadata.Namespace)
+		p.Sandboxes = append(p.Sandboxes, m.sandboxToKubeContainer(s))
+		if p.CreatedAt == 0 {
+			p.CreatedAt = uint64(s.CreatedAt) // the newest sandbox's
+		}
+	}
+
+	cresp, err := m.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: cf})
+	if err != nil {
+		return nil, fmt.Errorf("CRI ListContainers: %w", err)
+	}
+	containers := cresp.GetContainers()
+	sort.Slice(containers, func(i, j int) bool {
+		return newer(containers[i].CreatedAt, containers[i].Id, containers[j].CreatedAt, containers[j].Id)
+	})
+	for _, c := range containers {
+		if c.GetMetadata() == nil || c.GetId() == "" || c.GetImage() == nil {
+			continue // upstream skips what it cannot convert
+		}
+		info := getContainerInfoFromLabels(c.Labels)
+		p := podFor(info.PodUID, info.PodName, info.PodNamespace)
+		p.Containers = append(p.Containers, m.toKubeContainer(c))
+	}
+	return order, nil
+}
+
+// newer orders by creation time, newest first, then by ID.
+func newer(createdA int64, idA string, createdB int64, idB string) bool {
+	if createdA != createdB {
+		return createdA > createdB
+	}
+	return idA < idB
+}
+
+func (m *Manager) toKubeContainer(c *runtimeapi.Container) *kubecontainer.Container {
+	imageID := c.ImageRef
+	if c.ImageId != "" {
+		imageID = c.ImageId
+	}
+	return &kubecontainer.Container{
+		ID:           kubecontainer.ContainerID{Type: m.runtimeName, ID: c.Id},
+		Name:         c.Metadata.Name,
+		Image:        c.Image.Image,
+		ImageID:      imageID,
+		Hash:         getContainerInfoFromAnnotations(c.Annotations).Hash,
+		State:        toKubeContainerState(c.State),
+		PodSandboxID: c.PodSandboxId,
+		CreatedAt:    c.CreatedAt,
+	}
+}
+
+// sandboxToKubeContainer turns a sandbox into a Container, as upstream does,
+// so the PLEG can watch sandboxes like containers: READY reads as running,
+// anything else as exited.
+func (m *Manager) sandboxToKubeContainer(s *runtimeapi.PodSandbox) *kubecontainer.Container {
+	return &kubecontainer.Container{
+		ID:           kubecontainer.ContainerID{Type: m.runtimeName, ID: s.Id},
+		State:        SandboxToContainerState(s.State),
+		PodSandboxID: s.Id,
+		CreatedAt:    s.CreatedAt,
+	}
+}
+
+// SandboxToContainerState maps a sandbox state to a container state.
+func SandboxToContainerState(state runtimeapi.PodSandboxState) kubecontainer.State {
+	switch state {
+	case runtimeapi.PodSandboxState_SANDBOX_READY:
+		return kubecontainer.ContainerStateRunning
+	case runtimeapi.PodSandboxState_SANDBOX_NOTREADY:
+		return kubecontainer.ContainerStateExited
+	}
+	return kubecontainer.ContainerStateUnknown
+}
+
+func toKubeContainerState(state runtimeapi.ContainerState) kubecontainer.State {
+	switch state {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return kubecontainer.ContainerStateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return kubecontainer.ContainerStateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return kubecontainer.ContainerStateExited
+	}
+	return kubecontainer.ContainerStateUnknown
+}
+
+// GetPodStatus asks the runtime for the status of each of the pod's
+// sandboxes and containers. Something removed since GetPods listed it is
+// skipped, not an error, as upstream. The status is stamped with the pod's
+// Timestamp: it describes what GetPods saw then, no newer.
+func (m *Manager) GetPodStatus(ctx context.Context, pod *kubecontainer.Pod) (*kubecontainer.PodStatus, error) {
+	ps := &kubecontainer.PodStatus{ID: pod.ID, Name: pod.Name, Namespace: pod.Namespace, TimeStamp: pod.Timestamp}
+	for i, s := range pod.Sandboxes {
+		resp, err := m.rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: s.ID.ID})
+		if status.Code(err) == codes.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("CRI PodSandboxStatus %s of pod %s/%s: %w", s.ID.ID, pod.Namespace, pod.Name, err)
+		}
+		st := resp.GetStatus()
+		if st == nil {
+			return nil, fmt.Errorf("CRI PodSandboxStatus %s of pod %s/%s: the runtime returned no status", s.ID.ID, pod.Namespace, pod.Name)
+		}
+		ps.SandboxStatuses = append(ps.SandboxStatuses, st)
+		// Only the newest sandbox gives the pod its IPs, and only when ready.
+		if i == 0 && st.State == runtimeapi.PodSandboxState_SANDBOX_READY && st.GetNetwork().GetIp() != "" {
+			ps.IPs = append(ps.IPs, st.Network.Ip)
+			for _, ip := range st.Network.AdditionalIps {
+				ps.IPs = append(ps.IPs, ip.GetIp())
+			}
+		}
+	}
+	for _, c := range pod.Containers {
+		resp, err := m.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.ID.ID})
+		if status.Code(err) == codes.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("CRI ContainerStatus %s of pod %s/%s: %w", c.ID.ID, pod.Namespace, pod.Name, err)
+		}
+		if resp.GetStatus() == nil {
+			return nil, fmt.Errorf("CRI ContainerStatus %s of pod %s/%s: the runtime returned no status", c.ID.ID, pod.Namespace, pod.Name)
+		}
+		ps.ContainerStatuses = append(ps.ContainerStatuses, m.toKubeContainerStatus(resp.Status))
+	}
+	sort.SliceStable(ps.ContainerStatuses, func(i, j int) bool {
+		return ps.ContainerStatuses[i].CreatedAt.After(ps.ContainerStatuses[j].CreatedAt)
+	})
+	return ps, nil
+}
+
+func (m *Manager) toKubeContainerStatus(s *runtimeapi.ContainerStatus) *kubecontainer.Status {
+	annotated := getContainerInfoFromAnnotations(s.Annotations)
+	imageID := s.ImageRef
+	if s.ImageId != "" {
+		imageID = s.ImageId
+	}
+	name := getContainerInfoFromLabels(s.Labels).ContainerName
+	if name == "" {
+		name = s.GetMetadata().GetName() // a container the kubelet did not label (e.g. made by crictl)
+	}
+	cs := &kubecontainer.Status{
+		ID:           kubecontainer.ContainerID{Type: m.runtimeName, ID: s.Id},
+		Name:         name,
+		State:        toKubeContainerState(s.State),
+		CreatedAt:    time.Unix(0, s.CreatedAt),
+		Image:        s.GetImage().GetImage(),
+		ImageID:      imageID,
+		ImageRef:     s.ImageRef,
+		Hash:         annotated.Hash,
+		RestartCount: annotated.RestartCount,
+	}
+	if s.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		cs.StartedAt = time.Unix(0, s.StartedAt) // it was started at least once
+	}
+	if s.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		cs.FinishedAt = time.Unix(0, s.FinishedAt)
+		cs.ExitCode = int(s.ExitCode)
+		cs.Reason = s.Reason
+		cs.Message = s.Message
+	}
+	return cs
+}
