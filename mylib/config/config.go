@@ -1,0 +1,286 @@
+package config
+
+import (
+	"context"
+	"reflect"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/kubetypes"
+)
+
+// PodConfig merges the pod sources into one ordered stream of changes. Each
+// source gets its own channel (Channel); what it sends is compared with what
+// it sent before, and only real changes come out of Updates:
+//
+//	REMOVE     pods the source no longer lists
+//	ADD        pods new to the source
+//	UPDATE     spec, labels, annotations or deletion grace changed
+//	DELETE     the pod was marked for graceful deletion (deletionTimestamp)
+//	RECONCILE  only the status changed
+//
+// A SET identical to the previous one produces nothing (de-duplication).
+type PodConfig struct {
+	clock   clock.Clock
+	updates chan kubetypes.PodUpdate
+
+	// mu serialises merges so changes leave in the order they were computed.
+	mu          sync.Mutex
+	pods        map[string]map[types.UID]*v1.Pod // source → UID → pod
+	sourcesSeen map[string]bool                  // sources that sent a SET
+	channels    map[string]chan kubetypes.PodUpdate
+}
+
+// NewPodConfig returns an empty PodConfig. clk stamps config.seen.
+func NewPodConfig(clk clock.Clock) *PodConfig {
+	return &PodConfig{
+		clock:       clk,
+		updates:     make(chan kubetypes.PodUpdate, 50), // as upstream
+		pods:        map[string]map[types.UID]*v1.Pod{},
+		sourcesSeen: map[string]bool{},
+		channels:    map[string]chan kubetypes.PodUpdate{},
+	}
+}
+
+// Updates is the merged stream.
+func (c *PodConfig) Updates() <-chan kubetypes.PodUpdate { return c.updates }
+
+// Channel returns the channel a source sends on, creating it (and the
+// goroutine that merges from it, until ctx ends) on first use.
+func (c *PodConfig) Channel(ctx context.Context, source string) chan<- kubetypes.PodUpdate {
+	if source == "" {
+		panic("config: Channel needs a source name")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch, ok := c.channels[source]; ok {
+		return ch
+	}
+	ch := make(chan kubetypes.PodUpdate)
+	c.channels[source] = ch
+	if _, ok := c.pods[source]; !ok {
+		c.pods[source] = map[types.UID]*v1.Pod{}
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case u := <-ch:
+				c.Merge(ctx, source, u)
+			}
+		}
+	}()
+	return ch
+}
+
+// SeenAllSources reports whether every source with a channel has sent at
+// least one SET, i.e. the merged view is complete.
+func (c *PodConfig) SeenAllSources() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for source := range c.channels {
+		if !c.sourcesSeen[source] {
+			return false
+		}
+	}
+	return true
+}
+
+// Merge folds one update from source into the state and sends the resulting
+// changes on Updates, in the order REMOVE, ADD, UPDATE, DELETE, RECONCILE.
+// Sources normally send SET (their whole list); ADD, UPDATE and DELETE are
+// accepted as "add or change these pods", REMOVE as "forget these pods".
+// The first SET of a source that changes nothing still sends an empty ADD,
+// so a listener learns that the source is ready.
+func (c *PodConfig) Merge(ctx context.Context, source string, update kubetypes.PodUpdate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	seenBefore := c.sourcesSeen[source]
+	var adds, updates, deletes, removes, reconciles []*v1.Pod
+
+	old := c.pods[source]
+	if old == nil {
+		old = map[types.UID]*v1.Pod{}
+	}
+	pods := old
+	if update.Op == kubetypes.SET {
+		c.sourcesSeen[source] = true
+		pods = map[types.UID]*v1.Pod{}
+	}
+
+	if update.Op == kubetypes.REMOVE {
+		for _, p := range update.Pods {
+			if existing, ok := pods[p.UID]; ok {
+				delete(pods, p.UID)
+				removes = append(removes, existing)
+			}
+		}
+	} else {
+		for _, ref := range filterDuplicateNames(update.Pods, source) {
+			ref = ref.DeepCopy() // never keep or change what the source owns
+			if ref.Annotations == nil {
+				ref.Annotations = map[string]string{}
+			}
+			ref.Annotations[kubetypes.ConfigSourceAnnotationKey] = source
+			existing, found := old[ref.UID]
+			if !found {
+				if _, ok := ref.Annotations[kubetypes.ConfigFirstSeenAnnotationKey]; !ok {
+					ref.Annotations[kubetypes.ConfigFirstSeenAnnotationKey] = kubetypes.Timestamp(c.clock.Now())
+				}
+				pods[ref.UID] = ref
+				adds = append(adds, ref)
+				continue
+			}
+			pods[ref.UID] = existing
+			switch checkAndUpdatePod(existing, ref) {
+			case needUpdate:
+				updates = append(updates, existing)
+			case needGracefulDelete:
+				deletes = append(deletes, existing)
+			case needReconcile:
+				reconciles = append(reconciles, existing)
+			}
+		}
+		if update.Op == kubetypes.SET {
+			for uid, existing := range old {
+				if _, ok := pods[uid]; !ok {
+					removes = append(removes, existing)
+				}
+			}
+		}
+	}
+	c.pods[source] = pods
+
+	firstSet := !seenBefore && c.sourcesSeen[source]
+	c.send(ctx, kubetypes.REMOVE, source, removes)
+	c.send(ctx, kubetypes.ADD, source, adds)
+	c.send(ctx, kubetypes.UPDATE, source, updates)
+	c.send(ctx, kubetypes.DELETE, source, deletes)
+	if firstSet && len(adds)+len(updates)+len(deletes) == 0 {
+		c.sendAlways(ctx, kubetypes.PodUpdate{Pods: []*v1.Pod{}, Op: kubetypes.ADD, Source: source})
+	}
+	c.send(ctx, kubetypes.RECONCILE, source, reconciles)
+}
+
+func (c *PodConfig) send(ctx context.Context, op kubetypes.PodOperation, source string, pods []*v1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.DeepCopy()) // listeners get their own copies
+	}
+	c.sendAlways(ctx, kubetypes.PodUpdate{Pods: out, Op: op, Source: source})
+}
+
+func (c *PodConfig) sendAlways(ctx context.Context, u kubetypes.PodUpdate) {
+	select {
+	case c.updates <- u:
+	case <-ctx.Done():
+	}
+}
+
+// filterDuplicateNames drops pods whose namespace/name repeats an earlier
+// one from the same source (two manifests naming the same pod).
+func filterDuplicateNames(pods []*v1.Pod, source string) []*v1.Pod {
+	seen := map[string]bool{}
+	var out []*v1.Pod
+	for _, p := range pods {
+		name := kubetypes.GetPodFullName(p)
+		if seen[name] {
+			klog.InfoS("Pod failed validation due to duplicate pod name, ignoring", "pod", klog.KObj(p), "source", source)
+			continue
+		}
+		seen[name] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+type podChange int
+
+const (
+	noChange podChange = iota
+	needUpdate
+	needGracefulDelete
+	needReconcile
+)
+
+// localAnnotations are the kubelet's own; a source changing them is not a
+// change of the pod.
+var localAnnotations = map[string]bool{
+	kubetypes.ConfigSourceAnnotationKey:    true,
+	kubetypes.ConfigMirrorAnnotationKey:    true,
+	kubetypes.ConfigFirstSeenAnnotationKey: true,
+}
+
+// checkAndUpdatePod copies ref into existing and says what kind of change it was.
+func checkAndUpdatePod(existing, ref *v1.Pod) podChange {
+	if !podsDifferSemantically(existing, ref) {
+		if !reflect.DeepEqual(existing.Status, ref.Status) {
+			existing.Status = ref.Status
+			return needReconcile
+		}
+		return noChange
+	}
+	annotations := map[string]string{}
+	for k, v := range ref.Annotations {
+		if !localAnnotations[k] {
+			annotations[k] = v
+		}
+	}
+	for k := range localAnnotations {
+		if v, ok := existing.Annotations[k]; ok {
+			annotations[k] = v
+		}
+	}
+	existing.Annotations = annotations
+	existing.Spec = ref.Spec
+	existing.Labels = ref.Labels
+	existing.DeletionTimestamp = ref.DeletionTimestamp
+	existing.DeletionGracePeriodSeconds = ref.DeletionGracePeriodSeconds
+	existing.Generation = ref.Generation
+	existing.Status = ref.Status
+	if ref.DeletionTimestamp != nil {
+		return needGracefulDelete
+	}
+	return needUpdate
+}
+
+func podsDifferSemantically(existing, ref *v1.Pod) bool {
+	return !reflect.DeepEqual(existing.Spec, ref.Spec) ||
+		!reflect.DeepEqual(existing.Labels, ref.Labels) ||
+		!reflect.DeepEqual(existing.DeletionTimestamp, ref.DeletionTimestamp) ||
+		!reflect.DeepEqual(existing.DeletionGracePeriodSeconds, ref.DeletionGracePeriodSeconds) ||
+		!annotationsEqualIgnoringLocal(existing.Annotations, ref.Annotations)
+}
+
+func annotationsEqualIgnoringLocal(a, b map[string]string) bool {
+	count := func(m map[string]string) int {
+		n := 0
+		for k := range m {
+			if !localAnnotations[k] {
+				n++
+			}
+		}
+		return n
+	}
+	if count(a) != count(b) {
+		return false
+	}
+	for k, v := range b {
+		if localAnnotations[k] {
+			continue
+		}
+		if av, ok := a[k]; !ok || av != v {
+			return false
+		}
+	}
+	return true
+}

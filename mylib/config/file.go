@@ -1,0 +1,202 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/kubetypes"
+)
+
+// Upstream defaults: --file-check-frequency is 20 s. Upstream also watches
+// the directory with inotify; we poll the directory's listing (names, sizes,
+// modification times) every ChangePollInterval instead, which needs no
+// extra dependency and reacts within a second.
+const (
+	DefaultFileCheckFrequency = 20 * time.Second
+	ChangePollInterval        = time.Second
+)
+
+// SourceFile reads static pod manifests from a directory (or a single file).
+// It sends the complete list (a SET) at start, every period, and whenever
+// the directory's listing changes.
+type SourceFile struct {
+	path     string
+	nodeName string
+	period   time.Duration
+	updates  chan<- kubetypes.PodUpdate
+
+	// Clock is used for the tickers and the config.seen annotation.
+	Clock clock.WithTicker
+	// PollInterval is how often the listing is checked for changes.
+	PollInterval time.Duration
+
+	firstSeen map[types.UID]time.Time
+}
+
+// NewSourceFile returns a file source for path. Run starts it.
+func NewSourceFile(path, nodeName string, period time.Duration, updates chan<- kubetypes.PodUpdate) *SourceFile {
+	return &SourceFile{
+		path:         strings.TrimRight(path, string(os.PathSeparator)),
+		nodeName:     nodeName,
+		period:       period,
+		updates:      updates,
+		Clock:        clock.RealClock{},
+		PollInterval: ChangePollInterval,
+		firstSeen:    map[types.UID]time.Time{},
+	}
+}
+
+// Run sends the pods at once, then on every change and every period, until
+// ctx ends.
+func (s *SourceFile) Run(ctx context.Context) {
+	klog.V(1).InfoS("Watching path", "path", s.path)
+	relist := s.Clock.NewTicker(s.period)
+	defer relist.Stop()
+	poll := s.Clock.NewTicker(s.PollInterval)
+	defer poll.Stop()
+
+	last := s.fingerprint()
+	s.send(ctx, s.listConfig())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-relist.C():
+		case <-poll.C():
+			now := s.fingerprint()
+			if now == last {
+				continue
+			}
+			klog.V(2).InfoS("Manifest path changed, relisting", "path", s.path)
+		}
+		last = s.fingerprint()
+		s.send(ctx, s.listConfig())
+	}
+}
+
+func (s *SourceFile) send(ctx context.Context, pods []*v1.Pod) {
+	select {
+	case s.updates <- kubetypes.PodUpdate{Pods: pods, Op: kubetypes.SET, Source: kubetypes.FileSource}:
+	case <-ctx.Done():
+	}
+}
+
+// fingerprint summarises the listing: it changes when a file is added,
+// removed, renamed, resized or rewritten.
+func (s *SourceFile) fingerprint() string {
+	var b strings.Builder
+	for _, path := range s.manifestFiles() {
+		if fi, err := os.Stat(path); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", path, fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
+}
+
+// manifestFiles lists the candidate files: path itself, or the entries of
+// the directory whose names do not start with a dot (editors' swap files and
+// atomic writes' temporary files do), sorted.
+func (s *SourceFile) manifestFiles() []string {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return nil
+	}
+	if !fi.IsDir() {
+		return []string{s.path}
+	}
+	files, _ := filepath.Glob(filepath.Join(s.path, "[^.]*")) // only fails on a bad pattern
+	sort.Strings(files)
+	return files
+}
+
+// listConfig reads every manifest. A file that cannot be read or parsed is
+// logged with its name and skipped; the others still count. A missing path
+// gives an empty list, so the pods it held are removed.
+func (s *SourceFile) listConfig() []*v1.Pod {
+	pods := []*v1.Pod{}
+	if _, err := os.Stat(s.path); err != nil {
+		klog.ErrorS(err, "Unable to read config path", "path", s.path)
+		return pods
+	}
+	for _, path := range s.manifestFiles() {
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil:
+			klog.ErrorS(err, "Could not get metadata", "path", path)
+			continue
+		case fi.IsDir():
+			klog.ErrorS(nil, "Manifest path is a directory, not recursing into it", "path", path)
+			continue
+		case !fi.Mode().IsRegular():
+			klog.ErrorS(nil, "Manifest path is not a regular file", "path", path)
+			continue
+		}
+		pod, err := s.extractFromFile(path)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) { // removed since we listed it
+				klog.ErrorS(err, "Could not process manifest file, skipping it", "path", path)
+			}
+			continue
+		}
+		pods = append(pods, pod)
+	}
+	// Forget the first-seen times of pods that are gone.
+	for uid := range s.firstSeen {
+		if !containsUID(pods, uid) {
+			delete(s.firstSeen, uid)
+		}
+	}
+	return pods
+}
+
+func containsUID(pods []*v1.Pod, uid types.UID) bool {
+	for _, p := range pods {
+		if p.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// extractFromFile reads and decodes one manifest.
+func (s *SourceFile) extractFromFile(path string) (*v1.Pod, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigLength+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxConfigLength {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigLength)
+	}
+	pod, err := decodeSinglePod(data, path, s.nodeName)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	pod.Annotations[kubetypes.ConfigSourceAnnotationKey] = kubetypes.FileSource
+	// config.seen: when this UID was first read. Upstream sets it when
+	// PodConfig first merges the pod; we set it here so chapter 06, which has
+	// no PodConfig yet, shows it too (PodConfig keeps it).
+	seen, ok := s.firstSeen[pod.UID]
+	if !ok {
+		seen = s.Clock.Now()
+		s.firstSeen[pod.UID] = seen
+	}
+	pod.Annotations[kubetypes.ConfigFirstSeenAnnotationKey] = kubetypes.Timestamp(seen)
+	return pod, nil
+}
