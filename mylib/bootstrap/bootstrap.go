@@ -122,7 +122,7 @@ func LoadClientCert(ctx context.Context, cfg Config) (*Result, error) {
 	certFile := filepath.Join(cfg.CertDir, ClientCertPrefix+"-current.pem")
 
 	// 1. Short-circuit when the node kubeconfig still works.
-	cert, why := isClientConfigStillValid(cfg.Kubeconfig, cfg.Clock.Now())
+	cert, why := isClientConfigStillValid(cfg.Kubeconfig, NodeSubject(cfg.NodeName).CommonName, cfg.Clock.Now())
 	if why == nil {
 		fmt.Fprintf(out, "node kubeconfig: %s has a valid client certificate until %s: reusing it, no new CSR\n", cfg.Kubeconfig, cert.NotAfter.UTC().Format(time.RFC3339))
 		return &Result{Reused: true, Certificate: cert, CertFile: certFile}, nil
@@ -317,9 +317,10 @@ func writeKubeconfigFromBootstrapping(bootstrapConfig *rest.Config, path, certFi
 
 // isClientConfigStillValid returns the client certificate of the kubeconfig
 // at path, or why it cannot be used: missing file (fs.ErrNotExist), no client
-// certificate, a certificate that does not match its key, or one that is not
-// valid at now.
-func isClientConfigStillValid(path string, now time.Time) (*x509.Certificate, error) {
+// certificate, a certificate that does not match its key, one for another
+// user than commonName (the state dir of another --node-name), or one that is
+// not valid at now.
+func isClientConfigStillValid(path, commonName string, now time.Time) (*x509.Certificate, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, err
 	}
@@ -347,6 +348,8 @@ func isClientConfigStillValid(path string, now time.Time) (*x509.Certificate, er
 	}
 	cert := pair.Leaf
 	switch {
+	case cert.Subject.CommonName != commonName:
+		return nil, fmt.Errorf("its certificate is for %s, not %s", cert.Subject.CommonName, commonName)
 	case now.After(cert.NotAfter):
 		return nil, fmt.Errorf("client certificate expired at %s", cert.NotAfter.UTC().Format(time.RFC3339))
 	case now.Before(cert.NotBefore):

@@ -54,19 +54,27 @@ func TestClientConfigIsValidOnlyWhileTheCertificateIs(t *testing.T) {
 	path := nodeKubeconfig(t, selfSigned(t, key, "system:node:n1", start, 24*time.Hour), keyPEM)
 	clock := clocktesting.NewFakePassiveClock(start.Add(-time.Minute))
 
-	_, why := isClientConfigStillValid(path, clock.Now())
+	_, why := isClientConfigStillValid(path, "system:node:n1", clock.Now())
 	require.Error(t, why)
 	assert.Contains(t, why.Error(), "not valid before")
 
 	clock.SetTime(start.Add(time.Hour))
-	cert, why := isClientConfigStillValid(path, clock.Now())
+	cert, why := isClientConfigStillValid(path, "system:node:n1", clock.Now())
 	require.NoError(t, why)
 	assert.Equal(t, "system:node:n1", cert.Subject.CommonName)
 
 	clock.SetTime(start.Add(25 * time.Hour))
-	_, why = isClientConfigStillValid(path, clock.Now())
+	_, why = isClientConfigStillValid(path, "system:node:n1", clock.Now())
 	require.Error(t, why)
 	assert.Contains(t, why.Error(), "expired at 2030-01-02T00:00:00Z")
+}
+
+func TestClientConfigOfAnotherNodeIsNotValid(t *testing.T) {
+	key, keyPEM, _ := GenerateKey()
+	path := nodeKubeconfig(t, selfSigned(t, key, "system:node:n1", time.Now().Add(-time.Hour), 24*time.Hour), keyPEM)
+	_, why := isClientConfigStillValid(path, "system:node:n2", time.Now())
+	require.Error(t, why)
+	assert.Equal(t, "its certificate is for system:node:n1, not system:node:n2", why.Error())
 }
 
 func TestClientConfigWithAForeignKeyIsNotValid(t *testing.T) {
@@ -74,13 +82,13 @@ func TestClientConfigWithAForeignKeyIsNotValid(t *testing.T) {
 	_, otherPEM, _ := GenerateKey()
 	start := time.Now().Add(-time.Hour)
 	path := nodeKubeconfig(t, selfSigned(t, key, "system:node:n1", start, 24*time.Hour), otherPEM)
-	_, why := isClientConfigStillValid(path, time.Now())
+	_, why := isClientConfigStillValid(path, "system:node:n1", time.Now())
 	require.Error(t, why)
 	assert.Contains(t, why.Error(), "client certificate and key")
 }
 
 func TestMissingClientConfigIsNotExist(t *testing.T) {
-	_, why := isClientConfigStillValid(filepath.Join(t.TempDir(), "none"), time.Now())
+	_, why := isClientConfigStillValid(filepath.Join(t.TempDir(), "none"), "system:node:n1", time.Now())
 	assert.True(t, errors.Is(why, fs.ErrNotExist))
 }
 
