@@ -1,0 +1,449 @@
+// Package kubeletnode is the node half of a kubelet: it registers the Node
+// with the API server (or adopts the one that is already there) and keeps its
+// status up to date, the way pkg/kubelet/kubelet_node_status.go does.
+// The heartbeat is not here: the Lease (mylib/nodelease) carries it, so
+// the status is written only when it changes, or every
+// NodeStatusReportFrequency (5 min) otherwise.
+//
+// Wiring (chapters/04-register-node does this):
+//
+//	kl, err := kubeletnode.New(kubeletnode.Config{
+//		Client:   cs,
+//		NodeName: "n1",
+//		Setters:  []nodestatus.Setter{ … },
+//	})
+//	if err != nil { … }
+//	if err := kl.RegisterWithAPIServer(ctx); err != nil { … }
+//	kl.Run(ctx) // every 10 s: SyncNodeStatus; returns when ctx is cancelled
+package kubeletnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/nodestatus"
+)
+
+// Upstream's defaults (kubelet configuration fields of the same names).
+const (
+	// DefaultNodeStatusUpdateFrequency is how often the kubelet computes the
+	// node status (nodeStatusUpdateFrequency).
+	DefaultNodeStatusUpdateFrequency = 10 * time.Second
+	// DefaultNodeStatusReportFrequency is how often the kubelet writes the
+	// status when nothing changed (nodeStatusReportFrequency).
+	DefaultNodeStatusReportFrequency = 5 * time.Minute
+	// NodeStatusUpdateRetry is how many times one sync tries to write.
+	NodeStatusUpdateRetry = 5
+	// ControllerManagedAttachAnnotation tells the attach/detach controller
+	// that it, not the kubelet, attaches this node's volumes. The kubelet
+	// sets it by default (--enable-controller-attach-detach).
+	ControllerManagedAttachAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
+)
+
+// Config describes the node to register and how to keep its status.
+type Config struct {
+	// Client talks to the API server with the node's credentials. Required.
+	Client kubernetes.Interface
+	// NodeName is the Node's name. Required.
+	NodeName string
+	// Hostname is the kubernetes.io/hostname label; default NodeName.
+	Hostname string
+	// Labels are extra labels for a new node (the kubelet's --node-labels).
+	Labels map[string]string
+	// Setters fill in the status, in order (upstream: defaultNodeStatusFuncs).
+	// Required.
+	Setters []nodestatus.Setter
+	// Clock is used for every wait and time stamp; nil means the real clock.
+	Clock clock.Clock
+	// NodeStatusUpdateFrequency: zero means DefaultNodeStatusUpdateFrequency.
+	NodeStatusUpdateFrequency time.Duration
+	// NodeStatusReportFrequency: zero means DefaultNodeStatusReportFrequency.
+	NodeStatusReportFrequency time.Duration
+
+	// OnRegistered, when set, is called once the node is registered: created
+	// is false when an existing Node was adopted.
+	OnRegistered func(node *v1.Node, created bool)
+	// OnStatusPatched, when set, is called after every status write with the
+	// stored node, the patch sent and why it was sent.
+	OnStatusPatched func(node *v1.Node, patch []byte, reason string)
+}
+
+// Kubelet registers one Node and keeps its status. Its methods are named
+// after the Kubelet methods of pkg/kubelet/kubelet_node_status.go. It is not
+// safe for concurrent use: call SyncNodeStatus from one goroutine (Run does).
+type Kubelet struct {
+	client                    kubernetes.Interface
+	nodeName, hostname        string
+	labels                    map[string]string
+	setters                   []nodestatus.Setter
+	clock                     clock.Clock
+	nodeStatusUpdateFrequency time.Duration
+	nodeStatusReportFrequency time.Duration
+	onRegistered              func(*v1.Node, bool)
+	onStatusPatched           func(*v1.Node, []byte, string)
+
+	registrationCompleted bool
+	// lastStatusReportTime is when the status was last written.
+	lastStatusReportTime time.Time
+}
+
+// New checks cfg and returns a Kubelet.
+func New(cfg Config) (*Kubelet, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("kubeletnode: Config.Client is required")
+	}
+	if cfg.NodeName == "" {
+		return nil, errors.New("kubeletnode: Config.NodeName is required")
+	}
+	if len(cfg.Setters) == 0 {
+		return nil, errors.New("kubeletnode: Config.Setters is required (at least the conditions)")
+	}
+	if cfg.Hostname == "" {
+		cfg.Hostname = cfg.NodeName
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.NodeStatusUpdateFrequency == 0 {
+		cfg.NodeStatusUpdateFrequency = DefaultNodeStatusUpdateFrequency
+	}
+	if cfg.NodeStatusReportFrequency == 0 {
+		cfg.NodeStatusReportFrequency = DefaultNodeStatusReportFrequency
+	}
+	if cfg.NodeStatusUpdateFrequency < 0 || cfg.NodeStatusReportFrequency < cfg.NodeStatusUpdateFrequency {
+		return nil, fmt.Errorf("kubeletnode: need 0 < nodeStatusUpdateFrequency (%v) <= nodeStatusReportFrequency (%v)", cfg.NodeStatusUpdateFrequency, cfg.NodeStatusReportFrequency)
+	}
+	return &Kubelet{
+		client:                    cfg.Client,
+		nodeName:                  cfg.NodeName,
+		hostname:                  cfg.Hostname,
+		labels:                    cfg.Labels,
+		setters:                   cfg.Setters,
+		clock:                     cfg.Clock,
+		nodeStatusUpdateFrequency: cfg.NodeStatusUpdateFrequency,
+		nodeStatusReportFrequency: cfg.NodeStatusReportFrequency,
+		onRegistered:              cfg.OnRegistered,
+		onStatusPatched:           cfg.OnStatusPatched,
+	}, nil
+}
+
+// Run syncs the node status at once and then every
+// NodeStatusUpdateFrequency, until ctx is cancelled. Each sync registers the
+// node first if that has not succeeded yet.
+func (kl *Kubelet) Run(ctx context.Context) {
+	for {
+		kl.SyncNodeStatus(ctx)
+		t := kl.clock.NewTimer(kl.nodeStatusUpdateFrequency)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// SyncNodeStatus registers the node if needed, then writes its status if it
+// changed or NodeStatusReportFrequency has passed since the last write.
+func (kl *Kubelet) SyncNodeStatus(ctx context.Context) {
+	if err := kl.RegisterWithAPIServer(ctx); err != nil {
+		if ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Unable to register node", "node", kl.nodeName)
+		}
+		return
+	}
+	if err := kl.updateNodeStatus(ctx); err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(err, "Unable to update node status", "node", kl.nodeName)
+	}
+}
+
+// RegisterWithAPIServer creates the Node, or adopts and reconciles the one
+// that exists. Like upstream it retries with a wait that doubles from 200 ms
+// to 7 s; unlike upstream it gives up at once on errors that retrying cannot
+// fix (forbidden, unauthorized, invalid), so that a learner with the wrong
+// credentials sees one clear error. Once it succeeded it returns nil at once.
+func (kl *Kubelet) RegisterWithAPIServer(ctx context.Context) error {
+	if kl.registrationCompleted {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	step := 100 * time.Millisecond
+	for {
+		step = min(2*step, 7*time.Second)
+		node, err := kl.InitialNode(ctx)
+		if err != nil {
+			return err
+		}
+		logger.V(2).Info("Attempting to register node", "node", kl.nodeName)
+		err = kl.tryRegisterWithAPIServer(ctx, node)
+		if err == nil {
+			kl.registrationCompleted = true
+			return nil
+		}
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) {
+			return err
+		}
+		logger.Error(err, "Unable to register node, will retry", "node", kl.nodeName, "interval", step)
+		t := kl.clock.NewTimer(step)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
+}
+
+// tryRegisterWithAPIServer makes one attempt: create the node; if it exists
+// already, read it and reconcile it with node (labels, annotation, missing
+// capacity), patching it only when something differs.
+func (kl *Kubelet) tryRegisterWithAPIServer(ctx context.Context, node *v1.Node) error {
+	nodes := kl.client.CoreV1().Nodes()
+	created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
+	if err == nil {
+		kl.registered(created, true)
+		return nil
+	}
+	// Forbidden can mean "you may not create nodes" while the node exists
+	// and may be adopted, so it too goes on to read the node (upstream
+	// does the same).
+	if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("create node %s: %w", kl.nodeName, err)
+	}
+	existing, getErr := nodes.Get(ctx, kl.nodeName, metav1.GetOptions{})
+	if getErr != nil {
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("create node %s: %w", kl.nodeName, err)
+		}
+		return fmt.Errorf("get existing node %s: %w", kl.nodeName, getErr)
+	}
+	original := existing.DeepCopy()
+	requiresUpdate := reconcileCMADAnnotationWithExistingNode(node, existing)
+	requiresUpdate = updateDefaultLabels(node, existing) || requiresUpdate
+	requiresUpdate = updateDefaultResources(node, existing) || requiresUpdate
+	if requiresUpdate {
+		if existing, _, err = nodestatus.PatchNodeStatus(ctx, kl.client.CoreV1(), original, existing); err != nil {
+			return fmt.Errorf("reconcile existing node %s: %w", kl.nodeName, err)
+		}
+	}
+	kl.registered(existing, false)
+	return nil
+}
+
+func (kl *Kubelet) registered(node *v1.Node, created bool) {
+	klog.V(2).InfoS("Successfully registered node", "node", kl.nodeName, "created", created)
+	if kl.onRegistered != nil {
+		kl.onRegistered(node, created)
+	}
+}
+
+// InitialNode is the Node this kubelet would create: name, the default
+// labels (hostname, OS, architecture), Config.Labels, the controller-managed
+// attach/detach annotation, and a status from the setters.
+func (kl *Kubelet) InitialNode(ctx context.Context) (*v1.Node, error) {
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: kl.nodeName,
+			Labels: map[string]string{
+				v1.LabelHostname:          kl.hostname,
+				v1.LabelOSStable:          goruntime.GOOS,
+				v1.LabelArchStable:        goruntime.GOARCH,
+				"beta.kubernetes.io/os":   goruntime.GOOS,
+				"beta.kubernetes.io/arch": goruntime.GOARCH,
+			},
+			Annotations: map[string]string{ControllerManagedAttachAnnotation: "true"},
+		},
+	}
+	for k, v := range kl.labels {
+		node.Labels[k] = v
+	}
+	kl.setNodeStatus(ctx, node)
+	return node, nil
+}
+
+// defaultLabels are the labels the kubelet owns and corrects on an existing
+// node.
+var defaultLabels = []string{v1.LabelHostname, v1.LabelOSStable, v1.LabelArchStable, "beta.kubernetes.io/os", "beta.kubernetes.io/arch"}
+
+// updateDefaultLabels copies the default labels from initial to existing and
+// reports whether existing changed.
+func updateDefaultLabels(initial, existing *v1.Node) bool {
+	changed := false
+	if existing.Labels == nil {
+		existing.Labels = map[string]string{}
+	}
+	for _, k := range defaultLabels {
+		v, ok := initial.Labels[k]
+		if !ok || existing.Labels[k] == v {
+			continue
+		}
+		existing.Labels[k] = v
+		changed = true
+	}
+	return changed
+}
+
+// reconcileCMADAnnotationWithExistingNode sets the attach/detach annotation
+// on existing to the value in initial and reports whether it changed.
+func reconcileCMADAnnotationWithExistingNode(initial, existing *v1.Node) bool {
+	want, set := initial.Annotations[ControllerManagedAttachAnnotation]
+	if existing.Annotations[ControllerManagedAttachAnnotation] == want {
+		return false
+	}
+	if !set {
+		delete(existing.Annotations, ControllerManagedAttachAnnotation)
+		return true
+	}
+	if existing.Annotations == nil {
+		existing.Annotations = map[string]string{}
+	}
+	existing.Annotations[ControllerManagedAttachAnnotation] = want
+	return true
+}
+
+// updateDefaultResources gives existing the capacity and allocatable of
+// initial when it has none, and reports whether it changed.
+func updateDefaultResources(initial, existing *v1.Node) bool {
+	changed := false
+	if existing.Status.Capacity == nil && initial.Status.Capacity != nil {
+		existing.Status.Capacity = initial.Status.Capacity.DeepCopy()
+		changed = true
+	}
+	if existing.Status.Allocatable == nil && initial.Status.Allocatable != nil {
+		existing.Status.Allocatable = initial.Status.Allocatable.DeepCopy()
+		changed = true
+	}
+	return changed
+}
+
+// setNodeStatus runs every setter on node. A failing setter is logged and
+// the others still run, as upstream does.
+func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node) {
+	for i, set := range kl.setters {
+		if err := set(ctx, node); err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to set some node status fields", "node", kl.nodeName, "setter", i)
+		}
+	}
+}
+
+// updateNodeStatus tries tryUpdateNodeStatus up to NodeStatusUpdateRetry
+// times.
+func (kl *Kubelet) updateNodeStatus(ctx context.Context) error {
+	var errs []error
+	for i := range NodeStatusUpdateRetry {
+		err := kl.tryUpdateNodeStatus(ctx, i)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		klog.FromContext(ctx).Error(err, "Error updating node status, will retry", "node", kl.nodeName)
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("update node %s status: %d attempts failed: %w", kl.nodeName, NodeStatusUpdateRetry, errors.Join(errs...))
+}
+
+// tryUpdateNodeStatus reads the node, runs the setters on a copy and patches
+// the status when something changed (heartbeat times aside) or when
+// NodeStatusReportFrequency has passed since the last write. Upstream reads
+// the node from an informer's cache on the first try; this reads it from
+// the API server (a read, not a write).
+func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error {
+	original, err := kl.client.CoreV1().Nodes().Get(ctx, kl.nodeName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s (try %d): %w", kl.nodeName, tryNumber+1, err)
+	}
+	node, changed := kl.updateNode(ctx, original)
+	expired := kl.isUpdateStatusPeriodExpired()
+	if !changed && !expired {
+		klog.FromContext(ctx).V(4).Info("Node status unchanged, not writing", "node", kl.nodeName)
+		return nil
+	}
+	reason := "status changed"
+	if !changed {
+		reason = "report period expired"
+		if kl.lastStatusReportTime.IsZero() {
+			reason = "first report"
+		}
+	}
+	// Upstream then picks a random delay of ±50 % of the report frequency
+	// for the next unconditional write, so that nodes do not write in
+	// step; here the period stays fixed so that it is easy to observe.
+	updated, patch, err := nodestatus.PatchNodeStatus(ctx, kl.client.CoreV1(), original, node)
+	if err != nil {
+		return err
+	}
+	kl.lastStatusReportTime = kl.clock.Now()
+	if kl.onStatusPatched != nil {
+		kl.onStatusPatched(updated, patch, reason)
+	}
+	return nil
+}
+
+// isUpdateStatusPeriodExpired says whether NodeStatusReportFrequency has
+// passed since the last write (always true before the first).
+func (kl *Kubelet) isUpdateStatusPeriodExpired() bool {
+	return kl.lastStatusReportTime.IsZero() || kl.clock.Since(kl.lastStatusReportTime) >= kl.nodeStatusReportFrequency
+}
+
+// updateNode returns a copy of original with the setters applied and the
+// OS/arch labels corrected, and whether anything changed.
+func (kl *Kubelet) updateNode(ctx context.Context, original *v1.Node) (*v1.Node, bool) {
+	node := original.DeepCopy()
+	labelsChanged := false
+	for k, v := range map[string]string{v1.LabelOSStable: goruntime.GOOS, v1.LabelArchStable: goruntime.GOARCH} {
+		if node.Labels[k] != v {
+			if node.Labels == nil {
+				node.Labels = map[string]string{}
+			}
+			node.Labels[k] = v
+			labelsChanged = true
+		}
+	}
+	kl.setNodeStatus(ctx, node)
+	return node, labelsChanged || NodeStatusHasChanged(&original.Status, &node.Status)
+}
+
+// NodeStatusHasChanged reports whether two statuses differ in anything but
+// the conditions' lastHeartbeatTime. Conditions are compared by type, so
+// their order does not matter.
+func NodeStatusHasChanged(original, status *v1.NodeStatus) bool {
+	if original == nil || status == nil {
+		return original != status
+	}
+	if nodeConditionsHaveChanged(original.Conditions, status.Conditions) {
+		return true
+	}
+	a, b := original.DeepCopy(), status.DeepCopy()
+	a.Conditions, b.Conditions = nil, nil
+	return !equality.Semantic.DeepEqual(a, b)
+}
+
+func nodeConditionsHaveChanged(original, conditions []v1.NodeCondition) bool {
+	if len(original) != len(conditions) {
+		return true
+	}
+	norm := func(in []v1.NodeCondition) []v1.NodeCondition {
+		out := make([]v1.NodeCondition, len(in))
+		copy(out, in)
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+		for i := range out {
+			out[i].LastHeartbeatTime = metav1.Time{}
+		}
+		return out
+	}
+	return !equality.Semantic.DeepEqual(norm(original), norm(conditions))
+}
