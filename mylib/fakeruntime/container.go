@@ -42,11 +42,9 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	if img == nil {
 		return nil, status.Errorf(codes.NotFound, "CreateContainer %s: image %q not found: pull it first (PullImage)", m.GetName(), cfg.GetImage().GetImage())
 	}
-	for _, c := range r.containers {
-		if c.sandboxID == s.id && c.meta.GetName() == m.GetName() && c.meta.GetAttempt() == m.GetAttempt() {
-			return nil, status.Errorf(codes.AlreadyExists, "CreateContainer: container %q attempt %d already exists in pod %s as %s",
-				m.GetName(), m.GetAttempt(), s.podName(), c.id)
-		}
+	if id, ok := r.names[containerNameKey(s.id, m)]; ok {
+		return nil, status.Errorf(codes.AlreadyExists, "CreateContainer: container %q attempt %d already exists in pod %s as %s",
+			m.GetName(), m.GetAttempt(), s.podName(), id)
 	}
 	c := &container{
 		id:          newID(),
@@ -63,7 +61,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	if cfg.GetLogPath() != "" {
 		c.logPath = filepath.Join(s.logDir, cfg.GetLogPath())
 	}
-	r.containers[c.id] = c
+	r.addContainer(s, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
@@ -145,7 +143,7 @@ func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveConta
 	if err != nil {
 		return nil, err
 	}
-	delete(r.containers, c.id)
+	r.removeContainer(c)
 	return &runtimeapi.RemoveContainerResponse{}, nil
 }
 

@@ -100,7 +100,7 @@ func (r *Runtime) ContainerAction(id string, a Action) (Ref, error) {
 		}
 		c.start(r.now())
 	case ActionRemove:
-		delete(r.containers, c.id)
+		r.removeContainer(c)
 	default:
 		return Ref{}, badAction(a)
 	}
@@ -189,7 +189,7 @@ func (r *Runtime) SetScript(id string, s Script) (Ref, error) {
 	if err != nil {
 		return Ref{}, controlErr(err)
 	}
-	c.script = s
+	r.setScript(c, s)
 	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		c.startedAt = r.now()
 	}

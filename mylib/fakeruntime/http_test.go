@@ -89,8 +89,8 @@ func TestControlAPIBadRequests(t *testing.T) {
 	for id := range r.sandboxes {
 		sbID = id
 	}
-	r.containers["abc1"] = &container{id: "abc1", sandboxID: sbID, meta: &runtimeapi.ContainerMetadata{Name: "x"}}
-	r.containers["abc2"] = &container{id: "abc2", sandboxID: sbID, meta: &runtimeapi.ContainerMetadata{Name: "y"}}
+	r.addContainer(r.sandboxes[sbID], &container{id: "abc1", sandboxID: sbID, meta: &runtimeapi.ContainerMetadata{Name: "x"}})
+	r.addContainer(r.sandboxes[sbID], &container{id: "abc2", sandboxID: sbID, meta: &runtimeapi.ContainerMetadata{Name: "y"}})
 	r.mu.Unlock()
 	srv := httptest.NewServer(NewControlHandler(r))
 	defer srv.Close()

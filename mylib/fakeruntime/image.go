@@ -71,15 +71,15 @@ func (r *Runtime) findImage(ref string) *image {
 	if img, ok := r.images[ref]; ok {
 		return img
 	}
-	norm := normalizeRef(ref)
-	for _, img := range r.images {
+	if id, ok := r.imageNames[ref]; ok {
+		return r.images[id]
+	}
+	if id, ok := r.imageNames[normalizeRef(ref)]; ok {
+		return r.images[id]
+	}
+	for _, img := range r.images { // an ID prefix, as `crictl rmi 3f2a` gives
 		if strings.HasPrefix(img.id, ref) || strings.HasPrefix(img.id, "sha256:"+ref) {
 			return img
-		}
-		for _, t := range append(img.repoTags, img.repoDigests...) {
-			if t == norm || t == ref {
-				return img
-			}
 		}
 	}
 	return nil
@@ -92,6 +92,9 @@ func (r *Runtime) pull(ref string) *image {
 	}
 	img := newImage(normalizeRef(ref))
 	r.images[img.id] = img
+	for _, n := range append(img.repoTags, img.repoDigests...) {
+		r.imageNames[n] = img.id
+	}
 	return img
 }
 
@@ -153,6 +156,9 @@ func (r *Runtime) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequ
 	defer r.mu.Unlock()
 	if img := r.findImage(req.GetImage().GetImage()); img != nil {
 		delete(r.images, img.id)
+		for _, n := range append(img.repoTags, img.repoDigests...) {
+			delete(r.imageNames, n)
+		}
 	}
 	return &runtimeapi.RemoveImageResponse{}, nil
 }

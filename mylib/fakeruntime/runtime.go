@@ -3,6 +3,7 @@ package fakeruntime
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -54,6 +55,14 @@ type Runtime struct {
 	containers map[string]*container
 	images     map[string]*image // by image ID
 	nextIP     int
+
+	// Indexes, so that no call costs more than a list of everything:
+	// names reserves each sandbox's and container's name, as containerd
+	// does; scripted holds the containers that have a script to play;
+	// imageNames maps tags and digests to image IDs.
+	names      map[string]string
+	scripted   map[string]*container
+	imageNames map[string]string
 }
 
 // New returns an empty runtime that reads time from clk.
@@ -63,6 +72,9 @@ func New(clk clock.Clock) *Runtime {
 		sandboxes:  map[string]*sandbox{},
 		containers: map[string]*container{},
 		images:     map[string]*image{},
+		names:      map[string]string{},
+		scripted:   map[string]*container{},
+		imageNames: map[string]string{},
 	}
 }
 
@@ -78,6 +90,12 @@ type sandbox struct {
 	ip             string
 	runtimeHandler string
 	logDir         string
+	containers     map[string]*container
+}
+
+// nameKey is the sandbox's reserved name: one sandbox per pod and attempt.
+func (s *sandbox) nameKey() string {
+	return fmt.Sprintf("sandbox/%s/%s/%s/%d", s.meta.GetNamespace(), s.meta.GetName(), s.meta.GetUid(), s.meta.GetAttempt())
 }
 
 // container is the runtime's record of a container. Metadata, image, labels
@@ -107,6 +125,56 @@ type container struct {
 	restarts int
 }
 
+// containerNameKey is a container's reserved name: one container per name
+// and attempt in a sandbox.
+func containerNameKey(sandboxID string, m *runtimeapi.ContainerMetadata) string {
+	return fmt.Sprintf("container/%s/%s/%d", sandboxID, m.GetName(), m.GetAttempt())
+}
+
+// addSandbox records s. Caller holds mu.
+func (r *Runtime) addSandbox(s *sandbox) {
+	s.containers = map[string]*container{}
+	r.sandboxes[s.id] = s
+	r.names[s.nameKey()] = s.id
+}
+
+// removeSandbox forgets s and its containers. Caller holds mu.
+func (r *Runtime) removeSandbox(s *sandbox) {
+	for _, c := range s.containers {
+		r.removeContainer(c)
+	}
+	delete(r.names, s.nameKey())
+	delete(r.sandboxes, s.id)
+}
+
+// addContainer records c in sandbox s. Caller holds mu.
+func (r *Runtime) addContainer(s *sandbox, c *container) {
+	r.containers[c.id] = c
+	s.containers[c.id] = c
+	r.names[containerNameKey(s.id, c.meta)] = c.id
+	r.setScript(c, c.script)
+}
+
+// removeContainer forgets c. Caller holds mu.
+func (r *Runtime) removeContainer(c *container) {
+	if s := r.sandboxes[c.sandboxID]; s != nil {
+		delete(s.containers, c.id)
+	}
+	delete(r.names, containerNameKey(c.sandboxID, c.meta))
+	delete(r.scripted, c.id)
+	delete(r.containers, c.id)
+}
+
+// setScript gives c the script s. Caller holds mu.
+func (r *Runtime) setScript(c *container, s Script) {
+	c.script = s
+	if s.ExitAfter > 0 {
+		r.scripted[c.id] = c
+	} else {
+		delete(r.scripted, c.id)
+	}
+}
+
 // newID returns a random 64-hex-digit ID, like containerd's.
 func newID() string {
 	b := make([]byte, 32)
@@ -121,11 +189,12 @@ func (r *Runtime) now() int64 { return r.clock.Now().UnixNano() }
 // or changes state calls it first, under the lock, so a script's effects are
 // seen at the right time without any timer goroutine. Caller holds mu.
 func (r *Runtime) advance() {
+	if len(r.scripted) == 0 {
+		return
+	}
 	now := r.clock.Now()
-	for _, c := range r.containers {
-		if c.script.ExitAfter > 0 {
-			c.advance(now)
-		}
+	for _, c := range r.scripted {
+		c.advance(now)
 	}
 }
 
@@ -241,11 +310,13 @@ func (r *Runtime) findContainer(id string) (*container, error) {
 
 // containersOf returns the sandbox's containers, oldest first. Caller holds mu.
 func (r *Runtime) containersOf(sandboxID string) []*container {
-	var cs []*container
-	for _, c := range r.containers {
-		if c.sandboxID == sandboxID {
-			cs = append(cs, c)
-		}
+	s := r.sandboxes[sandboxID]
+	if s == nil {
+		return nil
+	}
+	cs := make([]*container, 0, len(s.containers))
+	for _, c := range s.containers {
+		cs = append(cs, c)
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].createdAt < cs[j].createdAt })
 	return cs

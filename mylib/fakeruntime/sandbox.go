@@ -57,12 +57,10 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, s := range r.sandboxes {
-		if s.meta.GetUid() == m.GetUid() && s.meta.GetName() == m.GetName() &&
-			s.meta.GetNamespace() == m.GetNamespace() && s.meta.GetAttempt() == m.GetAttempt() {
-			return nil, status.Errorf(codes.AlreadyExists, "RunPodSandbox: sandbox %s (uid %s, attempt %d) already exists as %s",
-				s.podName(), m.GetUid(), m.GetAttempt(), s.id)
-		}
+	key := (&sandbox{meta: m}).nameKey()
+	if id, ok := r.names[key]; ok {
+		return nil, status.Errorf(codes.AlreadyExists, "RunPodSandbox: sandbox %s/%s (uid %s, attempt %d) already exists as %s",
+			m.GetNamespace(), m.GetName(), m.GetUid(), m.GetAttempt(), id)
 	}
 	r.nextIP++
 	s := &sandbox{
@@ -78,7 +76,7 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		runtimeHandler: req.GetRuntimeHandler(),
 		logDir:         cfg.GetLogDirectory(),
 	}
-	r.sandboxes[s.id] = s
+	r.addSandbox(s)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.id}, nil
 }
 
@@ -118,14 +116,6 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 	}
 	r.removeSandbox(s)
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
-}
-
-// removeSandbox forgets s and its containers. Caller holds mu.
-func (r *Runtime) removeSandbox(s *sandbox) {
-	for _, c := range r.containersOf(s.id) {
-		delete(r.containers, c.id)
-	}
-	delete(r.sandboxes, s.id)
 }
 
 // PodSandboxStatus returns the sandbox's status (`crictl inspectp`). With

@@ -1,0 +1,135 @@
+package pleg_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/pleg"
+)
+
+// serveRuntime serves rt on a unix socket in a short temporary directory and
+// returns a CRI client Manager connected to it.
+func serveRuntime(tb testing.TB, rt *fakeruntime.Runtime, clk clock.Clock) *kuberuntime.Manager {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "crt")
+	require.NoError(tb, err)
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "rt.sock")
+	lis, err := fakeruntime.ListenUnix(sock)
+	require.NoError(tb, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Serve(ctx, lis) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	m, err := kuberuntime.Connect(context.Background(), "unix://"+sock, clk)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { m.Close() })
+	return m
+}
+
+func events(ch chan *pleg.PodLifecycleEvent) []string {
+	var out []string
+	for {
+		select {
+		case e := <-ch:
+			out = append(out, fmt.Sprintf("%s %s %v", e.Type, e.ID, e.Data))
+		default:
+			return out
+		}
+	}
+}
+
+// TestPLEGOverTheRuntimeSocket drives the README's walkthrough through the
+// real CRI socket: kill → ContainerDied, remove → ContainerRemoved, a
+// scripted crash → ContainerDied, then ContainerStarted.
+func TestPLEGOverTheRuntimeSocket(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	rt := fakeruntime.New(clk)
+	require.NoError(t, rt.Seed(ctx))
+	m := serveRuntime(t, rt, clk)
+
+	cache := kubecontainer.NewCache()
+	ch := make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity)
+	g := pleg.NewGenericPLEG(m, ch, &pleg.RelistDuration{RelistPeriod: pleg.RelistPeriod, RelistThreshold: pleg.RelistThreshold}, cache, clk)
+
+	nginx, busybox := fakeruntime.SeedPods[0], fakeruntime.SeedPods[1]
+	nginxID, err := rt.FindContainer(nginx.Namespace, nginx.Name, nginx.Container)
+	require.NoError(t, err)
+	busyboxID, err := rt.FindContainer(busybox.Namespace, busybox.Name, busybox.Container)
+	require.NoError(t, err)
+	snap := rt.Snapshot()
+	sandboxOf := map[string]string{}
+	for _, s := range snap.Sandboxes {
+		sandboxOf[s.Pod] = s.ID
+	}
+
+	g.Relist(ctx)
+	assert.ElementsMatch(t, []string{
+		"ContainerStarted " + nginx.UID + " " + nginxID,
+		"ContainerStarted " + nginx.UID + " " + sandboxOf["default/nginx"],
+		"ContainerStarted " + busybox.UID + " " + busyboxID,
+		"ContainerStarted " + busybox.UID + " " + sandboxOf["default/busybox"],
+	}, events(ch))
+	ok, err := g.Healthy()
+	assert.True(t, ok, err)
+
+	clk.Step(time.Second)
+	_, err = rt.ContainerAction(nginxID, fakeruntime.ActionKill)
+	require.NoError(t, err)
+	g.Relist(ctx)
+	assert.Equal(t, []string{"ContainerDied " + nginx.UID + " " + nginxID}, events(ch))
+	st, err := cache.Get(types.UID(nginx.UID))
+	require.NoError(t, err)
+	require.Len(t, st.ContainerStatuses, 1)
+	assert.Equal(t, 137, st.ContainerStatuses[0].ExitCode)
+	assert.Equal(t, "Error", st.ContainerStatuses[0].Reason)
+
+	clk.Step(time.Second)
+	_, err = rt.ContainerAction(nginxID, fakeruntime.ActionRemove)
+	require.NoError(t, err)
+	g.Relist(ctx)
+	assert.Equal(t, []string{"ContainerRemoved " + nginx.UID + " " + nginxID}, events(ch))
+
+	// A scripted crash loop: exits after 2 s with code 1, back 1 s later.
+	clk.Step(time.Second)
+	_, err = rt.SetScript(busyboxID, fakeruntime.Script{ExitAfter: 2 * time.Second, ExitCode: 1, RestartAfter: time.Second})
+	require.NoError(t, err)
+	lastSync := clk.Now()
+	clk.Step(2 * time.Second)
+	g.Relist(ctx)
+	assert.Equal(t, []string{"ContainerDied " + busybox.UID + " " + busyboxID}, events(ch))
+	st, err = cache.GetNewerThan(types.UID(busybox.UID), lastSync)
+	require.NoError(t, err)
+	assert.Equal(t, kubecontainer.ContainerStateExited, st.ContainerStatuses[0].State)
+	assert.Equal(t, 1, st.ContainerStatuses[0].ExitCode)
+
+	clk.Step(time.Second)
+	g.Relist(ctx)
+	assert.Equal(t, []string{"ContainerStarted " + busybox.UID + " " + busyboxID}, events(ch))
+	st, _ = cache.Get(types.UID(busybox.UID))
+	assert.Equal(t, kubecontainer.ContainerStateRunning, st.ContainerStatuses[0].State)
+
+	// Stopping the pod: its sandbox dies like a container.
+	clk.Step(time.Second)
+	_, err = rt.PodAction(busybox.Namespace, busybox.Name, fakeruntime.ActionKill)
+	require.NoError(t, err)
+	g.Relist(ctx)
+	assert.ElementsMatch(t, []string{
+		"ContainerDied " + busybox.UID + " " + busyboxID,
+		"ContainerDied " + busybox.UID + " " + sandboxOf["default/busybox"],
+	}, events(ch))
+}
