@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"mykubelet/mylib/chaptertest"
+	"mykubelet/mylib/docscheck"
+	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/testcluster"
+)
+
+const node = "static-node"
+
+func TestChapter06EndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	bin := testcluster.BuildChapter(t, "./chapters/06-static-pods")
+	root := testcluster.RepoRoot(t)
+	c := testcluster.Start(t)
+	ctx := context.Background()
+	admin := c.Clientset(t)
+
+	// The node's own credentials, as chapter 03 would have them, and its
+	// Node object, as chapter 04 would have registered it.
+	nodeCfg := c.UserConfig(t, "system:node:"+node, "system:nodes")
+	nodeClient := kubernetes.NewForConfigOrDie(nodeCfg)
+	_, err := nodeClient.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	state := t.TempDir()
+	manifests := filepath.Join(state, "manifests")
+	p := chaptertest.Start(t, bin, "--kubeconfig", testcluster.WriteKubeconfig(t, nodeCfg), "--node-name", node, "--state-dir", state)
+	p.WaitForOutput("watching .* for static pods", 30*time.Second)
+
+	// cp yaml/static/static-web.yaml .state/manifests/, plus a broken manifest.
+	web, err := os.ReadFile(filepath.Join(root, "yaml/static/static-web.yaml"))
+	require.NoError(t, err)
+	webPath := filepath.Join(manifests, "static-web.yaml")
+	require.NoError(t, os.WriteFile(webPath, web, 0o600))
+	brokenPath := filepath.Join(manifests, "broken.yaml")
+	require.NoError(t, os.WriteFile(brokenPath, []byte("kind: Pod\n"), 0o600))
+
+	name := "static-web-" + node
+	mirror := waitForMirror(t, admin, name, func(*v1.Pod) bool { return true })
+	p.WaitForOutput("mirror pod default/"+name+" created", 10*time.Second)
+
+	t.Run("the mirror pod is what the README shows", func(t *testing.T) {
+		a := mirror.Annotations
+		assert.Equal(t, "file", a[kubetypes.ConfigSourceAnnotationKey])
+		assert.Len(t, a[kubetypes.ConfigHashAnnotationKey], 32)
+		assert.Equal(t, a[kubetypes.ConfigHashAnnotationKey], a[kubetypes.ConfigMirrorAnnotationKey])
+		assert.NotEmpty(t, a[kubetypes.ConfigFirstSeenAnnotationKey])
+		assert.Equal(t, node, mirror.Spec.NodeName)
+		assert.Contains(t, mirror.Spec.Tolerations, v1.Toleration{Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute})
+		require.Len(t, mirror.OwnerReferences, 1)
+		ref := mirror.OwnerReferences[0]
+		assert.Equal(t, []string{"v1", "Node", node}, []string{ref.APIVersion, ref.Kind, ref.Name})
+		assert.True(t, *ref.Controller)
+		assert.Contains(t, mirror.ManagedFields[0].Manager, "06-static-pods", "created by the chapter, with the node's credentials")
+	})
+
+	t.Run("a malformed manifest is logged with its name and skipped", func(t *testing.T) {
+		line := p.WaitForLog(`"Could not process manifest file, skipping it".*`, 10*time.Second)
+		assert.Contains(t, line, `path="`+brokenPath+`"`)
+	})
+
+	t.Run("kubectl delete: the mirror pod comes back", func(t *testing.T) {
+		// What kubectl delete does: a graceful delete (grace period 30 s).
+		require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}))
+		waitForMirror(t, admin, name, func(p *v1.Pod) bool { return p.UID != mirror.UID && p.DeletionTimestamp == nil })
+		p.WaitForOutput("mirror pod default/"+name+" recreated", 10*time.Second)
+	})
+
+	t.Run("editing the manifest replaces the mirror pod", func(t *testing.T) {
+		edited := strings.Replace(string(web), "app: static-web", "app: static-web-v2", 1)
+		require.NoError(t, os.WriteFile(webPath, []byte(edited), 0o600))
+		m := waitForMirror(t, admin, name, func(p *v1.Pod) bool {
+			return p.Annotations[kubetypes.ConfigMirrorAnnotationKey] != mirror.Annotations[kubetypes.ConfigMirrorAnnotationKey]
+		})
+		assert.Equal(t, "static-web-v2", m.Labels["app"])
+		p.WaitForOutput("mirror pod default/"+name+" replaced", 10*time.Second)
+	})
+
+	t.Run("removing the manifest deletes the mirror pod", func(t *testing.T) {
+		require.NoError(t, os.Remove(webPath))
+		require.Eventually(t, func() bool {
+			_, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 20*time.Second, 100*time.Millisecond)
+		p.WaitForOutput("mirror pod default/"+name+" deleted", 10*time.Second)
+	})
+
+	t.Run("Ctrl-C stops it; the output is the README's", func(t *testing.T) {
+		assert.Equal(t, 0, p.Stop())
+		want, err := docscheck.ExpectedOutput(filepath.Join(root, "chapters/06-static-pods/README.md"))
+		require.NoError(t, err)
+		assert.NoError(t, docscheck.Match(want, p.Stdout()))
+	})
+
+	t.Run("an unregistered node is one clear line", func(t *testing.T) {
+		out, code := runOnce(t, bin, "--kubeconfig", c.AdminKubeconfig, "--node-name", "ghost", "--state-dir", t.TempDir())
+		assert.Equal(t, 1, code)
+		assert.Equal(t, `06-static-pods: error: node "ghost" is not registered; mirror pods need their Node: run chapter 04 first (go run ./chapters/04-register-node --node-name ghost)`+"\n", out)
+	})
+}
+
+// TestChapter06NoKubeconfig needs no cluster.
+func TestChapter06NoKubeconfig(t *testing.T) {
+	bin := testcluster.BuildChapter(t, "./chapters/06-static-pods")
+	out, code := runOnce(t, bin, "--state-dir", t.TempDir())
+	assert.Equal(t, 1, code)
+	assert.True(t, strings.HasPrefix(out, "06-static-pods: error: no kubeconfig found:"), out)
+	assert.Equal(t, 1, strings.Count(out, "\n"), "one line")
+}
+
+func waitForMirror(t *testing.T, cs kubernetes.Interface, name string, ok func(*v1.Pod) bool) *v1.Pod {
+	t.Helper()
+	var got *v1.Pod
+	require.Eventually(t, func() bool {
+		p, err := cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil || !kubetypes.IsMirrorPod(p) || !ok(p) {
+			return false
+		}
+		got = p
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "mirror pod %s", name)
+	return got
+}
+
+// runOnce runs the binary to completion and returns its stderr and exit code.
+func runOnce(t *testing.T, bin string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	_ = cmd.Run() // the exit code is what we check
+	return stderr.String(), cmd.ProcessState.ExitCode()
+}
+
