@@ -151,4 +151,3 @@ func runOnce(t *testing.T, bin string, args ...string) (string, int) {
 	_ = cmd.Run() // the exit code is what we check
 	return stderr.String(), cmd.ProcessState.ExitCode()
 }
-
