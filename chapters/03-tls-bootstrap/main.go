@@ -1,0 +1,67 @@
+// Chapter 03: with only a bootstrap token, a node gets its own client certificate through a CertificateSigningRequest.
+//
+// This is what the kubelet does at start-up when its kubeconfig is missing
+// (pkg/kubelet/certificate/bootstrap): generate a key, send a CSR for
+// CN=system:node:<node-name>, O=system:nodes with the bootstrap kubeconfig,
+// wait for it to be approved and signed, then write kubelet-client-current.pem
+// and a node kubeconfig. It never reads the admin kubeconfig.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"mykubelet/mylib/bootstrap"
+	"mykubelet/mylib/options"
+	"mykubelet/mylib/statedir"
+)
+
+func main() {
+	o := options.New("03-tls-bootstrap")
+	bootstrapKubeconfig := o.Flags.String("bootstrap-kubeconfig", "", "the bootstrap kubeconfig chapter 02 wrote (default: <state-dir>/"+statedir.BootstrapKubeconfig+")")
+	timeout := o.Flags.Duration("timeout", bootstrap.DefaultCertificateTimeout, "how long to wait for the CSR to be approved and signed")
+
+	o.Main(os.Args[1:], func(ctx context.Context) error {
+		if o.Kubeconfig != "" {
+			return errors.New("this chapter does not use --kubeconfig: it authenticates only with --bootstrap-kubeconfig, " +
+				"and writes the node's own kubeconfig to <state-dir>/" + statedir.NodeKubeconfig)
+		}
+		if *bootstrapKubeconfig == "" {
+			*bootstrapKubeconfig = statedir.Path(o.StateDir, statedir.BootstrapKubeconfig)
+		}
+		nodeKubeconfig := statedir.Path(o.StateDir, statedir.NodeKubeconfig)
+
+		// 1. Reuse a valid node kubeconfig, or bootstrap one.
+		if _, err := bootstrap.LoadClientCert(ctx, bootstrap.Config{
+			BootstrapKubeconfig: *bootstrapKubeconfig,
+			Kubeconfig:          nodeKubeconfig,
+			CertDir:             filepath.Dir(statedir.Path(o.StateDir, statedir.ClientCertCurrent)),
+			NodeName:            o.NodeName,
+			Timeout:             *timeout,
+			Out:                 os.Stdout,
+		}); err != nil {
+			return err
+		}
+
+		// 2. The proof, with the node kubeconfig: who am I now?
+		cfg, err := clientcmd.BuildConfigFromFlags("", nodeKubeconfig)
+		if err != nil {
+			return fmt.Errorf("load %s: %w", nodeKubeconfig, err)
+		}
+		cfg.Timeout = 10 * time.Second
+		who, err := bootstrap.WhoAmI(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("whoami: username %s\n", who.Username)
+		fmt.Printf("whoami: groups %s\n", strings.Join(who.Groups, " "))
+		return nil
+	})
+}

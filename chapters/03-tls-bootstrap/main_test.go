@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"mykubelet/mylib/docscheck"
+	"mykubelet/mylib/statedir"
+	"mykubelet/mylib/testcluster"
+)
+
+// env is a clean environment: no KUBECONFIG, an empty HOME.
+func env(t *testing.T) []string {
+	return []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+}
+
+// run runs a binary and returns stdout, stderr and the exit code.
+func run(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env(t)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return stdout.String(), stderr.String(), exit.ExitCode()
+	}
+	require.NoError(t, err)
+	return stdout.String(), stderr.String(), 0
+}
+
+func csrNames(t *testing.T, cs kubernetes.Interface) []string {
+	t.Helper()
+	l, err := cs.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	var names []string
+	for _, c := range l.Items {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func approval(t *testing.T, cs kubernetes.Interface, name string) string {
+	t.Helper()
+	c, err := cs.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == certificatesv1.CertificateApproved {
+			return cond.Reason
+		}
+	}
+	return ""
+}
+
+var csrLine = regexp.MustCompile(`csr: (?:created|found) (node-csr-\S+) for`)
+
+func TestChapter03EndToEnd(t *testing.T) {
+	c := testcluster.Start(t)
+	cs := c.Clientset(t)
+	ch02 := testcluster.BuildChapter(t, "./chapters/02-bootstrap-token")
+	ch03 := testcluster.BuildChapter(t, "./chapters/03-tls-bootstrap")
+	readme := filepath.Join(testcluster.RepoRoot(t), "chapters/03-tls-bootstrap/README.md")
+	kubectl := filepath.Join(testcluster.BinDir(), "kubectl")
+
+	// setup runs chapter 02 into a new state dir.
+	setup := func(t *testing.T, extra ...string) string {
+		state := t.TempDir()
+		out, errOut, code := run(t, ch02, append([]string{"--kubeconfig", c.AdminKubeconfig, "--state-dir", state}, extra...)...)
+		require.Equal(t, 0, code, "chapter 02:\n%s\n%s", out, errOut)
+		return state
+	}
+	kubectlApprove := func(t *testing.T, name string) {
+		out, err := exec.Command(kubectl, "--kubeconfig", c.AdminKubeconfig, "certificate", "approve", name).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Equal(t, "certificatesigningrequest.certificates.k8s.io/"+name+" approved\n", string(out))
+	}
+
+	state := setup(t)
+	args := []string{"--state-dir", state, "--node-name", "e2e-node"}
+	var csrName string
+	t.Run("prints the README's expected output", func(t *testing.T) {
+		out, errOut, code := run(t, ch03, args...)
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		t.Log("\n" + out)
+		want, err := docscheck.ExpectedOutput(readme)
+		require.NoError(t, err)
+		require.NoError(t, docscheck.Match(want, out))
+
+		m := csrLine.FindStringSubmatch(out)
+		require.NotNil(t, m)
+		csrName = m[1]
+		assert.Equal(t, "AutoApproved", approval(t, cs, csrName))
+		for _, f := range []string{statedir.NodeKubeconfig, statedir.ClientCertCurrent} {
+			fi, err := os.Stat(statedir.Path(state, f))
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), f)
+		}
+		// The node kubeconfig works for kubectl too.
+		who, err := exec.Command(kubectl, "--kubeconfig", statedir.Path(state, statedir.NodeKubeconfig), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}").CombinedOutput()
+		require.NoError(t, err, "%s", who)
+		assert.Equal(t, "system:node:e2e-node", string(who))
+	})
+
+	t.Run("running it again reuses the certificate and creates no CSR", func(t *testing.T) {
+		before := csrNames(t, cs)
+		out, errOut, code := run(t, ch03, args...)
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Regexp(t, `^node kubeconfig: \S+/kubelet.kubeconfig has a valid client certificate until \S+: reusing it, no new CSR\n`, out)
+		assert.NotContains(t, out, "csr:")
+		assert.Contains(t, out, "whoami: username system:node:e2e-node\n")
+		assert.ElementsMatch(t, before, csrNames(t, cs))
+	})
+
+	manual := setup(t, "--auto-approve=false")
+	t.Run("the timeout names the CSR; approving it by hand and running again finishes", func(t *testing.T) {
+		margs := []string{"--state-dir", manual, "--node-name", "manual-node"}
+		out, errOut, code := run(t, ch03, append(margs, "--timeout", "5s")...)
+		require.Equal(t, 1, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		m := csrLine.FindStringSubmatch(out)
+		require.NotNil(t, m, out)
+		name := m[1]
+		assert.Equal(t, "03-tls-bootstrap: error: certificate signing request "+name+" was not approved and signed within 5s; approve it with `kubectl certificate approve "+name+"` and run again (the key is kept, so the next run waits for the same CSR)\n", lastLine(errOut))
+		assert.Equal(t, "", approval(t, cs, name), "the controller manager did not approve it")
+
+		kubectlApprove(t, name)
+		out, errOut, code = run(t, ch03, margs...)
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		assert.Contains(t, out, "csr: found "+name+" for system:node:manual-node")
+		assert.Contains(t, out, "csr: "+name+" approved (KubectlApprove) and signed\n")
+		assert.Contains(t, out, "whoami: username system:node:manual-node\n")
+	})
+
+	t.Run("approving by hand while it waits", func(t *testing.T) {
+		waiting := setup(t, "--auto-approve=false")
+		cmd := exec.Command(ch03, "--state-dir", waiting, "--node-name", "waiting-node", "--timeout", "1m")
+		cmd.Env = env(t)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+		// Read until the program says it waits, approve, read the rest.
+		var out strings.Builder
+		sc := bufio.NewScanner(stdout)
+		name := ""
+		for name == "" && sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if m := csrLine.FindStringSubmatch(sc.Text()); m != nil {
+				name = m[1]
+			}
+		}
+		require.NotEmpty(t, name, out.String())
+		require.True(t, sc.Scan(), out.String())
+		require.Contains(t, sc.Text(), "csr: waiting up to 1m0s for approval and signing (to approve by hand: kubectl certificate approve "+name+")")
+		kubectlApprove(t, name)
+		rest, _ := io.ReadAll(stdout)
+		out.Write(rest)
+		require.NoError(t, cmd.Wait(), "stdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
+		assert.Contains(t, out.String(), "csr: "+name+" approved (KubectlApprove) and signed\n")
+		assert.Contains(t, out.String(), "whoami: username system:node:waiting-node\n")
+	})
+
+	t.Run("without a bootstrap kubeconfig it says which chapter writes it", func(t *testing.T) {
+		empty := t.TempDir()
+		_, errOut, code := run(t, ch03, "--state-dir", empty, "--node-name", "n")
+		assert.Equal(t, 1, code)
+		assert.Equal(t, "03-tls-bootstrap: error: no bootstrap kubeconfig at "+statedir.Path(empty, statedir.BootstrapKubeconfig)+
+			" (chapter 02 writes it: go run ./chapters/02-bootstrap-token): stat "+statedir.Path(empty, statedir.BootstrapKubeconfig)+": no such file or directory\n", lastLine(errOut))
+	})
+
+	t.Run("--kubeconfig is refused", func(t *testing.T) {
+		_, errOut, code := run(t, ch03, "--state-dir", t.TempDir(), "--kubeconfig", c.AdminKubeconfig)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut, "03-tls-bootstrap: error: this chapter does not use --kubeconfig: it authenticates only with --bootstrap-kubeconfig")
+	})
+}
+
+// lastLine returns the last line of s, with its newline (klog may log above it).
+func lastLine(s string) string {
+	lines := strings.SplitAfter(strings.TrimRight(s, "\n")+"\n", "\n")
+	return lines[len(lines)-2]
+}
