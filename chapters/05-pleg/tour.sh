@@ -1,0 +1,37 @@
+# shellcheck shell=bash
+# Chapter 05 tour: the PLEG over the mock CRI runtime. No cluster needed.
+# Sourced by scripts/tour.sh with the helpers of scripts/tour-lib.sh.
+
+bin="$(chapter_bin 05-pleg)" || return 1
+log="$TOUR_DIR/pleg.log"
+
+step "Serve the mock CRI runtime with two sample pods, and run the PLEG against it"
+bg_start pleg "$bin" --seed-pods --control-address 127.0.0.1:0 || return 1
+wait_for_log pleg 'control API on http://' 30 || return 1
+control="$(grep -oE -m1 'http://127\.0\.0\.1:[0-9]+' "$log")"
+wait_for_log pleg 'ContainerStarted pod=default/busybox sandbox' 30 || return 1
+observe "the first relist reports every container and sandbox as started: the PLEG had never seen them"
+show curl -sS "$control/" || return 1
+
+step "Kill nginx's container behind the PLEG's back"
+show curl -sS -X POST "$control/pods/default/nginx/containers/nginx/kill" || return 1
+wait_for_log pleg 'ContainerDied pod=default/nginx container=nginx' 10 || return 1
+observe "within a relist period (1s) the PLEG reports ContainerDied, with the exit code 137 of SIGKILL"
+
+step "Remove it"
+show curl -sS -X POST "$control/pods/default/nginx/containers/nginx/remove" || return 1
+wait_for_log pleg 'ContainerRemoved pod=default/nginx container=nginx' 10 || return 1
+observe "a container seen exited and now gone: ContainerRemoved"
+
+step "Make busybox crash every 2s and come back 2s later"
+show curl -sS -X POST "$control/pods/default/busybox/containers/busybox/script?exit-after=2s&exit-code=1&restart-after=2s" || return 1
+wait_for_log pleg 'ContainerDied pod=default/busybox container=busybox' 10 || return 1
+restarted='/ContainerDied pod=default\/busybox container=busybox/ {d=1} d && /ContainerStarted pod=default\/busybox container=busybox/ {f=1} END {exit !f}'
+wait_until 10 awk "$restarted" "$log" || return 1
+grep -E 'pod=default/busybox container=busybox' "$log" | tail -n 2 | sed 's/^/    /'
+observe "Died with exitCode=1, then Started again: the same container ID, restarted in place by the mock"
+
+step "Stop it (Ctrl-C)"
+bg_stop pleg
+grep -E '^stopped:' "$log" | sed 's/^/    /'
+grep -qE '^stopped: PLEG healthy' "$log" || { echo "tour: the PLEG did not stop healthy" >&2; return 1; }
