@@ -17,6 +17,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"mykubelet/mylib/docscheck"
 	"mykubelet/mylib/statedir"
@@ -183,6 +184,19 @@ func TestChapter03EndToEnd(t *testing.T) {
 		assert.Equal(t, 1, code)
 		assert.Equal(t, "03-tls-bootstrap: error: no bootstrap kubeconfig at "+statedir.Path(empty, statedir.BootstrapKubeconfig)+
 			" (chapter 02 writes it: go run ./chapters/02-bootstrap-token): stat "+statedir.Path(empty, statedir.BootstrapKubeconfig)+": no such file or directory\n", lastLine(errOut))
+	})
+
+	t.Run("an unknown token is Unauthorized", func(t *testing.T) {
+		kc, err := clientcmd.LoadFromFile(statedir.Path(state, statedir.BootstrapKubeconfig))
+		require.NoError(t, err)
+		for _, u := range kc.AuthInfos {
+			u.Token = "zzzzzz.0123456789abcdef"
+		}
+		path := filepath.Join(t.TempDir(), "unknown.kubeconfig")
+		require.NoError(t, clientcmd.WriteToFile(*kc, path))
+		_, errOut, code := run(t, ch03, "--state-dir", t.TempDir(), "--node-name", "n", "--bootstrap-kubeconfig", path)
+		assert.Equal(t, 1, code)
+		assert.Regexp(t, `^03-tls-bootstrap: error: certificate signing request node-csr-\S+: cannot create certificate signing request: Unauthorized\n$`, lastLine(errOut))
 	})
 
 	t.Run("--kubeconfig is refused", func(t *testing.T) {
