@@ -441,3 +441,20 @@ func TestSeed(t *testing.T) {
 	assert.Equal(t, "default/nginx", snap.Sandboxes[1].Pod)
 	assert.Empty(t, New(clocktesting.NewFakeClock(t0)).Snapshot().Sandboxes, "empty unless seeded")
 }
+
+func TestNamesAreFreedOnRemoval(t *testing.T) {
+	ctx := context.Background()
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "app", nil)
+	_, err := r.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"}}})
+	assert.Equal(t, codes.AlreadyExists, status.Code(err), "same name and attempt in one sandbox")
+	_, err = r.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c})
+	require.NoError(t, err)
+	createContainer(t, r, sb, "app", nil) // the name is free again
+
+	_, err = r.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb})
+	require.NoError(t, err)
+	runSandbox(t, r, "web", "uid-1", nil)
+}
