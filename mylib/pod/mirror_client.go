@@ -2,6 +2,7 @@ package pod
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,6 +25,11 @@ type MirrorClient interface {
 	// reports whether it deleted a pod; a pod already gone is not an error.
 	DeleteMirrorPod(ctx context.Context, podFullName string, uid *types.UID) (bool, error)
 }
+
+// ErrMirrorPodExists is returned by CreateMirrorPod when the mirror pod is
+// already there, with the same hash: nothing to do. (Upstream returns nil;
+// telling it apart lets SyncMirrorPod report only real changes.)
+var ErrMirrorPodExists = errors.New("mirror pod already exists")
 
 // NodeGetter returns the Node object (for its UID).
 type NodeGetter func(ctx context.Context, name string) (*v1.Node, error)
@@ -75,10 +81,11 @@ func (mc *basicMirrorClient) CreateMirrorPod(ctx context.Context, pod *v1.Pod) e
 
 	_, err = mc.client.CoreV1().Pods(mirror.Namespace).Create(ctx, mirror, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		// Fine if what is there already mirrors this very static pod.
+		// Fine if what is there already mirrors this very static pod (we
+		// created it and have not seen it yet).
 		existing, getErr := mc.client.CoreV1().Pods(mirror.Namespace).Get(ctx, mirror.Name, metav1.GetOptions{})
 		if getErr == nil && existing.Annotations[kubetypes.ConfigMirrorAnnotationKey] == hash {
-			return nil
+			return fmt.Errorf("create mirror pod %s: %w", key, ErrMirrorPodExists)
 		}
 	}
 	if err != nil {

@@ -33,9 +33,14 @@ func TestCreateMirrorPod(t *testing.T) {
 	assert.True(t, *ref.Controller)
 	assert.NotContains(t, static.Annotations, kubetypes.ConfigMirrorAnnotationKey, "the static pod is not changed")
 
-	assert.NoError(t, mc.CreateMirrorPod(ctx, static), "creating the same mirror pod twice is fine")
+	assert.ErrorIs(t, mc.CreateMirrorPod(ctx, static), ErrMirrorPodExists, "creating the same mirror pod twice says so")
+	action, err := SyncMirrorPod(ctx, mc, static, nil)
+	assert.NoError(t, err)
+	assert.Equal(t, MirrorUnchanged, action, "SyncMirrorPod with a stale view does not report a creation")
 	other := staticPod("web-n1", "new-uid", "new-uid")
-	assert.Error(t, mc.CreateMirrorPod(ctx, other), "a different mirror pod in the way is an error")
+	err = mc.CreateMirrorPod(ctx, other)
+	assert.Error(t, err, "a different mirror pod in the way is an error")
+	assert.NotErrorIs(t, err, ErrMirrorPodExists)
 }
 
 func TestCreateMirrorPodWithoutNode(t *testing.T) {

@@ -2,6 +2,7 @@ package pod
 
 import (
 	"context"
+	"errors"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -48,6 +49,9 @@ func SyncMirrorPod(ctx context.Context, mc MirrorClient, pod, mirrorPod *v1.Pod)
 		}
 	}
 	if err := mc.CreateMirrorPod(ctx, pod); err != nil {
+		if errors.Is(err, ErrMirrorPodExists) {
+			return MirrorUnchanged, nil // created earlier; our view had not caught up
+		}
 		return MirrorUnchanged, err
 	}
 	return action, nil
