@@ -129,3 +129,32 @@ func ParsePodFullName(fullName string) (name, namespace string, err error) {
 func Timestamp(t time.Time) string {
 	return t.Format("2006-01-02T15:04:05.000000000Z07:00")
 }
+
+// SyncPodType says why a pod worker is asked to sync a pod.
+type SyncPodType int
+
+// The sync types, in upstream's order.
+const (
+	// SyncPodSync: a periodic or event-driven resync.
+	SyncPodSync SyncPodType = iota
+	// SyncPodUpdate: the pod changed in its source.
+	SyncPodUpdate
+	// SyncPodCreate: the pod is new.
+	SyncPodCreate
+	// SyncPodKill: the pod must stop (removed from its source, or evicted).
+	SyncPodKill
+)
+
+func (t SyncPodType) String() string {
+	switch t {
+	case SyncPodSync:
+		return "sync"
+	case SyncPodUpdate:
+		return "update"
+	case SyncPodCreate:
+		return "create"
+	case SyncPodKill:
+		return "kill"
+	}
+	return "unknown"
+}
