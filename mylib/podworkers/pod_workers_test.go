@@ -327,7 +327,11 @@ func TestResyncAndBackoff(t *testing.T) {
 	}
 	e.update(newPod("a", "1"), kubetypes.SyncPodCreate)
 	eventually(t, func() bool { return len(e.syncer.callsOf("a")) == 1 }, "synced")
-	eventually(t, func() bool { e.pw.podLock.Lock(); defer e.pw.podLock.Unlock(); return !e.pw.podSyncStatuses["a"].working }, "work completed")
+	eventually(t, func() bool {
+		e.pw.podLock.Lock()
+		defer e.pw.podLock.Unlock()
+		return !e.pw.podSyncStatuses["a"].working
+	}, "work completed")
 
 	// After an error: due after 10 s to 15 s (backoff with jitter).
 	e.clock.Step(10*time.Second - time.Millisecond)
@@ -339,7 +343,11 @@ func TestResyncAndBackoff(t *testing.T) {
 	fail = false
 	e.update(newPod("a", "2"), kubetypes.SyncPodSync)
 	eventually(t, func() bool { return len(e.syncer.callsOf("a")) == 2 }, "synced")
-	eventually(t, func() bool { e.pw.podLock.Lock(); defer e.pw.podLock.Unlock(); return !e.pw.podSyncStatuses["a"].working }, "work completed")
+	eventually(t, func() bool {
+		e.pw.podLock.Lock()
+		defer e.pw.podLock.Unlock()
+		return !e.pw.podSyncStatuses["a"].working
+	}, "work completed")
 	e.clock.Step(time.Minute - time.Millisecond)
 	assert.Empty(t, e.queue.GetWork())
 	e.clock.Step(30*time.Second + time.Millisecond)
