@@ -128,6 +128,12 @@ func TestChapter02EndToEnd(t *testing.T) {
 			return apierrors.IsUnauthorized(err)
 		}, 20*time.Second, 500*time.Millisecond, "the expired token is refused")
 
+		// The tokencleaner controller deletes the expired token's Secret.
+		require.Eventually(t, func() bool {
+			_, err := cs.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-"+old, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 30*time.Second, 500*time.Millisecond, "the tokencleaner deletes bootstrap-token-%s", old)
+
 		out, errOut, code = run(t, bin, sargs...)
 		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 		assert.Contains(t, out, "token: not reusing the token in "+statedir.Path(short, statedir.BootstrapKubeconfig))

@@ -178,6 +178,34 @@ func TestChapter03EndToEnd(t *testing.T) {
 		assert.Contains(t, out.String(), "whoami: username system:node:waiting-node\n")
 	})
 
+	t.Run("Ctrl-C while waiting names the CSR", func(t *testing.T) {
+		waiting := setup(t, "--auto-approve=false")
+		cmd := exec.Command(ch03, "--state-dir", waiting, "--node-name", "interrupted-node")
+		cmd.Env = env(t)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		sc := bufio.NewScanner(stdout)
+		name := ""
+		for sc.Scan() {
+			if m := regexp.MustCompile(`^csr: waiting .* approve (node-csr-\S+)\)$`).FindStringSubmatch(sc.Text()); m != nil {
+				name = m[1]
+				break
+			}
+		}
+		require.NotEmpty(t, name)
+		require.NoError(t, cmd.Process.Signal(os.Interrupt))
+		_, _ = io.Copy(io.Discard, stdout)
+		err = cmd.Wait()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+		assert.Equal(t, 1, exit.ExitCode())
+		assert.Equal(t, "03-tls-bootstrap: error: interrupted while waiting for certificate signing request "+name+" (it stays; run again to keep waiting for it): context canceled\n", lastLine(stderr.String()))
+	})
+
 	t.Run("without a bootstrap kubeconfig it says which chapter writes it", func(t *testing.T) {
 		empty := t.TempDir()
 		_, errOut, code := run(t, ch03, "--state-dir", empty, "--node-name", "n")

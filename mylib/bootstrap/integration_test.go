@@ -30,9 +30,11 @@ import (
 // state is one node's state directory.
 type state struct{ dir string }
 
-func (s state) bootstrapKubeconfig() string { return statedir.Path(s.dir, statedir.BootstrapKubeconfig) }
-func (s state) nodeKubeconfig() string      { return statedir.Path(s.dir, statedir.NodeKubeconfig) }
-func (s state) certFile() string            { return statedir.Path(s.dir, statedir.ClientCertCurrent) }
+func (s state) bootstrapKubeconfig() string {
+	return statedir.Path(s.dir, statedir.BootstrapKubeconfig)
+}
+func (s state) nodeKubeconfig() string { return statedir.Path(s.dir, statedir.NodeKubeconfig) }
+func (s state) certFile() string       { return statedir.Path(s.dir, statedir.ClientCertCurrent) }
 
 func (s state) config(node string, timeout time.Duration, out *bytes.Buffer) bootstrap.Config {
 	return bootstrap.Config{
@@ -147,6 +149,10 @@ func TestTLSBootstrapAgainstARealControlPlane(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), p)
 		}
+		// kubelet-client-current.pem is a symlink to kubelet-client-<time>.pem.
+		target, err := os.Readlink(auto.certFile())
+		require.NoError(t, err)
+		assert.Regexp(t, `/pki/kubelet-client-\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d\.pem$`, target)
 		pemData, err := os.ReadFile(auto.certFile())
 		require.NoError(t, err)
 		var types []string
