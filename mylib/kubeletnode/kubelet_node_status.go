@@ -50,6 +50,10 @@ const (
 	// that it, not the kubelet, attaches this node's volumes. The kubelet
 	// sets it by default (--enable-controller-attach-detach).
 	ControllerManagedAttachAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
+	// KubeletVersion is what mykubelet reports as status.nodeInfo.kubeletVersion
+	// (the VERSION column of kubectl get nodes): the Kubernetes version it
+	// follows, marked as not the real kubelet.
+	KubeletVersion = "v1.37.1-mykubelet"
 )
 
 // Config describes the node to register and how to keep its status.
