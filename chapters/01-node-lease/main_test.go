@@ -202,7 +202,11 @@ type lockedWriter struct {
 	b  *bytes.Buffer
 }
 
-func (w lockedWriter) Write(p []byte) (int, error) { w.mu.Lock(); defer w.mu.Unlock(); return w.b.Write(p) }
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
 
 func start(t *testing.T, bin string, args ...string) *program {
 	t.Helper()
