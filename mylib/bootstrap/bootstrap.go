@@ -141,6 +141,9 @@ func LoadClientCert(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load bootstrap kubeconfig %s: %w", cfg.BootstrapKubeconfig, err)
 	}
+	if bootstrapConfig.Insecure {
+		return nil, fmt.Errorf("bootstrap kubeconfig %s skips TLS verification: the node would hand its token to whoever answers; give it the cluster's CA", cfg.BootstrapKubeconfig)
+	}
 	client, err := kubernetes.NewForConfig(bootstrapConfig)
 	if err != nil {
 		return nil, fmt.Errorf("client for bootstrap kubeconfig %s: %w", cfg.BootstrapKubeconfig, err)

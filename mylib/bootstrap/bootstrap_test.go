@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/x509"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -114,4 +116,22 @@ func TestCheckIssuedRefusesACertificateForAnotherKeyOrNode(t *testing.T) {
 	require.NoError(t, checkIssued(selfSigned(t, key, "system:node:n1", now, time.Hour), key, "system:node:n1"))
 	assert.ErrorContains(t, checkIssued(selfSigned(t, other, "system:node:n1", now, time.Hour), key, "system:node:n1"), "another key")
 	assert.ErrorContains(t, checkIssued(selfSigned(t, key, "system:node:n2", now, time.Hour), key, "system:node:n1"), `"system:node:n2"`)
+}
+
+func TestLoadClientCertRefusesAnInsecureBootstrapKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "abcdef.0123456789abcdef"}
+	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	path := filepath.Join(dir, "bootstrap.kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	_, err := LoadClientCert(context.Background(), Config{
+		BootstrapKubeconfig: path, Kubeconfig: filepath.Join(dir, "kubelet.kubeconfig"), CertDir: filepath.Join(dir, "pki"), NodeName: "n1",
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "skips TLS verification")
+	_, statErr := os.Stat(filepath.Join(dir, "pki"))
+	assert.True(t, errors.Is(statErr, fs.ErrNotExist), "nothing was generated")
 }
