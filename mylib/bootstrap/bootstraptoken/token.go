@@ -13,9 +13,22 @@
 // The id is public (it names the Secret); the secret part is a credential:
 // this package never prints it, and it is written only to files of mode 0600.
 //
+// Setup does it all, as chapter 02 runs it:
+//
+//	res, err := bootstraptoken.Setup(ctx, adminClient, adminConfig, bootstraptoken.SetupOptions{
+//		AutoApprove: true,
+//		Kubeconfig:  statedir.Path(stateDir, statedir.BootstrapKubeconfig),
+//		Out:         os.Stdout,
+//	})
+//
+// or step by step:
+//
 //	tok, _ := bootstraptoken.Generate()
-//	_, _ = bootstraptoken.ApplySecret(ctx, cs, bootstraptoken.NewSecret(tok, groups, expires))
-//	_, _ = bootstraptoken.EnsureRBAC(ctx, cs, bootstraptoken.Bindings(group))
+//	group := bootstraptoken.GroupFor(true)
+//	_, _ = bootstraptoken.ApplySecret(ctx, cs, bootstraptoken.NewSecret(tok, []string{group}, time.Now().Add(bootstraptoken.DefaultTTL)))
+//	for _, b := range bootstraptoken.Bindings(true) {
+//		_, _ = bootstraptoken.EnsureClusterRoleBinding(ctx, cs, b)
+//	}
 //	_ = bootstraptoken.WriteKubeconfig(path, adminConfig, tok)
 package bootstraptoken
 
