@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"mykubelet/mylib/chaptertest"
+	"mykubelet/mylib/docscheck"
+	"mykubelet/mylib/testcluster"
+)
+
+const node = "workers-node"
+
+type fixture struct {
+	c     *testcluster.Cluster
+	bin   string
+	root  string
+	state string
+}
+
+func (f *fixture) kubectl(t *testing.T, script string) string {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = f.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.c.AdminKubeconfig, "NODE_NAME="+node, "PATH="+testcluster.BinDir()+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s\n%s", script, out)
+	return strings.TrimSpace(string(out))
+}
+
+func (f *fixture) start(t *testing.T, args ...string) (*chaptertest.Process, string) {
+	t.Helper()
+	p := chaptertest.Start(t, f.bin, append([]string{"--node-name", node, "--state-dir", f.state, "--debug-address", "127.0.0.1:0"}, args...)...)
+	line := p.WaitForOutput(`debug server on http://\S+/pods`, 30*time.Second)
+	return p, "http://" + regexp.MustCompile(`http://(\S+)/pods`).FindStringSubmatch(line)[1]
+}
+
+func TestChapter08EndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	f := &fixture{bin: testcluster.BuildChapter(t, "./chapters/08-pod-workers"), root: testcluster.RepoRoot(t), c: testcluster.Start(t)}
+	ctx := context.Background()
+	admin := f.c.Clientset(t)
+	nodeCfg := f.c.UserConfig(t, "system:node:"+node, "system:nodes")
+	_, err := kubernetes.NewForConfigOrDie(nodeCfg).CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.state, err = os.MkdirTemp("", "ch08-") // short: the runtime socket lives here
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(f.state) })
+	kc, err := os.ReadFile(testcluster.WriteKubeconfig(t, nodeCfg))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(f.state, "kubelet.kubeconfig"), kc, 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(f.state, "manifests"), 0o700))
+	web, err := os.ReadFile(filepath.Join(f.root, "yaml/static/static-web.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(f.state, "manifests/static-web.yaml"), web, 0o600))
+
+	t.Run("a pod bound to the node is synced, and terminated when deleted", func(t *testing.T) {
+		p, _ := f.start(t)
+		p.WaitForOutput(`mirror pod default/static-web-`+node+` created`, 30*time.Second)
+
+		f.kubectl(t, `sed "s/NODE_NAME/$NODE_NAME/" yaml/nginx.yaml | kubectl apply -f -`)
+		p.WaitForOutput(`syncPod create default/nginx-kubelet: would start containers \[nginx\]`, 20*time.Second)
+
+		f.kubectl(t, `kubectl delete pod nginx-kubelet`) // waits until the kubelet finished the deletion
+		p.WaitForOutput(`syncTerminatingPod default/nginx-kubelet: would stop containers \[nginx\] within 30s`, 10*time.Second)
+		p.WaitForOutput(`syncTerminatedPod default/nginx-kubelet`, 10*time.Second)
+		p.WaitForOutput(`pod default/nginx-kubelet: deletion finished in the API server`, 10*time.Second)
+		_, err := admin.CoreV1().Pods("default").Get(ctx, "nginx-kubelet", metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "the pod is gone from the API server: %v", err)
+		p.WaitForOutput(`pod worker default/nginx-kubelet \(uid \S+\) cleaned up`, 15*time.Second)
+
+		assert.Equal(t, 0, p.Stop())
+		want, err := docscheck.ExpectedOutput(filepath.Join(f.root, "chapters/08-pod-workers/README.md"))
+		require.NoError(t, err)
+		assert.NoError(t, docscheck.Match(want, p.Stdout()))
+		assert.NotContains(t, p.Stderr(), "Error syncing pod")
+	})
+
+	t.Run("with a slow PLEG a worker waits for the pod cache; /podcache unblocks it", func(t *testing.T) {
+		p, base := f.start(t, "--relist-period", "1h")
+		f.kubectl(t, `sed "s/NODE_NAME/$NODE_NAME/" yaml/nginx.yaml | kubectl apply -f -`)
+		p.WaitForOutput(`syncPod create default/nginx-kubelet`, 20*time.Second)
+		uid := f.kubectl(t, `kubectl get pod nginx-kubelet -o jsonpath='{.metadata.uid}'`)
+
+		f.kubectl(t, `kubectl label pod nginx-kubelet tier=web`)
+		p.WaitForOutput(`SyncLoop UPDATE source=api pods=\[default/nginx-kubelet\]`, 10*time.Second)
+		time.Sleep(2 * time.Second)
+		assert.NotContains(t, p.Stdout(), "syncPod update default/nginx-kubelet", "the worker waits in GetNewerThan")
+
+		code, body := post(t, base+"/podcache/"+uid)
+		assert.Equal(t, 200, code, body)
+		assert.Contains(t, body, "pod cache: set a status for default/nginx-kubelet (uid "+uid+")")
+		p.WaitForOutput(`syncPod update default/nginx-kubelet`, 10*time.Second)
+
+		code, body = post(t, base+"/podcache/nope")
+		assert.Equal(t, 400, code)
+		assert.Contains(t, body, `malformed pod UID "nope"`)
+		code, body = post(t, base+"/podcache/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee")
+		assert.Equal(t, 400, code)
+		assert.Contains(t, body, "unknown pod UID")
+
+		f.kubectl(t, `kubectl delete pod nginx-kubelet --grace-period=0 --force`)
+		assert.Equal(t, 0, p.Stop())
+	})
+}
+
+func post(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "", nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
