@@ -21,10 +21,10 @@ wait_for_log ch07 "^SyncLoop ADD source=api pods=\[default/static-web-$NODE_NAME
 step "Bind nginx to the node: ADD from the API server, and it shows in /pods"
 show bash -c "sed 's/NODE_NAME/$NODE_NAME/' '$REPO_ROOT/yaml/nginx.yaml' | kubectl apply -f -"
 wait_for_log ch07 '^SyncLoop ADD source=api pods=\[default/nginx-kubelet\]' 30
-observe "open http://$addr/pods in a browser; as JSON:"
-show curl -s "http://$addr/pods?format=json" -o "$TOUR_DIR/pods.json"
-grep -o '"name": "[^"]*"' "$TOUR_DIR/pods.json" | sort -u
-grep -q '"name": "nginx-kubelet"' "$TOUR_DIR/pods.json"
+observe "open http://$addr/pods in a browser; the table's pod links:"
+show curl -s "http://$addr/pods?format=html" -o "$TOUR_DIR/pods.html"
+grep -o '<a href="/pods/[^"]*">' "$TOUR_DIR/pods.html"
+grep -q '<a href="/pods/default/nginx-kubelet">' "$TOUR_DIR/pods.html"
 observe "nothing runs it, so it stays Pending:"
 show kubectl get pod nginx-kubelet -o wide
 
