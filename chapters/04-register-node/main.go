@@ -1,0 +1,209 @@
+// Chapter 04: the kubelet registers its own Node with its own credentials, then keeps the status and the Lease.
+//
+// It authenticates with the node kubeconfig chapter 03 wrote, so the API
+// server's Node authorizer and NodeRestriction admission treat it as the
+// node it is: it may write its own Node and Lease, no one else's.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/kubeletnode"
+	"mykubelet/mylib/nodelease"
+	"mykubelet/mylib/nodestatus"
+	"mykubelet/mylib/options"
+	"mykubelet/mylib/statedir"
+)
+
+func main() {
+	o := options.New("04-register-node")
+	var (
+		nodeIP         = o.Flags.String("node-ip", "", "the node's InternalIP (default: the address of the interface with the default route)")
+		maxPods        = o.Flags.Int("max-pods", nodestatus.DefaultMaxPods, "pods this node can run (capacity pods)")
+		port           = o.Flags.Int("port", int(nodestatus.DefaultKubeletPort), "kubelet port reported in status.daemonEndpoints (nothing listens on it yet)")
+		runtimeVersion = o.Flags.String("container-runtime-version", "mock://0.1.0", "the <type>://<version> reported as the container runtime until the CRI runtime (chapter 05) answers")
+		updateFreq     = o.Flags.Duration("node-status-update-frequency", kubeletnode.DefaultNodeStatusUpdateFrequency, "how often the node status is computed")
+		reportFreq     = o.Flags.Duration("node-status-report-frequency", kubeletnode.DefaultNodeStatusReportFrequency, "how often the status is written when nothing changed")
+		capacity       nodestatus.ResourceListFlag
+		systemReserved nodestatus.ResourceListFlag
+		leaseDuration  = nodelease.DurationSeconds(nodelease.DefaultLeaseDurationSeconds)
+	)
+	o.Flags.Var(&capacity, "capacity", "override measured capacity, e.g. cpu=8,memory=16Gi (default: this host's)")
+	o.Flags.Var(&systemReserved, "system-reserved", "resources kept for the system, subtracted from allocatable, e.g. cpu=500m,memory=1Gi")
+	o.Flags.Var(&leaseDuration, "lease-duration", "the Lease's leaseDurationSeconds; renewed every quarter of it")
+
+	o.Main(os.Args[1:], func(ctx context.Context) error {
+		// Unless --kubeconfig says otherwise, use the node's own credentials,
+		// not $KUBECONFIG (which is usually the admin's).
+		if !flagSet(o, "kubeconfig") {
+			o.Kubeconfig = statedir.Path(o.StateDir, statedir.NodeKubeconfig)
+			if _, err := os.Stat(o.Kubeconfig); errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("no node kubeconfig at %s: run chapter 03 first (go run ./chapters/03-tls-bootstrap) or pass --kubeconfig", o.Kubeconfig)
+			}
+		}
+		var ip net.IP
+		if *nodeIP != "" {
+			if ip = net.ParseIP(*nodeIP); ip == nil {
+				return fmt.Errorf("--node-ip %q is not an IP address", *nodeIP)
+			}
+		}
+		cs, _, err := o.Clientset(ctx)
+		if err != nil {
+			return err
+		}
+		if err := whoami(ctx, cs, o.Kubeconfig); err != nil {
+			return err
+		}
+
+		kl, lc, err := newAgent(cs, clock.RealClock{}, agentConfig{
+			nodeName:       o.NodeName,
+			stateDir:       o.StateDir,
+			nodeIP:         ip,
+			maxPods:        *maxPods,
+			port:           int32(*port),
+			runtimeVersion: *runtimeVersion,
+			updateFreq:     *updateFreq,
+			reportFreq:     *reportFreq,
+			capacity:       v1.ResourceList(capacity),
+			systemReserved: v1.ResourceList(systemReserved),
+			leaseDuration:  int32(leaseDuration),
+		})
+		if err != nil {
+			return err
+		}
+		if err := kl.RegisterWithAPIServer(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C while registering
+			}
+			return err // "create node <name>: …"
+		}
+		kl.SyncNodeStatus(ctx) // the first status report, before the loops start
+		fmt.Printf("running: status checked every %v, written on change or every %v; lease renewed every %v; Ctrl-C to stop\n",
+			*updateFreq, *reportFreq, lc.RenewInterval())
+
+		// Two loops, as in the kubelet: the status and the lease.
+		var wg sync.WaitGroup
+		wg.Go(func() { kl.Run(ctx) })
+		wg.Go(func() { lc.Run(ctx) })
+		wg.Wait()
+		fmt.Printf("stopped: node %s and its lease stay; the lease is no longer renewed\n", o.NodeName)
+		return nil
+	})
+}
+
+// agentConfig is what newAgent needs from the flags.
+type agentConfig struct {
+	nodeName, stateDir, runtimeVersion string
+	nodeIP                             net.IP
+	maxPods                            int
+	port                               int32
+	updateFreq, reportFreq             time.Duration
+	capacity, systemReserved           v1.ResourceList
+	leaseDuration                      int32
+}
+
+// newAgent wires the node status loop and the lease controller, as
+// pkg/kubelet's NewMainKubelet does (the write-load benchmark uses it too).
+func newAgent(cs kubernetes.Interface, clk clock.Clock, c agentConfig) (*kubeletnode.Kubelet, *nodelease.Controller, error) {
+	// The host, measured once (upstream asks cAdvisor, which caches it).
+	if err := os.MkdirAll(c.stateDir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(c.stateDir) })
+	kl, err := kubeletnode.New(kubeletnode.Config{
+		Client:                    cs,
+		NodeName:                  c.nodeName,
+		Clock:                     clk,
+		NodeStatusUpdateFrequency: c.updateFreq,
+		NodeStatusReportFrequency: c.reportFreq,
+		// The order of pkg/kubelet's defaultNodeStatusFuncs; Ready last.
+		Setters: []nodestatus.Setter{
+			nodestatus.NodeAddress(c.nodeIP, c.nodeName, utilnet.ResolveBindAddress),
+			nodestatus.MachineInfo(c.maxPods, machineInfo, c.capacity, nodestatus.NodeAllocatableReservation(c.systemReserved, nil)),
+			nodestatus.VersionInfo(machineInfo, func(context.Context) (string, error) { return c.runtimeVersion, nil }, kubeletnode.KubeletVersion),
+			nodestatus.DaemonEndpoints(c.port),
+			nodestatus.GoRuntime(),
+			nodestatus.MemoryPressureCondition(clk.Now, nodestatus.NoPressure),
+			nodestatus.DiskPressureCondition(clk.Now, nodestatus.NoPressure),
+			nodestatus.PIDPressureCondition(clk.Now, nodestatus.NoPressure),
+			nodestatus.ReadyCondition(clk.Now, nil, nodestatus.RequiredCapacities),
+		},
+		OnRegistered: func(n *v1.Node, created bool) {
+			how := "created"
+			if !created {
+				how = "already existed, adopted"
+			}
+			fmt.Printf("node %s: registered (%s)\n", n.Name, how)
+		},
+		OnStatusPatched: func(n *v1.Node, patch []byte, reason string) {
+			fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, summary(n))
+			klog.V(2).InfoS("Node status patch", "node", n.Name, "patch", string(patch))
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	lc, err := nodelease.NewController(nodelease.Config{
+		Client:               cs,
+		NodeName:             c.nodeName,
+		LeaseDurationSeconds: c.leaseDuration,
+		Clock:                clk,
+		OnRenewed: func(l *coordinationv1.Lease, created bool) {
+			verb := "renewed"
+			if created {
+				verb = "created"
+			}
+			fmt.Printf("lease %s/%s: %s, renewTime %s\n", l.Namespace, l.Name, verb, l.Spec.RenewTime.UTC().Format(time.RFC3339))
+		},
+	})
+	return kl, lc, err
+}
+
+// flagSet reports whether the flag was given on the command line.
+func flagSet(o *options.Options, name string) bool {
+	set := false
+	o.Flags.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// whoami prints who the API server thinks we are (kubectl auth whoami).
+func whoami(ctx context.Context, cs kubernetes.Interface, kubeconfig string) error {
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("ask the API server who we are: %w", err)
+	}
+	groups := append([]string(nil), r.Status.UserInfo.Groups...)
+	sort.Strings(groups)
+	fmt.Printf("kubeconfig %s: user %s, groups %s\n", kubeconfig, r.Status.UserInfo.Username, strings.Join(groups, ","))
+	return nil
+}
+
+// summary is a one-line view of the status: conditions and capacity.
+func summary(n *v1.Node) string {
+	var parts []string
+	for _, t := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeReady} {
+		if _, c := nodestatus.GetNodeCondition(&n.Status, t); c != nil {
+			parts = append(parts, fmt.Sprintf("%s=%s", t, c.Status))
+		}
+	}
+	cpu, mem, pods := n.Status.Capacity[v1.ResourceCPU], n.Status.Capacity[v1.ResourceMemory], n.Status.Capacity[v1.ResourcePods]
+	return fmt.Sprintf("%s; capacity cpu=%s memory=%s pods=%s", strings.Join(parts, " "), cpu.String(), mem.String(), pods.String())
+}

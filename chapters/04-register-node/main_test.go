@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"mykubelet/mylib/docscheck"
+	"mykubelet/mylib/kubeletnode"
+	"mykubelet/mylib/nodestatus"
+	"mykubelet/mylib/statedir"
+	"mykubelet/mylib/testcluster"
+)
+
+// TestChapter04 runs the chapter's program as node n1, with a client
+// certificate for system:node:n1 in group system:nodes (what chapter 03
+// writes), and checks the README: the node is registered and complete, the
+// lease is renewed, the status is written once and not again while nothing
+// changes, the credentials cannot touch another node, Ctrl-C stops it and a
+// second run adopts the node.
+func TestChapter04(t *testing.T) {
+	const node = "n1"
+	c := testcluster.Start(t)
+	bin := testcluster.BuildChapter(t, "./chapters/04-register-node")
+	admin := c.Clientset(t)
+	ctx := context.Background()
+	readme := filepath.Join(testcluster.RepoRoot(t), "chapters/04-register-node/README.md")
+	markdown, err := os.ReadFile(readme)
+	require.NoError(t, err)
+	checkBlock := func(heading, output string) {
+		t.Helper()
+		block, err := docscheck.ExpectedOutputOf(string(markdown), heading)
+		require.NoError(t, err)
+		var want []string // the block without its "$ command" lines
+		for _, l := range block {
+			if !strings.HasPrefix(l, "$ ") {
+				want = append(want, l)
+			}
+		}
+		require.NotEmpty(t, want, heading)
+		require.NoError(t, docscheck.Match(want, output), "README section %q", heading)
+	}
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(filepath.Join(testcluster.BinDir(), "kubectl"), append([]string{"--kubeconfig", c.AdminKubeconfig}, args...)...).CombinedOutput()
+		require.NoError(t, err, "kubectl %v: %s", args, out)
+		return string(out)
+	}
+
+	// Without chapter 03's kubeconfig: one clear line, exit 1.
+	empty := t.TempDir()
+	out, err := exec.Command(bin, "--state-dir", empty, "--node-name", node).CombinedOutput()
+	require.Error(t, err)
+	assert.Equal(t, 1, err.(*exec.ExitError).ExitCode())
+	assert.Equal(t, "04-register-node: error: no node kubeconfig at "+filepath.Join(empty, statedir.NodeKubeconfig)+": run chapter 03 first (go run ./chapters/03-tls-bootstrap) or pass --kubeconfig\n", string(out))
+	trouble, err := docscheck.ExpectedOutputOf(string(markdown), "Troubleshooting")
+	require.NoError(t, err)
+	require.Len(t, trouble, 2)
+	require.NoError(t, docscheck.Match(trouble[:1], string(out)), "README Troubleshooting")
+
+	// The node kubeconfig where chapter 03 leaves it; $KUBECONFIG (admin)
+	// must be ignored.
+	stateDir := t.TempDir()
+	nodeCfg := c.UserConfig(t, "system:node:"+node, "system:nodes")
+	kc, err := os.ReadFile(testcluster.WriteKubeconfig(t, nodeCfg))
+	require.NoError(t, err)
+	require.NoError(t, statedir.WriteFile(statedir.Path(stateDir, statedir.NodeKubeconfig), kc))
+	env := append(os.Environ(), "KUBECONFIG="+c.AdminKubeconfig)
+	args := []string{"--state-dir", stateDir, "--node-name", node}
+
+	p := start(t, env, bin, args...)
+	p.waitFor(t, "lease kube-node-lease/n1: renewed", 40*time.Second)
+
+	n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	require.NoError(t, err)
+	checkCompleteNode(t, n)
+	lease, err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, node, *lease.Spec.HolderIdentity)
+	assert.Equal(t, int32(40), *lease.Spec.LeaseDurationSeconds)
+	assert.Equal(t, []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: n.UID}}, lease.OwnerReferences)
+
+	checkBlock("kubectl describe node", kubectl("describe", "node", node))
+	checkNodeRestriction(t, c.Clientset(t), kubernetes.NewForConfigOrDie(nodeCfg), node)
+
+	require.NoError(t, p.stop(t), "Ctrl-C ends the program cleanly")
+	require.NoError(t, docscheck.Match(mustExpected(t, readme), p.stdout()), "README Expected output")
+	// Over 10 s and more, with nothing changing: one status write.
+	assert.Equal(t, 1, strings.Count(p.stdout(), "status written"), p.stdout())
+
+	// A second run adopts the node and writes no create.
+	p = start(t, env, bin, args...)
+	p.waitFor(t, "lease kube-node-lease/n1: renewed", 20*time.Second)
+	require.NoError(t, p.stop(t))
+	checkBlock("Run it again", p.stdout())
+
+	// The node's credentials with another node's name: one clear error.
+	out, err = exec.Command(bin, "--state-dir", stateDir, "--node-name", "n2").CombinedOutput()
+	require.Error(t, err, "%s", out)
+	assert.Contains(t, string(out), `04-register-node: error: create node n2: nodes "n2" is forbidden: node "n1" is not allowed to modify node "n2"`)
+	require.NoError(t, docscheck.Match(trouble[1:], string(out)), "README Troubleshooting")
+	checkBlock("only the node", string(out))
+}
+
+// checkCompleteNode checks every part of the status chapter 04 claims.
+func checkCompleteNode(t *testing.T, n *v1.Node) {
+	t.Helper()
+	for _, typ := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+		_, c := nodestatus.GetNodeCondition(&n.Status, typ)
+		require.NotNil(t, c, typ)
+		assert.Equal(t, v1.ConditionFalse, c.Status, typ)
+	}
+	_, ready := nodestatus.GetNodeCondition(&n.Status, v1.NodeReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, v1.ConditionTrue, ready.Status)
+	assert.Equal(t, "KubeletReady", ready.Reason)
+	assert.False(t, ready.LastHeartbeatTime.IsZero())
+	assert.False(t, ready.LastTransitionTime.IsZero())
+
+	require.Len(t, n.Status.Addresses, 2)
+	assert.Equal(t, v1.NodeInternalIP, n.Status.Addresses[0].Type)
+	assert.NotEmpty(t, n.Status.Addresses[0].Address)
+	assert.Equal(t, v1.NodeAddress{Type: v1.NodeHostName, Address: n.Name}, n.Status.Addresses[1])
+
+	for _, r := range nodestatus.RequiredCapacities {
+		cap, alloc := n.Status.Capacity[r], n.Status.Allocatable[r]
+		assert.Positive(t, cap.Sign(), "capacity %s", r)
+		assert.Positive(t, alloc.Sign(), "allocatable %s", r)
+		assert.LessOrEqual(t, alloc.Cmp(cap), 0, "allocatable %s <= capacity", r)
+	}
+	assert.Equal(t, int64(runtime.NumCPU()), n.Status.Capacity.Cpu().Value())
+	assert.Equal(t, int64(110), n.Status.Capacity.Pods().Value())
+	mem, allocMem := n.Status.Capacity[v1.ResourceMemory], n.Status.Allocatable[v1.ResourceMemory]
+	mem.Sub(allocMem)
+	assert.Equal(t, "100Mi", mem.String(), "memory reserved for hard eviction")
+
+	info := n.Status.NodeInfo
+	assert.Equal(t, kubeletnode.KubeletVersion, info.KubeletVersion)
+	assert.Equal(t, "mock://0.1.0", info.ContainerRuntimeVersion)
+	assert.Equal(t, runtime.GOOS, info.OperatingSystem)
+	assert.Equal(t, runtime.GOARCH, info.Architecture)
+	assert.NotEmpty(t, info.KernelVersion)
+	assert.NotEmpty(t, info.BootID)
+	assert.Equal(t, int32(10250), n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	assert.Equal(t, n.Name, n.Labels[v1.LabelHostname])
+	assert.Equal(t, runtime.GOOS, n.Labels[v1.LabelOSStable])
+	assert.Equal(t, "true", n.Annotations[kubeletnode.ControllerManagedAttachAnnotation])
+}
+
+// checkNodeRestriction proves the program's credentials are a node's: they
+// may not create, patch or delete another Node, nor touch its Lease.
+func checkNodeRestriction(t *testing.T, admin, asNode kubernetes.Interface, node string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: v1.NamespaceNodeLease}}
+	_, err = admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Create(ctx, lease, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	_, err = asNode.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}, metav1.CreateOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "create another node: %v", err)
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{"hijacked": "true"}}})
+	_, err = asNode.CoreV1().Nodes().Patch(ctx, "other", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	assert.True(t, apierrors.IsForbidden(err), "patch another node's status: %v", err)
+	err = asNode.CoreV1().Nodes().Delete(ctx, "other", metav1.DeleteOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "delete another node: %v", err)
+	_, err = asNode.CoordinationV1().Leases(v1.NamespaceNodeLease).Update(ctx, lease, metav1.UpdateOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "update another node's lease: %v", err)
+
+	// Its own node it may patch (what the program does).
+	_, err = asNode.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(`{}`), metav1.PatchOptions{}, "status")
+	assert.NoError(t, err)
+}
+
+func mustExpected(t *testing.T, readme string) []string {
+	t.Helper()
+	lines, err := docscheck.ExpectedOutput(readme)
+	require.NoError(t, err)
+	return lines
+}
+
+// program is a chapter binary running in the background.
+type program struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer // stdout
+	err  bytes.Buffer // stderr
+	done chan error
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func start(t *testing.T, env []string, bin string, args ...string) *program {
+	t.Helper()
+	p := &program{cmd: exec.Command(bin, args...), done: make(chan error, 1)}
+	p.cmd.Env = env
+	p.cmd.Stdout = lockedWriter{&p.mu, &p.out}
+	p.cmd.Stderr = lockedWriter{&p.mu, &p.err}
+	require.NoError(t, p.cmd.Start())
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+		}
+	})
+	return p
+}
+
+func (p *program) stdout() string { p.mu.Lock(); defer p.mu.Unlock(); return p.out.String() }
+
+func (p *program) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return "stdout:\n" + p.out.String() + "\nstderr:\n" + p.err.String()
+}
+
+func (p *program) waitFor(t *testing.T, text string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(p.stdout(), text) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within %v; %s", text, timeout, p.output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop sends Ctrl-C (SIGINT) and waits for the program to exit.
+func (p *program) stop(t *testing.T) error {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Logf("%s", p.output())
+		}
+		return err
+	case <-time.After(15 * time.Second):
+		t.Fatalf("still running 15 s after Ctrl-C; %s", p.output())
+		return nil
+	}
+}
