@@ -81,7 +81,7 @@ func TestChapter08EndToEnd(t *testing.T) {
 		f.kubectl(t, `kubectl delete pod nginx-kubelet`) // waits until the kubelet finished the deletion
 		p.WaitForOutput(`syncTerminatingPod default/nginx-kubelet: would stop containers \[nginx\] within 30s`, 10*time.Second)
 		p.WaitForOutput(`syncTerminatedPod default/nginx-kubelet`, 10*time.Second)
-		p.WaitForOutput(`pod default/nginx-kubelet: deletion finished in the API server`, 10*time.Second)
+		p.WaitForOutput(`pod default/nginx-kubelet: finishing its deletion in the API server \(grace period 0\)`, 10*time.Second)
 		_, err := admin.CoreV1().Pods("default").Get(ctx, "nginx-kubelet", metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "the pod is gone from the API server: %v", err)
 		p.WaitForOutput(`pod worker default/nginx-kubelet \(uid \S+\) cleaned up`, 15*time.Second)

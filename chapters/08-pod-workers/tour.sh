@@ -21,7 +21,7 @@ step "Delete it: the termination path runs, and the kubelet finishes the deletio
 show kubectl delete pod nginx-kubelet
 wait_for_log ch08 '^syncTerminatingPod default/nginx-kubelet' 30
 wait_for_log ch08 '^syncTerminatedPod default/nginx-kubelet' 30
-wait_for_log ch08 '^pod default/nginx-kubelet: deletion finished in the API server' 30
+wait_for_log ch08 '^pod default/nginx-kubelet: finishing its deletion in the API server' 30
 observe "housekeeping drops the finished worker:"
 wait_for_log ch08 '^pod worker default/nginx-kubelet .* cleaned up' 30
 

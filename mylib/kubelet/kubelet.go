@@ -227,14 +227,11 @@ func (kl *Kubelet) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, _ *kubeco
 	if kubetypes.IsStaticPod(pod) || pod.DeletionTimestamp == nil {
 		return nil
 	}
+	kl.printf("pod %s/%s: finishing its deletion in the API server (grace period 0)", pod.Namespace, pod.Name)
 	var grace int64
 	err := kl.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	switch {
-	case err == nil:
-		kl.printf("pod %s/%s: deletion finished in the API server", pod.Namespace, pod.Name)
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err): // already gone or replaced
-	default:
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) { // gone, or replaced: done
 		return fmt.Errorf("finish deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
