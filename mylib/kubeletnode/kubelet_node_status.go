@@ -376,12 +376,12 @@ func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error
 		klog.FromContext(ctx).V(4).Info("Node status unchanged, not writing", "node", kl.nodeName)
 		return nil
 	}
-	reason := "status changed"
-	if !changed {
-		reason = "report period expired"
-		if kl.lastStatusReportTime.IsZero() {
-			reason = "first report"
-		}
+	reason := "report period expired"
+	switch {
+	case kl.lastStatusReportTime.IsZero():
+		reason = "first report"
+	case changed:
+		reason = "status changed"
 	}
 	// Upstream then picks a random delay of ±50 % of the report frequency
 	// for the next unconditional write, so that nodes do not write in
