@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +28,7 @@ func main() {
 	fileCheck := o.Flags.Duration("file-check-frequency", config.DefaultFileCheckFrequency, "how often to relist the manifests even when nothing changed")
 	housekeeping := o.Flags.Duration("housekeeping-interval", 2*time.Second, "how often to check the mirror pods in the API server")
 	o.Main(os.Args[1:], func(ctx context.Context) error {
-		useNodeKubeconfig(o)
+		o.UseNodeKubeconfig()
 		if *manifestPath == "" {
 			*manifestPath = statedir.Path(o.StateDir, statedir.ManifestDir)
 		}
@@ -40,7 +39,7 @@ func main() {
 		if err != nil {
 			return err
 		}
-		if err := checkNodeRegistered(ctx, client, o.NodeName); err != nil {
+		if err := kubepod.CheckNodeRegistered(ctx, client, o.NodeName); err != nil {
 			return err
 		}
 		fmt.Printf("watching %s for static pods of node %s\n", *manifestPath, o.NodeName)
@@ -72,31 +71,6 @@ func main() {
 			}
 		}
 	})
-}
-
-// useNodeKubeconfig makes the node's own kubeconfig (written by chapter 03)
-// the default, so the mirror pods are created with the node's credentials.
-func useNodeKubeconfig(o *options.Options) {
-	if o.Kubeconfig != "" {
-		return
-	}
-	if p := statedir.Path(o.StateDir, statedir.NodeKubeconfig); fileExists(p) {
-		o.Kubeconfig = p
-	}
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// checkNodeRegistered fails clearly when there is no Node to own mirror pods.
-func checkNodeRegistered(ctx context.Context, client kubernetes.Interface, node string) error {
-	_, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("node %q is not registered; mirror pods need their Node: run chapter 04 first (go run ./chapters/04-register-node --node-name %s)", node, node)
-	}
-	if err != nil {
-		return fmt.Errorf("get node %s: %w", node, err)
-	}
-	return nil
 }
 
 // reportChanges prints the static pods that appeared, changed or went away.

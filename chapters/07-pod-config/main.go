@@ -4,15 +4,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -31,14 +27,14 @@ func main() {
 	housekeeping := o.Flags.Duration("housekeeping-interval", 2*time.Second, "how often to check mirror pods against static pods")
 	debugAddr := o.Flags.String("debug-address", "127.0.0.1:10255", "loopback address of the debug server (/pods); port 0 picks a free one")
 	o.Main(os.Args[1:], func(ctx context.Context) error {
-		useNodeKubeconfig(o)
+		o.UseNodeKubeconfig()
 		if *manifestPath == "" {
 			*manifestPath = statedir.Path(o.StateDir, statedir.ManifestDir)
 		}
 		if err := os.MkdirAll(*manifestPath, 0o700); err != nil {
 			return err
 		}
-		lis, err := listenLoopback(*debugAddr)
+		lis, err := server.ListenLoopback("debug-address", *debugAddr)
 		if err != nil {
 			return err
 		}
@@ -46,7 +42,7 @@ func main() {
 		if err != nil {
 			return err
 		}
-		if err := checkNodeRegistered(ctx, client, o.NodeName); err != nil {
+		if err := kubepod.CheckNodeRegistered(ctx, client, o.NodeName); err != nil {
 			return err
 		}
 
@@ -126,45 +122,4 @@ func syncMirrorPods(ctx context.Context, pm kubepod.Manager, mc kubepod.MirrorCl
 			fmt.Printf("mirror pod %s/%s deleted (its manifest is gone)\n", ns, n)
 		}
 	}
-}
-
-// listenLoopback refuses anything but a loopback address: the debug server
-// has no authentication.
-func listenLoopback(addr string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("--debug-address %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("--debug-address %q: use 127.0.0.1 or localhost; the debug server has no authentication", addr)
-	}
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("debug server: %w", err)
-	}
-	return lis, nil
-}
-
-// useNodeKubeconfig makes the node's own kubeconfig (chapter 03) the default.
-func useNodeKubeconfig(o *options.Options) {
-	if o.Kubeconfig != "" {
-		return
-	}
-	if p := statedir.Path(o.StateDir, statedir.NodeKubeconfig); fileExists(p) {
-		o.Kubeconfig = p
-	}
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// checkNodeRegistered fails clearly when there is no Node (chapter 04).
-func checkNodeRegistered(ctx context.Context, client kubernetes.Interface, node string) error {
-	_, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("node %q is not registered; mirror pods need their Node: run chapter 04 first (go run ./chapters/04-register-node --node-name %s)", node, node)
-	}
-	if err != nil {
-		return fmt.Errorf("get node %s: %w", node, err)
-	}
-	return nil
 }

@@ -163,5 +163,5 @@ func TestChapter07DebugPortInUse(t *testing.T) {
 	cmd.Env = []string{"HOME=" + t.TempDir()}
 	out, _ := cmd.CombinedOutput()
 	assert.Equal(t, 1, cmd.ProcessState.ExitCode())
-	assert.Equal(t, "07-pod-config: error: debug server: listen tcp "+lis.Addr().String()+": bind: address already in use\n", string(out))
+	assert.Equal(t, "07-pod-config: error: --debug-address: listen tcp "+lis.Addr().String()+": bind: address already in use\n", string(out))
 }

@@ -159,3 +159,18 @@ func NewCheckedClientset(ctx context.Context, cfg *rest.Config) (*kubernetes.Cli
 	}
 	return cs, nil
 }
+
+// UseNodeKubeconfig makes the node's own kubeconfig, written by chapter 03
+// into the state directory, the default when --kubeconfig is not given, so
+// that the agent acts with the node's credentials (system:node:<name>) and the
+// Node authorizer and NodeRestriction apply to it. Call it after Parse.
+func (o *Options) UseNodeKubeconfig() {
+	if o.Kubeconfig != "" {
+		return
+	}
+	if p := statedir.Path(o.StateDir, statedir.NodeKubeconfig); fileExists(p) {
+		o.Kubeconfig = p
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

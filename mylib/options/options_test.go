@@ -110,3 +110,19 @@ func TestMainExitCodes(t *testing.T) {
 	require.Equal(t, `chapter: error: create lease "kube-node-lease/n1": forbidden`, strings.TrimSpace(out))
 	require.NotContains(t, out, "goroutine", "no panic trace")
 }
+
+func TestUseNodeKubeconfig(t *testing.T) {
+	o := New("test")
+	o.StateDir = t.TempDir()
+	o.UseNodeKubeconfig()
+	require.Empty(t, o.Kubeconfig, "no node kubeconfig yet: keep the loading rules")
+
+	nodeKC := filepath.Join(o.StateDir, "kubelet.kubeconfig")
+	require.NoError(t, os.WriteFile(nodeKC, []byte("{}"), 0o600))
+	o.UseNodeKubeconfig()
+	require.Equal(t, nodeKC, o.Kubeconfig)
+
+	o.Kubeconfig = "/explicit"
+	o.UseNodeKubeconfig()
+	require.Equal(t, "/explicit", o.Kubeconfig, "an explicit --kubeconfig wins")
+}

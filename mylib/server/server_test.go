@@ -115,3 +115,17 @@ func TestEmptyList(t *testing.T) {
 	NewDebugServer(kubepod.NewBasicPodManager()).ServeHTTP(w, httptest.NewRequest("GET", "/pods", nil))
 	assert.Contains(t, w.Body.String(), `"items": []`)
 }
+
+func TestListenLoopbackRefusesOtherAddresses(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", ":0"} {
+		_, err := ListenLoopback("debug-address", addr)
+		require.ErrorContains(t, err, "use 127.0.0.1 or localhost", addr)
+	}
+	_, err := ListenLoopback("debug-address", "no-port")
+	require.ErrorContains(t, err, `--debug-address "no-port"`)
+	for _, addr := range []string{"127.0.0.1:0", "localhost:0"} {
+		lis, err := ListenLoopback("debug-address", addr)
+		require.NoError(t, err, addr)
+		lis.Close()
+	}
+}
