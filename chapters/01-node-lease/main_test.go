@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -149,6 +150,14 @@ func TestChapter01(t *testing.T) {
 	waitReady()
 	require.NoError(t, p.stop(t))
 	require.NoError(t, other.stop(t))
+
+	// Cleanup as the README says: deleting the Node deletes its Lease (the
+	// garbage collector follows the owner reference).
+	kubectl("delete", "node", node)
+	require.Eventually(t, func() bool {
+		_, err := cs.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 60*time.Second, 500*time.Millisecond, "the lease is garbage-collected with its node")
 }
 
 const (
