@@ -13,11 +13,15 @@ import (
 // scripts/cluster.sh, chapters/01-node-lease/, yaml/static/nginx.yaml.
 var repoPath = regexp.MustCompile("(?:^|[\\s`(\\[\"'=])\\.?/?((?:chapters|mylib|yaml|scripts)/[A-Za-z0-9_./-]*[A-Za-z0-9_/])")
 
+// goIdent is a Go identifier after a package path: ".LoadClientCert".
+var goIdent = regexp.MustCompile(`\.[A-Z][A-Za-z0-9_]*$`)
+
 // Paths returns the repository paths a markdown text names.
 func Paths(markdown string) []string {
 	seen := map[string]bool{}
 	for _, m := range repoPath.FindAllStringSubmatch(markdown, -1) {
 		p := strings.TrimSuffix(m[1], "/")
+		p = goIdent.ReplaceAllString(p, "") // mylib/bootstrap.LoadClientCert names mylib/bootstrap
 		if strings.ContainsAny(p, "*<>") || strings.Contains(p, "NN-") {
 			continue // a pattern, not a path
 		}

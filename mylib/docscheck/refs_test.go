@@ -8,8 +8,9 @@ import (
 
 func TestPathsFindsRepositoryPaths(t *testing.T) {
 	md := "Run `scripts/cluster.sh up`, read [ch](chapters/01-node-lease/) and\n" +
-		"kubectl apply -f yaml/nginx.yaml; see ./mylib/pleg. Not chapters/NN-slug/ or scripts/*.sh."
-	require.Equal(t, []string{"chapters/01-node-lease", "mylib/pleg", "scripts/cluster.sh", "yaml/nginx.yaml"}, Paths(md))
+		"kubectl apply -f yaml/nginx.yaml; see ./mylib/pleg. Not chapters/NN-slug/ or scripts/*.sh.\n" +
+		"`mylib/bootstrap.LoadClientCert` is a function in mylib/bootstrap."
+	require.Equal(t, []string{"chapters/01-node-lease", "mylib/bootstrap", "mylib/pleg", "scripts/cluster.sh", "yaml/nginx.yaml"}, Paths(md))
 }
 
 func TestChapterFlags(t *testing.T) {
