@@ -53,6 +53,7 @@ func TestVMConfig(t *testing.T) {
 	require.True(t, strings.HasPrefix(version("GO_VERSION"), string(goDirective[1])+"."), "vm.yaml's Go must match go.mod's go %s", goDirective[1])
 	require.NotEmpty(t, version("KIND_VERSION"))
 	require.NotEmpty(t, version("DOCKER_VERSION"))
+	require.Equal(t, "v1.37", version("CRICTL_VERSION")[:5], "crictl follows Kubernetes' minor version")
 
 	kind := decodeYAML(t, filepath.Join(root, "yaml", "kind.yaml"))
 	require.Equal(t, "Cluster", kind["kind"])
