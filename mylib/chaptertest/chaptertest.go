@@ -1,9 +1,11 @@
-// Package chaptertest runs a long-running chapter binary in an end-to-end
-// test: start it, wait for lines it prints, stop it with Ctrl-C (SIGINT) as
-// a learner would, and read what it printed.
+// Package chaptertest runs a chapter binary in an end-to-end test: start it,
+// wait for lines it prints, stop it with Ctrl-C (SIGINT) as a learner would,
+// and read what it printed; or run it once to completion (Run). It also holds
+// the fixtures the chapters' end-to-end tests share (fixtures.go).
 package chaptertest
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"regexp"
@@ -24,12 +26,25 @@ type Process struct {
 	err    error
 }
 
-// Start runs bin with args and a clean environment (no KUBECONFIG, an empty
-// HOME). The process is interrupted, if still running, when the test ends.
+// CleanEnv is the environment Start and Run give a chapter: the test's PATH,
+// an empty HOME and nothing else (no KUBECONFIG).
+func CleanEnv(t testing.TB) []string {
+	return []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+}
+
+// Start runs bin with args and CleanEnv. The process is interrupted, if still
+// running, when the test ends.
 func Start(t testing.TB, bin string, args ...string) *Process {
 	t.Helper()
+	return StartWithEnv(t, CleanEnv(t), bin, args...)
+}
+
+// StartWithEnv is Start with the environment env, used as is (os.Environ()
+// gives the chapter the test's own environment, KUBECONFIG included).
+func StartWithEnv(t testing.TB, env []string, bin string, args ...string) *Process {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	cmd.Env = env
 	p := &Process{t: t, cmd: cmd, stdout: &buffer{}, stderr: &buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
@@ -65,28 +80,39 @@ func (p *Process) Running() bool {
 // fails the test after timeout or if the process exits first.
 func (p *Process) WaitForOutput(re string, timeout time.Duration) string {
 	p.t.Helper()
-	return p.waitFor(p.stdout, "stdout", re, timeout)
+	return p.waitFor(p.stdout, "stdout", re, 0, timeout)[0]
+}
+
+// WaitForSubmatch waits until stdout holds more than n matches of re and
+// returns match n (0 is the first) with its submatches: the whole match,
+// then re's groups. It fails like WaitForOutput.
+func (p *Process) WaitForSubmatch(re string, n int, timeout time.Duration) []string {
+	p.t.Helper()
+	return p.waitFor(p.stdout, "stdout", re, n, timeout)
 }
 
 // WaitForLog is WaitForOutput for stderr (klog).
 func (p *Process) WaitForLog(re string, timeout time.Duration) string {
 	p.t.Helper()
-	return p.waitFor(p.stderr, "stderr", re, timeout)
+	return p.waitFor(p.stderr, "stderr", re, 0, timeout)[0]
 }
 
-func (p *Process) waitFor(b *buffer, name, re string, timeout time.Duration) string {
+func (p *Process) waitFor(b *buffer, name, re string, n int, timeout time.Duration) []string {
 	p.t.Helper()
 	rx := regexp.MustCompile(re)
 	deadline := time.Now().Add(timeout)
 	for {
-		if m := rx.FindString(b.String()); m != "" {
-			return m
+		// Read whether it runs before reading the output, so that output
+		// written just before the exit is still seen.
+		running := p.Running()
+		if m := rx.FindAllStringSubmatch(b.String(), n+1); len(m) > n {
+			return m[n]
 		}
-		if !p.Running() {
-			p.t.Fatalf("process exited (%v) before its %s matched %q", p.err, name, re)
+		if !running {
+			p.t.Fatalf("process exited (%v) before its %s matched %q (match %d)", p.err, name, re, n)
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("%s did not match %q within %s", name, re, timeout)
+			p.t.Fatalf("%s did not match %q (match %d) within %s", name, re, n, timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -97,15 +123,43 @@ func (p *Process) waitFor(b *buffer, name, re string, timeout time.Duration) str
 func (p *Process) Stop() int {
 	p.t.Helper()
 	_ = p.cmd.Process.Signal(syscall.SIGINT) // fails only if it already exited
+	return p.wait(20*time.Second, " of SIGINT")
+}
+
+// Wait waits up to timeout for the process to exit by itself and returns
+// its exit code; after timeout it kills it, fails the test and returns -1.
+func (p *Process) Wait(timeout time.Duration) int {
+	p.t.Helper()
+	return p.wait(timeout, "")
+}
+
+func (p *Process) wait(timeout time.Duration, after string) int {
+	p.t.Helper()
 	select {
 	case <-p.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(timeout):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		p.t.Errorf("process did not stop within 20 s of SIGINT")
+		p.t.Errorf("process did not exit within %s%s", timeout, after)
 		return -1
 	}
 	return p.cmd.ProcessState.ExitCode()
+}
+
+// Run runs bin with args and CleanEnv to completion and returns its stdout,
+// stderr and exit code. It fails the test if bin cannot be run at all.
+func Run(t testing.TB, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = CleanEnv(t)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("run %s: %v", bin, err)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
 // buffer is a strings.Builder safe for the process's writes and the test's reads.
