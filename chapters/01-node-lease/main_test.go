@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"mykubelet/mylib/chaptertest"
 	"mykubelet/mylib/docscheck"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/testcluster"
@@ -37,33 +33,22 @@ func TestChapter01(t *testing.T) {
 	cs := c.Clientset(t)
 	ctx := context.Background()
 	readme := filepath.Join(testcluster.RepoRoot(t), "chapters/01-node-lease/README.md")
-	markdown, err := os.ReadFile(readme)
-	require.NoError(t, err)
 	kubectl := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(filepath.Join(testcluster.BinDir(), "kubectl"), append([]string{"--kubeconfig", c.AdminKubeconfig}, args...)...).CombinedOutput()
-		require.NoError(t, err, "kubectl %v: %s", args, out)
-		return string(out)
+		return chaptertest.Kubectl(t, c.AdminKubeconfig, args...)
 	}
-	checkBlock := func(heading, output string) {
+	// start runs the chapter in the background with the test's own
+	// environment (KUBECONFIG included: --kubeconfig wins).
+	start := func(args ...string) *chaptertest.Process {
 		t.Helper()
-		block, err := docscheck.ExpectedOutputOf(string(markdown), heading)
-		require.NoError(t, err)
-		var want []string // the block without its "$ command" lines
-		for _, l := range block {
-			if !strings.HasPrefix(l, "$ ") {
-				want = append(want, l)
-			}
-		}
-		require.NotEmpty(t, want, heading)
-		require.NoError(t, docscheck.Match(want, output), "README section %q", heading)
+		return chaptertest.StartWithEnv(t, os.Environ(), bin, args...)
 	}
 	base := []string{"--kubeconfig", c.AdminKubeconfig, "--node-name", node, "--state-dir", t.TempDir()}
 
 	// First run, with the defaults the README shows: created, conditions
 	// posted, lease created and renewed 10 s later.
-	p := start(t, bin, base...)
-	p.waitFor(t, "lease kube-node-lease/n1: renewed", 30*time.Second)
+	p := start(base...)
+	p.WaitForOutput("lease kube-node-lease/n1: renewed", 30*time.Second)
 
 	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -83,11 +68,11 @@ func TestChapter01(t *testing.T) {
 	assert.Equal(t, int32(40), *lease.Spec.LeaseDurationSeconds)
 	assert.Equal(t, []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: n.UID}}, lease.OwnerReferences)
 
-	checkBlock("kubectl get node", kubectl("get", "node", node))
-	checkBlock("kubectl get lease", kubectl("get", "lease", "-n", "kube-node-lease", node))
+	chaptertest.MatchSection(t, readme, "kubectl get node", kubectl("get", "node", node))
+	chaptertest.MatchSection(t, readme, "kubectl get lease", kubectl("get", "lease", "-n", "kube-node-lease", node))
 
-	require.NoError(t, p.stop(t), "Ctrl-C ends the program cleanly")
-	require.NoError(t, docscheck.Match(mustExpected(t, readme), p.stdout()), "README Expected output")
+	require.Equal(t, 0, p.Stop(), "Ctrl-C ends the program cleanly")
+	require.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, readme), p.Stdout()), "README Expected output")
 
 	// Stopped, and the only node: after the grace period the node
 	// lifecycle controller marks every condition Unknown and taints the node
@@ -110,19 +95,19 @@ func TestChapter01(t *testing.T) {
 		})
 	}
 	waitNotReady("NotReady, conditions Unknown, unreachable:NoSchedule", v1.TaintEffectNoSchedule)
-	checkBlock("the node goes NotReady", kubectl("get", "node", node))
-	checkBlock("conditions are Unknown", kubectl("get", "node", node, "-o", conditionsJSONPath))
+	chaptertest.MatchSection(t, readme, "the node goes NotReady", kubectl("get", "node", node))
+	chaptertest.MatchSection(t, readme, "conditions are Unknown", kubectl("get", "node", node, "-o", conditionsJSONPath))
 	// The NoExecute taint would come at the controller's next pass (every
 	// 5 s); give it three.
 	time.Sleep(15 * time.Second)
-	checkBlock("the unreachable taint", kubectl("get", "node", node, "-o", taintsJSONPath))
+	chaptertest.MatchSection(t, readme, "the unreachable taint", kubectl("get", "node", node, "-o", taintsJSONPath))
 
 	// Started again, with a short lease, while a second node is Ready:
 	// adopted, Ready, taints removed, and the lease's renewTime moves every 2 s.
-	other := start(t, bin, "--kubeconfig", c.AdminKubeconfig, "--node-name", "other-node", "--state-dir", t.TempDir(), "--lease-duration", "8s")
-	other.waitFor(t, "lease kube-node-lease/other-node: created", 30*time.Second)
-	p = start(t, bin, append(base, "--lease-duration", "8s")...)
-	p.waitFor(t, "lease kube-node-lease/n1: renewed", 30*time.Second)
+	other := start("--kubeconfig", c.AdminKubeconfig, "--node-name", "other-node", "--state-dir", t.TempDir(), "--lease-duration", "8s")
+	other.WaitForOutput("lease kube-node-lease/other-node: created", 30*time.Second)
+	p = start(append(base, "--lease-duration", "8s")...)
+	p.WaitForOutput("lease kube-node-lease/n1: renewed", 30*time.Second)
 	waitReady := func() {
 		t.Helper()
 		waitNode(t, cs, node, 60*time.Second, "Ready without taints", func(n *v1.Node) bool {
@@ -138,18 +123,18 @@ func TestChapter01(t *testing.T) {
 		l, err := cs.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
 		return err == nil && l.Spec.RenewTime.After(first.Spec.RenewTime.Time)
 	}, 10*time.Second, 200*time.Millisecond, "renewTime advances")
-	require.NoError(t, p.stop(t))
-	checkBlock("Run it again", p.stdout())
+	require.Equal(t, 0, p.Stop())
+	chaptertest.MatchSection(t, readme, "Run it again", p.Stdout())
 
 	// Stopped while another node is Ready: both unreachable taints.
 	waitNotReady("NotReady with both unreachable taints", v1.TaintEffectNoSchedule, v1.TaintEffectNoExecute)
-	checkBlock("With another node Ready", kubectl("get", "node", node, "-o", taintsJSONPath))
+	chaptertest.MatchSection(t, readme, "With another node Ready", kubectl("get", "node", node, "-o", taintsJSONPath))
 
 	// And back.
-	p = start(t, bin, base...)
+	p = start(base...)
 	waitReady()
-	require.NoError(t, p.stop(t))
-	require.NoError(t, other.stop(t))
+	require.Equal(t, 0, p.Stop())
+	require.Equal(t, 0, other.Stop())
 
 	// Cleanup as the README says: deleting the Node deletes its Lease (the
 	// garbage collector follows the owner reference).
@@ -164,13 +149,6 @@ const (
 	conditionsJSONPath = `jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}{"\n"}{end}`
 	taintsJSONPath     = `jsonpath={range .spec.taints[*]}{.key}:{.effect}{"\n"}{end}`
 )
-
-func mustExpected(t *testing.T, readme string) []string {
-	t.Helper()
-	lines, err := docscheck.ExpectedOutput(readme)
-	require.NoError(t, err)
-	return lines
-}
 
 func hasTaint(n *v1.Node, effect v1.TaintEffect) bool {
 	for _, t := range n.Spec.Taints {
@@ -194,75 +172,5 @@ func waitNode(t *testing.T, cs kubernetes.Interface, name string, timeout time.D
 	}, timeout, time.Second, "node %s: %s", name, what)
 	if !ok {
 		t.Fatalf("last seen: conditions %+v taints %+v", last.Status.Conditions, last.Spec.Taints)
-	}
-}
-
-// program is a chapter binary running in the background.
-type program struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  bytes.Buffer // stdout
-	err  bytes.Buffer // stderr
-	done chan error
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func start(t *testing.T, bin string, args ...string) *program {
-	t.Helper()
-	p := &program{cmd: exec.Command(bin, args...), done: make(chan error, 1)}
-	p.cmd.Stdout = lockedWriter{&p.mu, &p.out}
-	p.cmd.Stderr = lockedWriter{&p.mu, &p.err}
-	require.NoError(t, p.cmd.Start())
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-		}
-	})
-	return p
-}
-
-func (p *program) stdout() string { p.mu.Lock(); defer p.mu.Unlock(); return p.out.String() }
-
-func (p *program) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return "stdout:\n" + p.out.String() + "\nstderr:\n" + p.err.String()
-}
-
-func (p *program) waitFor(t *testing.T, text string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(p.stdout(), text) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q within %v; %s", text, timeout, p.output())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// stop sends Ctrl-C (SIGINT) and waits for the program to exit.
-func (p *program) stop(t *testing.T) error {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
-	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Logf("%s", p.output())
-		}
-		return err
-	case <-time.After(15 * time.Second):
-		t.Fatalf("still running 15 s after Ctrl-C; %s", p.output())
-		return nil
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -9,8 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"mykubelet/mylib/chaptertest"
 	"mykubelet/mylib/docscheck"
 	"mykubelet/mylib/kubeletnode"
 	"mykubelet/mylib/nodestatus"
@@ -45,25 +43,6 @@ func TestChapter04(t *testing.T) {
 	readme := filepath.Join(testcluster.RepoRoot(t), "chapters/04-register-node/README.md")
 	markdown, err := os.ReadFile(readme)
 	require.NoError(t, err)
-	checkBlock := func(heading, output string) {
-		t.Helper()
-		block, err := docscheck.ExpectedOutputOf(string(markdown), heading)
-		require.NoError(t, err)
-		var want []string // the block without its "$ command" lines
-		for _, l := range block {
-			if !strings.HasPrefix(l, "$ ") {
-				want = append(want, l)
-			}
-		}
-		require.NotEmpty(t, want, heading)
-		require.NoError(t, docscheck.Match(want, output), "README section %q", heading)
-	}
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(filepath.Join(testcluster.BinDir(), "kubectl"), append([]string{"--kubeconfig", c.AdminKubeconfig}, args...)...).CombinedOutput()
-		require.NoError(t, err, "kubectl %v: %s", args, out)
-		return string(out)
-	}
 
 	// Without chapter 03's kubeconfig: one clear line, exit 1.
 	empty := t.TempDir()
@@ -80,14 +59,12 @@ func TestChapter04(t *testing.T) {
 	// must be ignored.
 	stateDir := t.TempDir()
 	nodeCfg := c.UserConfig(t, "system:node:"+node, "system:nodes")
-	kc, err := os.ReadFile(testcluster.WriteKubeconfig(t, nodeCfg))
-	require.NoError(t, err)
-	require.NoError(t, statedir.WriteFile(statedir.Path(stateDir, statedir.NodeKubeconfig), kc))
+	chaptertest.WriteNodeKubeconfig(t, stateDir, nodeCfg)
 	env := append(os.Environ(), "KUBECONFIG="+c.AdminKubeconfig)
 	args := []string{"--state-dir", stateDir, "--node-name", node}
 
-	p := start(t, env, bin, args...)
-	p.waitFor(t, "lease kube-node-lease/n1: renewed", 40*time.Second)
+	p := chaptertest.StartWithEnv(t, env, bin, args...)
+	p.WaitForOutput("lease kube-node-lease/n1: renewed", 40*time.Second)
 
 	n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -98,26 +75,26 @@ func TestChapter04(t *testing.T) {
 	assert.Equal(t, int32(40), *lease.Spec.LeaseDurationSeconds)
 	assert.Equal(t, []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: n.UID}}, lease.OwnerReferences)
 
-	checkBlock("kubectl describe node", kubectl("describe", "node", node))
+	chaptertest.MatchSection(t, readme, "kubectl describe node", chaptertest.Kubectl(t, c.AdminKubeconfig, "describe", "node", node))
 	checkNodeRestriction(t, c.Clientset(t), kubernetes.NewForConfigOrDie(nodeCfg), node)
 
-	require.NoError(t, p.stop(t), "Ctrl-C ends the program cleanly")
-	require.NoError(t, docscheck.Match(mustExpected(t, readme), p.stdout()), "README Expected output")
+	require.Equal(t, 0, p.Stop(), "Ctrl-C ends the program cleanly")
+	require.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, readme), p.Stdout()), "README Expected output")
 	// Over 10 s and more, with nothing changing: one status write.
-	assert.Equal(t, 1, strings.Count(p.stdout(), "status written"), p.stdout())
+	assert.Equal(t, 1, strings.Count(p.Stdout(), "status written"), p.Stdout())
 
 	// A second run adopts the node and writes no create.
-	p = start(t, env, bin, args...)
-	p.waitFor(t, "lease kube-node-lease/n1: renewed", 20*time.Second)
-	require.NoError(t, p.stop(t))
-	checkBlock("Run it again", p.stdout())
+	p = chaptertest.StartWithEnv(t, env, bin, args...)
+	p.WaitForOutput("lease kube-node-lease/n1: renewed", 20*time.Second)
+	require.Equal(t, 0, p.Stop())
+	chaptertest.MatchSection(t, readme, "Run it again", p.Stdout())
 
 	// The node's credentials with another node's name: one clear error.
 	out, err = exec.Command(bin, "--state-dir", stateDir, "--node-name", "n2").CombinedOutput()
 	require.Error(t, err, "%s", out)
 	assert.Contains(t, string(out), `04-register-node: error: create node n2: nodes "n2" is forbidden: node "n1" is not allowed to modify node "n2"`)
 	require.NoError(t, docscheck.Match(trouble[1:], string(out)), "README Troubleshooting")
-	checkBlock("only the node", string(out))
+	chaptertest.MatchSection(t, readme, "only the node", string(out))
 }
 
 // checkCompleteNode checks every part of the status chapter 04 claims.
@@ -189,82 +166,4 @@ func checkNodeRestriction(t *testing.T, admin, asNode kubernetes.Interface, node
 	// Its own node it may patch (what the program does).
 	_, err = asNode.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(`{}`), metav1.PatchOptions{}, "status")
 	assert.NoError(t, err)
-}
-
-func mustExpected(t *testing.T, readme string) []string {
-	t.Helper()
-	lines, err := docscheck.ExpectedOutput(readme)
-	require.NoError(t, err)
-	return lines
-}
-
-// program is a chapter binary running in the background.
-type program struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  bytes.Buffer // stdout
-	err  bytes.Buffer // stderr
-	done chan error
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func start(t *testing.T, env []string, bin string, args ...string) *program {
-	t.Helper()
-	p := &program{cmd: exec.Command(bin, args...), done: make(chan error, 1)}
-	p.cmd.Env = env
-	p.cmd.Stdout = lockedWriter{&p.mu, &p.out}
-	p.cmd.Stderr = lockedWriter{&p.mu, &p.err}
-	require.NoError(t, p.cmd.Start())
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-		}
-	})
-	return p
-}
-
-func (p *program) stdout() string { p.mu.Lock(); defer p.mu.Unlock(); return p.out.String() }
-
-func (p *program) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return "stdout:\n" + p.out.String() + "\nstderr:\n" + p.err.String()
-}
-
-func (p *program) waitFor(t *testing.T, text string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(p.stdout(), text) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q within %v; %s", text, timeout, p.output())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// stop sends Ctrl-C (SIGINT) and waits for the program to exit.
-func (p *program) stop(t *testing.T) error {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
-	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Logf("%s", p.output())
-		}
-		return err
-	case <-time.After(15 * time.Second):
-		t.Fatalf("still running 15 s after Ctrl-C; %s", p.output())
-		return nil
-	}
 }

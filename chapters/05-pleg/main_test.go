@@ -1,18 +1,14 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,77 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/chaptertest"
 	"mykubelet/mylib/docscheck"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/testcluster"
 )
 
-// proc is the chapter binary running in the background.
-type proc struct {
-	cmd            *exec.Cmd
-	mu             sync.Mutex
-	stdout, stderr bytes.Buffer
-	done           chan error
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func start(t *testing.T, bin string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), done: make(chan error, 1)}
-	p.cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")} // no KUBECONFIG: none needed
-	p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
-	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
-	require.NoError(t, p.cmd.Start())
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill() // no-op if it exited
-		if t.Failed() {
-			t.Logf("stdout:\n%s\nstderr:\n%s", p.out(), p.errOut())
-		}
-	})
-	return p
-}
-
-func (p *proc) out() string    { p.mu.Lock(); defer p.mu.Unlock(); return p.stdout.String() }
-func (p *proc) errOut() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stderr.String() }
-
-// waitFor waits until stdout matches re, after skipping the first `after`
-// matches, and returns the submatches of that match.
-func (p *proc) waitFor(t *testing.T, re string, after int) []string {
-	t.Helper()
-	rx := regexp.MustCompile(re)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := rx.FindAllStringSubmatch(p.out(), -1); len(m) > after {
-			return m[after]
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no line matching %q (after %d) in:\n%s\nstderr:\n%s", re, after, p.out(), p.errOut())
-	return nil
-}
-
-// interrupt sends Ctrl-C and waits for a clean exit.
-func (p *proc) interrupt(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
-	select {
-	case err := <-p.done:
-		require.NoError(t, err, "exit after Ctrl-C")
-	case <-time.After(20 * time.Second):
-		t.Fatal("did not exit after Ctrl-C")
-	}
-}
+// lineTimeout is how long the tests wait for a line the chapter prints.
+const lineTimeout = 30 * time.Second
 
 func post(t *testing.T, url string) string {
 	t.Helper()
@@ -102,13 +35,6 @@ func post(t *testing.T, url string) string {
 	return string(b)
 }
 
-func shortDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "crt")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 func countEvents(out string) int {
 	return len(regexp.MustCompile(`(?m)^Container\w+ pod=`).FindAllString(out, -1))
 }
@@ -117,11 +43,11 @@ func countEvents(out string) int {
 // three curls, then Ctrl-C, and checks the README's expected output.
 func TestWalkthrough(t *testing.T) {
 	bin := testcluster.BuildChapter(t, "./chapters/05-pleg")
-	dir := shortDir(t)
-	p := start(t, bin, "--state-dir", dir, "--seed-pods", "--control-address", "127.0.0.1:0")
-	addr := p.waitFor(t, `control API on (http://127\.0\.0\.1:\d+)`, 0)[1]
-	p.waitFor(t, `ContainerStarted pod=default/busybox sandbox`, 0)
-	require.Equal(t, 4, countEvents(p.out()))
+	dir := chaptertest.ShortTempDir(t)
+	p := chaptertest.Start(t, bin, "--state-dir", dir, "--seed-pods", "--control-address", "127.0.0.1:0")
+	addr := p.WaitForSubmatch(`control API on (http://127\.0\.0\.1:\d+)`, 0, lineTimeout)[1]
+	p.WaitForOutput(`ContainerStarted pod=default/busybox sandbox`, lineTimeout)
+	require.Equal(t, 4, countEvents(p.Stdout()))
 
 	// The runtime is a real CRI server on the socket.
 	m, err := kuberuntime.Connect(context.Background(), "unix://"+filepath.Join(dir, "mykubelet.sock"), clock.RealClock{})
@@ -133,20 +59,18 @@ func TestWalkthrough(t *testing.T) {
 
 	// Relists that find nothing new send nothing.
 	time.Sleep(2500 * time.Millisecond)
-	assert.Equal(t, 4, countEvents(p.out()), "a steady relist prints nothing")
+	assert.Equal(t, 4, countEvents(p.Stdout()), "a steady relist prints nothing")
 
 	assert.Contains(t, post(t, addr+"/pods/default/nginx/containers/nginx/kill"), "killed container")
-	p.waitFor(t, `ContainerDied pod=default/nginx container=nginx`, 0)
+	p.WaitForOutput(`ContainerDied pod=default/nginx container=nginx`, lineTimeout)
 	post(t, addr+"/pods/default/nginx/containers/nginx/remove")
-	p.waitFor(t, `ContainerRemoved pod=default/nginx container=nginx`, 0)
+	p.WaitForOutput(`ContainerRemoved pod=default/nginx container=nginx`, lineTimeout)
 	post(t, addr+"/pods/default/busybox/containers/busybox/script?exit-after=2s&exit-code=1&restart-after=2s")
-	p.waitFor(t, `ContainerDied pod=default/busybox container=busybox .* exitCode=1 reason=Error`, 0)
-	p.waitFor(t, `ContainerStarted pod=default/busybox container=busybox`, 1) // the second one: restarted
+	p.WaitForOutput(`ContainerDied pod=default/busybox container=busybox .* exitCode=1 reason=Error`, lineTimeout)
+	p.WaitForSubmatch(`ContainerStarted pod=default/busybox container=busybox`, 1, lineTimeout) // the second one: restarted
 
-	p.interrupt(t)
-	expected, err := docscheck.ExpectedOutput("README.md")
-	require.NoError(t, err)
-	require.NoError(t, docscheck.Match(expected, p.out()))
+	require.Equal(t, 0, p.Stop(), "exit after Ctrl-C")
+	require.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, "README.md"), p.Stdout()))
 	_, err = os.Stat(filepath.Join(dir, "mykubelet.sock"))
 	assert.True(t, os.IsNotExist(err), "the socket is removed on exit")
 }
@@ -157,38 +81,31 @@ func TestWalkthrough(t *testing.T) {
 // first sees already exited is reported ContainerDied.
 func TestStandaloneRuntimeAndSeparatePLEG(t *testing.T) {
 	bin := testcluster.BuildChapter(t, "./chapters/05-pleg")
-	dir := shortDir(t)
-	rt := start(t, bin, "--state-dir", dir, "--seed-pods", "--pleg=false", "--control-address", "127.0.0.1:0")
-	addr := rt.waitFor(t, `control API on (http://127\.0\.0\.1:\d+)`, 0)[1]
-	rt.waitFor(t, `serving until Ctrl-C`, 0)
+	dir := chaptertest.ShortTempDir(t)
+	rt := chaptertest.Start(t, bin, "--state-dir", dir, "--seed-pods", "--pleg=false", "--control-address", "127.0.0.1:0")
+	addr := rt.WaitForSubmatch(`control API on (http://127\.0\.0\.1:\d+)`, 0, lineTimeout)[1]
+	rt.WaitForOutput(`serving until Ctrl-C`, lineTimeout)
 
-	pl := start(t, bin, "--state-dir", dir, "--fake-runtime=false")
-	pl.waitFor(t, `ContainerStarted pod=default/nginx container=nginx`, 0)
-	pl.interrupt(t)
+	pl := chaptertest.Start(t, bin, "--state-dir", dir, "--fake-runtime=false")
+	pl.WaitForOutput(`ContainerStarted pod=default/nginx container=nginx`, lineTimeout)
+	require.Equal(t, 0, pl.Stop(), "exit after Ctrl-C")
 
 	post(t, addr+"/pods/default/nginx/containers/nginx/kill")
-	pl = start(t, bin, "--state-dir", dir, "--fake-runtime=false")
-	pl.waitFor(t, `ContainerDied pod=default/nginx container=nginx .* exitCode=137 reason=Error`, 0)
-	pl.waitFor(t, `ContainerStarted pod=default/nginx sandbox`, 0)
-	pl.interrupt(t)
-	rt.interrupt(t)
-	assert.Contains(t, rt.out(), "stopped: fake runtime shut down")
+	pl = chaptertest.Start(t, bin, "--state-dir", dir, "--fake-runtime=false")
+	pl.WaitForOutput(`ContainerDied pod=default/nginx container=nginx .* exitCode=137 reason=Error`, lineTimeout)
+	pl.WaitForOutput(`ContainerStarted pod=default/nginx sandbox`, lineTimeout)
+	require.Equal(t, 0, pl.Stop(), "exit after Ctrl-C")
+	require.Equal(t, 0, rt.Stop(), "exit after Ctrl-C")
+	assert.Contains(t, rt.Stdout(), "stopped: fake runtime shut down")
 }
 
 func TestErrors(t *testing.T) {
 	bin := testcluster.BuildChapter(t, "./chapters/05-pleg")
-	dir := shortDir(t)
+	dir := chaptertest.ShortTempDir(t)
 	run := func(args ...string) (int, string) {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return code, stderr.String()
+		t.Helper()
+		_, stderr, code := chaptertest.Run(t, bin, args...)
+		return code, stderr
 	}
 
 	code, stderr := run("--state-dir", dir, "--fake-runtime=false")
