@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,10 +35,7 @@ func TestChapter06EndToEnd(t *testing.T) {
 
 	// The node's own credentials, as chapter 03 would have them, and its
 	// Node object, as chapter 04 would have registered it.
-	nodeCfg := c.UserConfig(t, "system:node:"+node, "system:nodes")
-	nodeClient := kubernetes.NewForConfigOrDie(nodeCfg)
-	_, err := nodeClient.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	nodeCfg := chaptertest.RegisterNode(t, c, node)
 
 	state := t.TempDir()
 	manifests := filepath.Join(state, "manifests")
@@ -47,10 +43,9 @@ func TestChapter06EndToEnd(t *testing.T) {
 	p.WaitForOutput("watching .* for static pods", 30*time.Second)
 
 	// cp yaml/static/static-web.yaml .state/manifests/, plus a broken manifest.
-	web, err := os.ReadFile(filepath.Join(root, "yaml/static/static-web.yaml"))
+	webPath := chaptertest.AddStaticPod(t, state, "yaml/static/static-web.yaml")
+	web, err := os.ReadFile(webPath)
 	require.NoError(t, err)
-	webPath := filepath.Join(manifests, "static-web.yaml")
-	require.NoError(t, os.WriteFile(webPath, web, 0o600))
 	brokenPath := filepath.Join(manifests, "broken.yaml")
 	require.NoError(t, os.WriteFile(brokenPath, []byte("kind: Pod\n"), 0o600))
 
@@ -106,13 +101,11 @@ func TestChapter06EndToEnd(t *testing.T) {
 
 	t.Run("Ctrl-C stops it; the output is the README's", func(t *testing.T) {
 		assert.Equal(t, 0, p.Stop())
-		want, err := docscheck.ExpectedOutput(filepath.Join(root, "chapters/06-static-pods/README.md"))
-		require.NoError(t, err)
-		assert.NoError(t, docscheck.Match(want, p.Stdout()))
+		assert.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, filepath.Join(root, "chapters/06-static-pods/README.md")), p.Stdout()))
 	})
 
 	t.Run("an unregistered node is one clear line", func(t *testing.T) {
-		out, code := runOnce(t, bin, "--kubeconfig", c.AdminKubeconfig, "--node-name", "ghost", "--state-dir", t.TempDir())
+		_, out, code := chaptertest.Run(t, bin, "--kubeconfig", c.AdminKubeconfig, "--node-name", "ghost", "--state-dir", t.TempDir())
 		assert.Equal(t, 1, code)
 		assert.Equal(t, `06-static-pods: error: node "ghost" is not registered; mirror pods need their Node: run chapter 04 first (go run ./chapters/04-register-node --node-name ghost)`+"\n", out)
 	})
@@ -121,7 +114,7 @@ func TestChapter06EndToEnd(t *testing.T) {
 // TestChapter06NoKubeconfig needs no cluster.
 func TestChapter06NoKubeconfig(t *testing.T) {
 	bin := testcluster.BuildChapter(t, "./chapters/06-static-pods")
-	out, code := runOnce(t, bin, "--state-dir", t.TempDir())
+	_, out, code := chaptertest.Run(t, bin, "--state-dir", t.TempDir())
 	assert.Equal(t, 1, code)
 	assert.True(t, strings.HasPrefix(out, "06-static-pods: error: no kubeconfig found:"), out)
 	assert.Equal(t, 1, strings.Count(out, "\n"), "one line")
@@ -139,15 +132,4 @@ func waitForMirror(t *testing.T, cs kubernetes.Interface, name string, ok func(*
 		return true
 	}, 30*time.Second, 100*time.Millisecond, "mirror pod %s", name)
 	return got
-}
-
-// runOnce runs the binary to completion and returns its stderr and exit code.
-func runOnce(t *testing.T, bin string, args ...string) (string, int) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	_ = cmd.Run() // the exit code is what we check
-	return stderr.String(), cmd.ProcessState.ExitCode()
 }

@@ -6,10 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"mykubelet/mylib/chaptertest"
 	"mykubelet/mylib/docscheck"
@@ -36,34 +32,22 @@ func TestChapter07EndToEnd(t *testing.T) {
 	c := testcluster.Start(t)
 	ctx := context.Background()
 	admin := c.Clientset(t)
-	nodeCfg := c.UserConfig(t, "system:node:"+node, "system:nodes")
-	_, err := kubernetes.NewForConfigOrDie(nodeCfg).CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	nodeCfg := chaptertest.RegisterNode(t, c, node)
 
 	// The node kubeconfig where chapter 03 leaves it: the default --kubeconfig.
 	state := t.TempDir()
-	kc, err := os.ReadFile(testcluster.WriteKubeconfig(t, nodeCfg))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(state, "kubelet.kubeconfig"), kc, 0o600))
-	require.NoError(t, os.MkdirAll(filepath.Join(state, "manifests"), 0o700))
-	web, err := os.ReadFile(filepath.Join(root, "yaml/static/static-web.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(state, "manifests/static-web.yaml"), web, 0o600))
+	chaptertest.WriteNodeKubeconfig(t, state, nodeCfg)
+	chaptertest.AddStaticPod(t, state, "yaml/static/static-web.yaml")
 
 	p := chaptertest.Start(t, bin, "--node-name", node, "--state-dir", state, "--debug-address", "127.0.0.1:0")
-	addr := regexp.MustCompile(`http://(\S+)/pods`).FindStringSubmatch(p.WaitForOutput(`debug server on http://\S+/pods`, 30*time.Second))[1]
+	addr := p.WaitForSubmatch(`debug server on http://(\S+)/pods`, 0, 30*time.Second)[1]
 	base := "http://" + addr
 	static := "static-web-" + node
 	p.WaitForOutput("mirror pod default/"+static+" created", 30*time.Second)
 
-	kubectl := func(script string) string {
+	kubectl := func(script string) {
 		t.Helper()
-		cmd := exec.Command("bash", "-c", script)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.AdminKubeconfig, "NODE_NAME="+node, "PATH="+testcluster.BinDir()+":"+os.Getenv("PATH"))
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s\n%s", script, out)
-		return string(out)
+		chaptertest.Shell(t, c.AdminKubeconfig, node, script)
 	}
 
 	t.Run("the static pod and its mirror pod are translated", func(t *testing.T) {
@@ -111,19 +95,16 @@ func TestChapter07EndToEnd(t *testing.T) {
 
 	t.Run("Ctrl-C stops it; the output is the README's", func(t *testing.T) {
 		assert.Equal(t, 0, p.Stop())
-		want, err := docscheck.ExpectedOutput(filepath.Join(root, "chapters/07-pod-config/README.md"))
-		require.NoError(t, err)
-		assert.NoError(t, docscheck.Match(want, p.Stdout()))
+		assert.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, filepath.Join(root, "chapters/07-pod-config/README.md")), p.Stdout()))
 	})
 }
 
 func TestChapter07RefusesNonLoopbackDebugAddress(t *testing.T) {
 	bin := testcluster.BuildChapter(t, "./chapters/07-pod-config")
-	cmd := exec.Command(bin, "--state-dir", t.TempDir(), "--debug-address", "0.0.0.0:10255")
-	cmd.Env = []string{"HOME=" + t.TempDir()}
-	out, _ := cmd.CombinedOutput()
-	assert.Equal(t, 1, cmd.ProcessState.ExitCode())
-	assert.Equal(t, `07-pod-config: error: --debug-address "0.0.0.0:10255": use 127.0.0.1 or localhost; the debug server has no authentication`+"\n", string(out))
+	stdout, stderr, code := chaptertest.Run(t, bin, "--state-dir", t.TempDir(), "--debug-address", "0.0.0.0:10255")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, `07-pod-config: error: --debug-address "0.0.0.0:10255": use 127.0.0.1 or localhost; the debug server has no authentication`+"\n", stderr)
 }
 
 func get(t *testing.T, url, accept string) (int, string) {
@@ -159,9 +140,8 @@ func TestChapter07DebugPortInUse(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer lis.Close()
-	cmd := exec.Command(bin, "--state-dir", t.TempDir(), "--debug-address", lis.Addr().String())
-	cmd.Env = []string{"HOME=" + t.TempDir()}
-	out, _ := cmd.CombinedOutput()
-	assert.Equal(t, 1, cmd.ProcessState.ExitCode())
-	assert.Equal(t, "07-pod-config: error: --debug-address: listen tcp "+lis.Addr().String()+": bind: address already in use\n", string(out))
+	stdout, stderr, code := chaptertest.Run(t, bin, "--state-dir", t.TempDir(), "--debug-address", lis.Addr().String())
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "07-pod-config: error: --debug-address: listen tcp "+lis.Addr().String()+": bind: address already in use\n", stderr)
 }

@@ -4,20 +4,14 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"mykubelet/mylib/chaptertest"
 	"mykubelet/mylib/docscheck"
@@ -35,19 +29,13 @@ type fixture struct {
 
 func (f *fixture) kubectl(t *testing.T, script string) string {
 	t.Helper()
-	cmd := exec.Command("bash", "-c", script)
-	cmd.Dir = f.root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.c.AdminKubeconfig, "NODE_NAME="+node, "PATH="+testcluster.BinDir()+":"+os.Getenv("PATH"))
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s\n%s", script, out)
-	return strings.TrimSpace(string(out))
+	return chaptertest.Shell(t, f.c.AdminKubeconfig, node, script)
 }
 
 func (f *fixture) start(t *testing.T, args ...string) (*chaptertest.Process, string) {
 	t.Helper()
 	p := chaptertest.Start(t, f.bin, append([]string{"--node-name", node, "--state-dir", f.state, "--debug-address", "127.0.0.1:0"}, args...)...)
-	line := p.WaitForOutput(`debug server on http://\S+/pods`, 30*time.Second)
-	return p, "http://" + regexp.MustCompile(`http://(\S+)/pods`).FindStringSubmatch(line)[1]
+	return p, "http://" + p.WaitForSubmatch(`debug server on http://(\S+)/pods`, 0, 30*time.Second)[1]
 }
 
 func TestChapter08EndToEnd(t *testing.T) {
@@ -57,19 +45,10 @@ func TestChapter08EndToEnd(t *testing.T) {
 	f := &fixture{bin: testcluster.BuildChapter(t, "./chapters/08-pod-workers"), root: testcluster.RepoRoot(t), c: testcluster.Start(t)}
 	ctx := context.Background()
 	admin := f.c.Clientset(t)
-	nodeCfg := f.c.UserConfig(t, "system:node:"+node, "system:nodes")
-	_, err := kubernetes.NewForConfigOrDie(nodeCfg).CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	f.state, err = os.MkdirTemp("", "ch08-") // short: the runtime socket lives here
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(f.state) })
-	kc, err := os.ReadFile(testcluster.WriteKubeconfig(t, nodeCfg))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(f.state, "kubelet.kubeconfig"), kc, 0o600))
-	require.NoError(t, os.MkdirAll(filepath.Join(f.state, "manifests"), 0o700))
-	web, err := os.ReadFile(filepath.Join(f.root, "yaml/static/static-web.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(f.state, "manifests/static-web.yaml"), web, 0o600))
+	nodeCfg := chaptertest.RegisterNode(t, f.c, node)
+	f.state = chaptertest.ShortTempDir(t) // the runtime socket lives here
+	chaptertest.WriteNodeKubeconfig(t, f.state, nodeCfg)
+	chaptertest.AddStaticPod(t, f.state, "yaml/static/static-web.yaml")
 
 	t.Run("a pod bound to the node is synced, and terminated when deleted", func(t *testing.T) {
 		p, _ := f.start(t)
@@ -87,9 +66,7 @@ func TestChapter08EndToEnd(t *testing.T) {
 		p.WaitForOutput(`pod worker default/nginx-kubelet \(uid \S+\) cleaned up`, 15*time.Second)
 
 		assert.Equal(t, 0, p.Stop())
-		want, err := docscheck.ExpectedOutput(filepath.Join(f.root, "chapters/08-pod-workers/README.md"))
-		require.NoError(t, err)
-		assert.NoError(t, docscheck.Match(want, p.Stdout()))
+		assert.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, filepath.Join(f.root, "chapters/08-pod-workers/README.md")), p.Stdout()))
 		assert.NotContains(t, p.Stderr(), "Error syncing pod")
 	})
 
