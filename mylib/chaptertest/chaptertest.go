@@ -162,6 +162,17 @@ func Run(t testing.TB, bin string, args ...string) (stdout, stderr string, code 
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
+// RunOK is Run for a run that must succeed: it fails the test, showing what
+// bin printed, unless bin exits 0.
+func RunOK(t testing.TB, bin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, code := Run(t, bin, args...)
+	if code != 0 {
+		t.Fatalf("%s %s: exit code %d\nstdout:\n%s\nstderr:\n%s", bin, strings.Join(args, " "), code, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
 // buffer is a strings.Builder safe for the process's writes and the test's reads.
 type buffer struct {
 	mu sync.Mutex

@@ -69,6 +69,15 @@ func TestRun(t *testing.T) {
 	assert.Equal(t, 0, code)
 }
 
+func TestRunOKFailsOnANonZeroExit(t *testing.T) {
+	stdout, stderr := RunOK(t, "sh", "-c", "echo ok; echo log >&2")
+	assert.Equal(t, "ok\n", stdout)
+	assert.Equal(t, "log\n", stderr)
+
+	got := failures(t, func(tb testing.TB) { RunOK(tb, "sh", "-c", "echo out; echo err >&2; exit 1") })
+	assert.Equal(t, []string{"sh -c echo out; echo err >&2; exit 1: exit code 1\nstdout:\nout\n\nstderr:\nerr\n"}, got)
+}
+
 // recorder is a testing.TB whose Fatalf and Errorf are recorded; Fatalf
 // ends the goroutine, as the real one does.
 type recorder struct {
