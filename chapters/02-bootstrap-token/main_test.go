@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,29 +16,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mykubelet/mylib/bootstrap"
+	"mykubelet/mylib/chaptertest"
 	"mykubelet/mylib/docscheck"
 	"mykubelet/mylib/statedir"
 	"mykubelet/mylib/testcluster"
 )
-
-// run runs the chapter binary with a clean environment (no KUBECONFIG, an
-// empty HOME) and returns stdout, stderr and the exit code.
-func run(t *testing.T, bin string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return stdout.String(), stderr.String(), code
-}
 
 var idLine = regexp.MustCompile(`token: \S.* id ([a-z0-9]{6})\n`)
 
@@ -55,12 +35,9 @@ func TestChapter02EndToEnd(t *testing.T) {
 
 	var id string
 	t.Run("prints the README's expected output", func(t *testing.T) {
-		out, errOut, code := run(t, bin, args...)
-		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		out, errOut := chaptertest.RunOK(t, bin, args...)
 		t.Log("\n" + out)
-		want, err := docscheck.ExpectedOutput(readme)
-		require.NoError(t, err)
-		require.NoError(t, docscheck.Match(want, out))
+		require.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, readme), out))
 
 		m := idLine.FindStringSubmatch(out)
 		require.NotNil(t, m, out)
@@ -77,8 +54,7 @@ func TestChapter02EndToEnd(t *testing.T) {
 	})
 
 	t.Run("running it again reuses the token and changes no binding", func(t *testing.T) {
-		out, errOut, code := run(t, bin, args...)
-		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		out, _ := chaptertest.RunOK(t, bin, args...)
 		assert.Contains(t, out, "token: reusing the bootstrap token in "+statedir.Path(state, statedir.BootstrapKubeconfig)+", id "+id)
 		// updated: the expiration moved; unchanged when run within the same second.
 		assert.Regexp(t, "secret: (updated|unchanged) kube-system/bootstrap-token-"+id, out)
@@ -86,7 +62,7 @@ func TestChapter02EndToEnd(t *testing.T) {
 	})
 
 	t.Run("a malformed --token is refused and nothing is created", func(t *testing.T) {
-		out, errOut, code := run(t, bin, append(args, "--token", "zzzzzz.NOT-A-SECRET")...)
+		out, errOut, code := chaptertest.Run(t, bin, append(args, "--token", "zzzzzz.NOT-A-SECRET")...)
 		assert.Equal(t, 1, code)
 		assert.Empty(t, out)
 		assert.Equal(t, "02-bootstrap-token: error: --token: malformed bootstrap token zzzzzz.<secret>: the secret after the dot must be 16 characters from [a-z0-9], got 12 characters\n", errOut)
@@ -95,8 +71,7 @@ func TestChapter02EndToEnd(t *testing.T) {
 	})
 
 	t.Run("a given --token is used as is", func(t *testing.T) {
-		out, errOut, code := run(t, bin, "--kubeconfig", c.AdminKubeconfig, "--state-dir", t.TempDir(), "--token", "given0.0123456789abcdef", "--ttl", "1h")
-		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		out, _ := chaptertest.RunOK(t, bin, "--kubeconfig", c.AdminKubeconfig, "--state-dir", t.TempDir(), "--token", "given0.0123456789abcdef", "--ttl", "1h")
 		assert.Contains(t, out, "token: using the given bootstrap token, id given0\n")
 		assert.Contains(t, out, "whoami: username system:bootstrap:given0\n")
 		s, err := cs.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-given0", metav1.GetOptions{})
@@ -105,8 +80,7 @@ func TestChapter02EndToEnd(t *testing.T) {
 	})
 
 	t.Run("--auto-approve=false uses the manual-approval group", func(t *testing.T) {
-		out, errOut, code := run(t, bin, "--kubeconfig", c.AdminKubeconfig, "--state-dir", t.TempDir(), "--auto-approve=false")
-		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		out, _ := chaptertest.RunOK(t, bin, "--kubeconfig", c.AdminKubeconfig, "--state-dir", t.TempDir(), "--auto-approve=false")
 		assert.Contains(t, out, "rbac: created clusterrolebinding mykubelet:manual-approval-bootstrap (Group system:bootstrappers:mykubelet:manual-approval -> ClusterRole system:node-bootstrapper)\n")
 		assert.Regexp(t, `rbac: node client CSRs of system:bootstrap:[a-z0-9]{6} are approved automatically: no\n`, out)
 		assert.Contains(t, out, "whoami: groups system:bootstrappers system:bootstrappers:mykubelet:manual-approval system:authenticated\n")
@@ -115,8 +89,7 @@ func TestChapter02EndToEnd(t *testing.T) {
 	t.Run("an expired token is refused and not reused", func(t *testing.T) {
 		short := t.TempDir()
 		sargs := []string{"--kubeconfig", c.AdminKubeconfig, "--state-dir", short, "--ttl", "2s"}
-		out, errOut, code := run(t, bin, sargs...)
-		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		out, _ := chaptertest.RunOK(t, bin, sargs...)
 		old := idLine.FindStringSubmatch(out)[1]
 		time.Sleep(3 * time.Second)
 
@@ -134,15 +107,14 @@ func TestChapter02EndToEnd(t *testing.T) {
 			return apierrors.IsNotFound(err)
 		}, 30*time.Second, 500*time.Millisecond, "the tokencleaner deletes bootstrap-token-%s", old)
 
-		out, errOut, code = run(t, bin, sargs...)
-		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		out, _ = chaptertest.RunOK(t, bin, sargs...)
 		assert.Contains(t, out, "token: not reusing the token in "+statedir.Path(short, statedir.BootstrapKubeconfig))
 		assert.NotContains(t, out, "id "+old+"\n")
 		assert.Contains(t, out, "token: generated a new bootstrap token")
 	})
 
 	t.Run("without a kubeconfig it says where one comes from", func(t *testing.T) {
-		out, errOut, code := run(t, bin, "--state-dir", t.TempDir())
+		out, errOut, code := chaptertest.Run(t, bin, "--state-dir", t.TempDir())
 		assert.Equal(t, 1, code)
 		assert.Empty(t, out)
 		assert.Contains(t, errOut, "02-bootstrap-token: error: no kubeconfig found: pass --kubeconfig, set KUBECONFIG, or start the local cluster")

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,31 +16,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"mykubelet/mylib/chaptertest"
 	"mykubelet/mylib/docscheck"
 	"mykubelet/mylib/statedir"
 	"mykubelet/mylib/testcluster"
 )
-
-// env is a clean environment: no KUBECONFIG, an empty HOME.
-func env(t *testing.T) []string {
-	return []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
-}
-
-// run runs a binary and returns stdout, stderr and the exit code.
-func run(t *testing.T, bin string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env(t)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return stdout.String(), stderr.String(), exit.ExitCode()
-	}
-	require.NoError(t, err)
-	return stdout.String(), stderr.String(), 0
-}
 
 func csrNames(t *testing.T, cs kubernetes.Interface) []string {
 	t.Helper()
@@ -76,31 +53,25 @@ func TestChapter03EndToEnd(t *testing.T) {
 	ch02 := testcluster.BuildChapter(t, "./chapters/02-bootstrap-token")
 	ch03 := testcluster.BuildChapter(t, "./chapters/03-tls-bootstrap")
 	readme := filepath.Join(testcluster.RepoRoot(t), "chapters/03-tls-bootstrap/README.md")
-	kubectl := filepath.Join(testcluster.BinDir(), "kubectl")
 
 	// setup runs chapter 02 into a new state dir.
 	setup := func(t *testing.T, extra ...string) string {
 		state := t.TempDir()
-		out, errOut, code := run(t, ch02, append([]string{"--kubeconfig", c.AdminKubeconfig, "--state-dir", state}, extra...)...)
-		require.Equal(t, 0, code, "chapter 02:\n%s\n%s", out, errOut)
+		chaptertest.RunOK(t, ch02, append([]string{"--kubeconfig", c.AdminKubeconfig, "--state-dir", state}, extra...)...)
 		return state
 	}
 	kubectlApprove := func(t *testing.T, name string) {
-		out, err := exec.Command(kubectl, "--kubeconfig", c.AdminKubeconfig, "certificate", "approve", name).CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		assert.Equal(t, "certificatesigningrequest.certificates.k8s.io/"+name+" approved\n", string(out))
+		out := chaptertest.Kubectl(t, c.AdminKubeconfig, "certificate", "approve", name)
+		assert.Equal(t, "certificatesigningrequest.certificates.k8s.io/"+name+" approved\n", out)
 	}
 
 	state := setup(t)
 	args := []string{"--state-dir", state, "--node-name", "e2e-node"}
 	var csrName string
 	t.Run("prints the README's expected output", func(t *testing.T) {
-		out, errOut, code := run(t, ch03, args...)
-		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		out, _ := chaptertest.RunOK(t, ch03, args...)
 		t.Log("\n" + out)
-		want, err := docscheck.ExpectedOutput(readme)
-		require.NoError(t, err)
-		require.NoError(t, docscheck.Match(want, out))
+		require.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, readme), out))
 
 		m := csrLine.FindStringSubmatch(out)
 		require.NotNil(t, m)
@@ -112,15 +83,13 @@ func TestChapter03EndToEnd(t *testing.T) {
 			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), f)
 		}
 		// The node kubeconfig works for kubectl too.
-		who, err := exec.Command(kubectl, "--kubeconfig", statedir.Path(state, statedir.NodeKubeconfig), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}").CombinedOutput()
-		require.NoError(t, err, "%s", who)
-		assert.Equal(t, "system:node:e2e-node", string(who))
+		who := chaptertest.Kubectl(t, statedir.Path(state, statedir.NodeKubeconfig), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+		assert.Equal(t, "system:node:e2e-node", who)
 	})
 
 	t.Run("running it again reuses the certificate and creates no CSR", func(t *testing.T) {
 		before := csrNames(t, cs)
-		out, errOut, code := run(t, ch03, args...)
-		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		out, _ := chaptertest.RunOK(t, ch03, args...)
 		assert.Regexp(t, `^node kubeconfig: \S+/kubelet.kubeconfig has a valid client certificate until \S+: reusing it, no new CSR\n`, out)
 		assert.NotContains(t, out, "csr:")
 		assert.Contains(t, out, "whoami: username system:node:e2e-node\n")
@@ -130,7 +99,7 @@ func TestChapter03EndToEnd(t *testing.T) {
 	manual := setup(t, "--auto-approve=false")
 	t.Run("the timeout names the CSR; approving it by hand and running again finishes", func(t *testing.T) {
 		margs := []string{"--state-dir", manual, "--node-name", "manual-node"}
-		out, errOut, code := run(t, ch03, append(margs, "--timeout", "5s")...)
+		out, errOut, code := chaptertest.Run(t, ch03, append(margs, "--timeout", "5s")...)
 		require.Equal(t, 1, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 		m := csrLine.FindStringSubmatch(out)
 		require.NotNil(t, m, out)
@@ -139,8 +108,7 @@ func TestChapter03EndToEnd(t *testing.T) {
 		assert.Equal(t, "", approval(t, cs, name), "the controller manager did not approve it")
 
 		kubectlApprove(t, name)
-		out, errOut, code = run(t, ch03, margs...)
-		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+		out, _ = chaptertest.RunOK(t, ch03, margs...)
 		assert.Contains(t, out, "csr: found "+name+" for system:node:manual-node")
 		assert.Contains(t, out, "csr: "+name+" approved (KubectlApprove) and signed\n")
 		assert.Contains(t, out, "whoami: username system:node:manual-node\n")
@@ -148,67 +116,29 @@ func TestChapter03EndToEnd(t *testing.T) {
 
 	t.Run("approving by hand while it waits", func(t *testing.T) {
 		waiting := setup(t, "--auto-approve=false")
-		cmd := exec.Command(ch03, "--state-dir", waiting, "--node-name", "waiting-node", "--timeout", "1m")
-		cmd.Env = env(t)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		p := chaptertest.Start(t, ch03, "--state-dir", waiting, "--node-name", "waiting-node", "--timeout", "1m")
 
-		// Read until the program says it waits, approve, read the rest.
-		var out strings.Builder
-		sc := bufio.NewScanner(stdout)
-		name := ""
-		for name == "" && sc.Scan() {
-			out.WriteString(sc.Text() + "\n")
-			if m := csrLine.FindStringSubmatch(sc.Text()); m != nil {
-				name = m[1]
-			}
-		}
-		require.NotEmpty(t, name, out.String())
-		require.True(t, sc.Scan(), out.String())
-		require.Contains(t, sc.Text(), "csr: waiting up to 1m0s for approval and signing (to approve by hand: kubectl certificate approve "+name+")")
+		// Wait until the program says, on the line after its CSR's, that it
+		// waits; approve; let it finish.
+		name := p.WaitForSubmatch(csrLine.String(), 0, time.Minute)[1]
+		p.WaitForOutput(`csr: (?:created|found) `+regexp.QuoteMeta(name)+` for.*\n.*`+regexp.QuoteMeta("csr: waiting up to 1m0s for approval and signing (to approve by hand: kubectl certificate approve "+name+")"), time.Minute)
 		kubectlApprove(t, name)
-		rest, _ := io.ReadAll(stdout)
-		out.Write(rest)
-		require.NoError(t, cmd.Wait(), "stdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
-		assert.Contains(t, out.String(), "csr: "+name+" approved (KubectlApprove) and signed\n")
-		assert.Contains(t, out.String(), "whoami: username system:node:waiting-node\n")
+		require.Equal(t, 0, p.Wait(time.Minute))
+		assert.Contains(t, p.Stdout(), "csr: "+name+" approved (KubectlApprove) and signed\n")
+		assert.Contains(t, p.Stdout(), "whoami: username system:node:waiting-node\n")
 	})
 
 	t.Run("Ctrl-C while waiting names the CSR", func(t *testing.T) {
 		waiting := setup(t, "--auto-approve=false")
-		cmd := exec.Command(ch03, "--state-dir", waiting, "--node-name", "interrupted-node")
-		cmd.Env = env(t)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { _ = cmd.Process.Kill() })
-		sc := bufio.NewScanner(stdout)
-		name := ""
-		for sc.Scan() {
-			if m := regexp.MustCompile(`^csr: waiting .* approve (node-csr-\S+)\)$`).FindStringSubmatch(sc.Text()); m != nil {
-				name = m[1]
-				break
-			}
-		}
-		require.NotEmpty(t, name)
-		require.NoError(t, cmd.Process.Signal(os.Interrupt))
-		_, _ = io.Copy(io.Discard, stdout)
-		err = cmd.Wait()
-		var exit *exec.ExitError
-		require.ErrorAs(t, err, &exit)
-		assert.Equal(t, 1, exit.ExitCode())
-		assert.Equal(t, "03-tls-bootstrap: error: interrupted while waiting for certificate signing request "+name+" (it stays; run again to keep waiting for it): context canceled\n", lastLine(stderr.String()))
+		p := chaptertest.Start(t, ch03, "--state-dir", waiting, "--node-name", "interrupted-node")
+		name := p.WaitForSubmatch(`(?m)^csr: waiting .* approve (node-csr-\S+)\)$`, 0, time.Minute)[1]
+		require.Equal(t, 1, p.Stop())
+		assert.Equal(t, "03-tls-bootstrap: error: interrupted while waiting for certificate signing request "+name+" (it stays; run again to keep waiting for it): context canceled\n", lastLine(p.Stderr()))
 	})
 
 	t.Run("without a bootstrap kubeconfig it says which chapter writes it", func(t *testing.T) {
 		empty := t.TempDir()
-		_, errOut, code := run(t, ch03, "--state-dir", empty, "--node-name", "n")
+		_, errOut, code := chaptertest.Run(t, ch03, "--state-dir", empty, "--node-name", "n")
 		assert.Equal(t, 1, code)
 		assert.Equal(t, "03-tls-bootstrap: error: no bootstrap kubeconfig at "+statedir.Path(empty, statedir.BootstrapKubeconfig)+
 			" (chapter 02 writes it: go run ./chapters/02-bootstrap-token): stat "+statedir.Path(empty, statedir.BootstrapKubeconfig)+": no such file or directory\n", lastLine(errOut))
@@ -222,13 +152,13 @@ func TestChapter03EndToEnd(t *testing.T) {
 		}
 		path := filepath.Join(t.TempDir(), "unknown.kubeconfig")
 		require.NoError(t, clientcmd.WriteToFile(*kc, path))
-		_, errOut, code := run(t, ch03, "--state-dir", t.TempDir(), "--node-name", "n", "--bootstrap-kubeconfig", path)
+		_, errOut, code := chaptertest.Run(t, ch03, "--state-dir", t.TempDir(), "--node-name", "n", "--bootstrap-kubeconfig", path)
 		assert.Equal(t, 1, code)
 		assert.Regexp(t, `^03-tls-bootstrap: error: certificate signing request node-csr-\S+: cannot create certificate signing request: Unauthorized\n$`, lastLine(errOut))
 	})
 
 	t.Run("--kubeconfig is refused", func(t *testing.T) {
-		_, errOut, code := run(t, ch03, "--state-dir", t.TempDir(), "--kubeconfig", c.AdminKubeconfig)
+		_, errOut, code := chaptertest.Run(t, ch03, "--state-dir", t.TempDir(), "--kubeconfig", c.AdminKubeconfig)
 		assert.Equal(t, 1, code)
 		assert.Contains(t, errOut, "03-tls-bootstrap: error: this chapter does not use --kubeconfig: it authenticates only with --bootstrap-kubeconfig")
 	})
