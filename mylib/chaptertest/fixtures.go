@@ -18,6 +18,35 @@ import (
 	"mykubelet/mylib/testcluster"
 )
 
+// Fixture is where the end-to-end tests of the chapters that run as a
+// registered node (06 on) start: the chapter built, a control plane, and the
+// node registered with its own credentials.
+type Fixture struct {
+	Bin        string // the chapter's binary
+	Root       string // the repository root
+	Cluster    *testcluster.Cluster
+	Admin      *kubernetes.Clientset
+	Node       string       // the node's name
+	NodeConfig *rest.Config // the node's credentials (RegisterNode)
+}
+
+// NewFixture builds chapter (e.g. "./chapters/06-static-pods"), starts a
+// control plane and registers node in it.
+func NewFixture(t testing.TB, chapter, node string) *Fixture {
+	t.Helper()
+	f := &Fixture{Bin: testcluster.BuildChapter(t, chapter), Root: testcluster.RepoRoot(t), Node: node}
+	f.Cluster = testcluster.Start(t)
+	f.Admin = f.Cluster.Clientset(t)
+	f.NodeConfig = RegisterNode(t, f.Cluster, node)
+	return f
+}
+
+// Shell is Shell with the cluster's admin kubeconfig and the fixture's node.
+func (f *Fixture) Shell(t testing.TB, script string) string {
+	t.Helper()
+	return Shell(t, f.Cluster.AdminKubeconfig, f.Node, script)
+}
+
 // RegisterNode gives node name its own credentials, a client certificate
 // for user system:node:<name> in group system:nodes (what chapter 03
 // obtains), and creates its Node object with them (what chapter 04 does).
