@@ -27,15 +27,11 @@ func TestChapter06EndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	bin := testcluster.BuildChapter(t, "./chapters/06-static-pods")
-	root := testcluster.RepoRoot(t)
-	c := testcluster.Start(t)
-	ctx := context.Background()
-	admin := c.Clientset(t)
-
 	// The node's own credentials, as chapter 03 would have them, and its
 	// Node object, as chapter 04 would have registered it.
-	nodeCfg := chaptertest.RegisterNode(t, c, node)
+	f := chaptertest.NewFixture(t, "./chapters/06-static-pods", node)
+	bin, root, c, admin, nodeCfg := f.Bin, f.Root, f.Cluster, f.Admin, f.NodeConfig
+	ctx := context.Background()
 
 	state := t.TempDir()
 	manifests := filepath.Join(state, "manifests")

@@ -27,12 +27,9 @@ func TestChapter07EndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	bin := testcluster.BuildChapter(t, "./chapters/07-pod-config")
-	root := testcluster.RepoRoot(t)
-	c := testcluster.Start(t)
+	f := chaptertest.NewFixture(t, "./chapters/07-pod-config", node)
+	bin, root, admin, nodeCfg := f.Bin, f.Root, f.Admin, f.NodeConfig
 	ctx := context.Background()
-	admin := c.Clientset(t)
-	nodeCfg := chaptertest.RegisterNode(t, c, node)
 
 	// The node kubeconfig where chapter 03 leaves it: the default --kubeconfig.
 	state := t.TempDir()
@@ -44,11 +41,6 @@ func TestChapter07EndToEnd(t *testing.T) {
 	base := "http://" + addr
 	static := "static-web-" + node
 	p.WaitForOutput("mirror pod default/"+static+" created", 30*time.Second)
-
-	kubectl := func(script string) {
-		t.Helper()
-		chaptertest.Shell(t, c.AdminKubeconfig, node, script)
-	}
 
 	t.Run("the static pod and its mirror pod are translated", func(t *testing.T) {
 		mirror, err := admin.CoreV1().Pods("default").Get(ctx, static, metav1.GetOptions{})
@@ -66,7 +58,7 @@ func TestChapter07EndToEnd(t *testing.T) {
 	})
 
 	t.Run("kubectl apply: the pod appears in /pods", func(t *testing.T) {
-		kubectl(`sed "s/NODE_NAME/$NODE_NAME/" yaml/nginx.yaml | kubectl apply -f -`)
+		f.Shell(t, `sed "s/NODE_NAME/$NODE_NAME/" yaml/nginx.yaml | kubectl apply -f -`)
 		p.WaitForOutput(`SyncLoop ADD source=api pods=\[default/nginx-kubelet\]`, 15*time.Second)
 		assert.Contains(t, podNames(t, base), "nginx-kubelet")
 		code, body := get(t, base+"/pods", "text/html")
@@ -78,10 +70,10 @@ func TestChapter07EndToEnd(t *testing.T) {
 	})
 
 	t.Run("kubectl delete: DELETE, then REMOVE, then gone from /pods", func(t *testing.T) {
-		kubectl(`kubectl delete pod nginx-kubelet --wait=false`)
+		f.Shell(t, `kubectl delete pod nginx-kubelet --wait=false`)
 		p.WaitForOutput(`SyncLoop DELETE source=api pods=\[default/nginx-kubelet\]`, 15*time.Second)
 		assert.Contains(t, podNames(t, base), "nginx-kubelet", "marked for deletion, still known")
-		kubectl(`kubectl delete pod nginx-kubelet --grace-period=0 --force`)
+		f.Shell(t, `kubectl delete pod nginx-kubelet --grace-period=0 --force`)
 		p.WaitForOutput(`SyncLoop REMOVE source=api pods=\[default/nginx-kubelet\]`, 15*time.Second)
 		assert.NotContains(t, podNames(t, base), "nginx-kubelet")
 		code, _ := get(t, base+"/pods/default/nginx-kubelet", "")
@@ -89,7 +81,7 @@ func TestChapter07EndToEnd(t *testing.T) {
 	})
 
 	t.Run("a deleted mirror pod comes back through the watch", func(t *testing.T) {
-		kubectl(`kubectl delete pod "static-web-$NODE_NAME"`)
+		f.Shell(t, `kubectl delete pod "static-web-$NODE_NAME"`)
 		p.WaitForOutput("mirror pod default/"+static+" recreated", 20*time.Second)
 	})
 

@@ -15,26 +15,18 @@ import (
 
 	"mykubelet/mylib/chaptertest"
 	"mykubelet/mylib/docscheck"
-	"mykubelet/mylib/testcluster"
 )
 
 const node = "workers-node"
 
 type fixture struct {
-	c     *testcluster.Cluster
-	bin   string
-	root  string
+	*chaptertest.Fixture
 	state string
-}
-
-func (f *fixture) kubectl(t *testing.T, script string) string {
-	t.Helper()
-	return chaptertest.Shell(t, f.c.AdminKubeconfig, node, script)
 }
 
 func (f *fixture) start(t *testing.T, args ...string) (*chaptertest.Process, string) {
 	t.Helper()
-	p := chaptertest.Start(t, f.bin, append([]string{"--node-name", node, "--state-dir", f.state, "--debug-address", "127.0.0.1:0"}, args...)...)
+	p := chaptertest.Start(t, f.Bin, append([]string{"--node-name", node, "--state-dir", f.state, "--debug-address", "127.0.0.1:0"}, args...)...)
 	return p, "http://" + p.WaitForSubmatch(`debug server on http://(\S+)/pods`, 0, 30*time.Second)[1]
 }
 
@@ -42,22 +34,21 @@ func TestChapter08EndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	f := &fixture{bin: testcluster.BuildChapter(t, "./chapters/08-pod-workers"), root: testcluster.RepoRoot(t), c: testcluster.Start(t)}
+	f := &fixture{Fixture: chaptertest.NewFixture(t, "./chapters/08-pod-workers", node)}
 	ctx := context.Background()
-	admin := f.c.Clientset(t)
-	nodeCfg := chaptertest.RegisterNode(t, f.c, node)
+	admin := f.Admin
 	f.state = chaptertest.ShortTempDir(t) // the runtime socket lives here
-	chaptertest.WriteNodeKubeconfig(t, f.state, nodeCfg)
+	chaptertest.WriteNodeKubeconfig(t, f.state, f.NodeConfig)
 	chaptertest.AddStaticPod(t, f.state, "yaml/static/static-web.yaml")
 
 	t.Run("a pod bound to the node is synced, and terminated when deleted", func(t *testing.T) {
 		p, _ := f.start(t)
 		p.WaitForOutput(`mirror pod default/static-web-`+node+` created`, 30*time.Second)
 
-		f.kubectl(t, `sed "s/NODE_NAME/$NODE_NAME/" yaml/nginx.yaml | kubectl apply -f -`)
+		f.Shell(t, `sed "s/NODE_NAME/$NODE_NAME/" yaml/nginx.yaml | kubectl apply -f -`)
 		p.WaitForOutput(`syncPod create default/nginx-kubelet: would start containers \[nginx\]`, 20*time.Second)
 
-		f.kubectl(t, `kubectl delete pod nginx-kubelet`) // waits until the kubelet finished the deletion
+		f.Shell(t, `kubectl delete pod nginx-kubelet`) // waits until the kubelet finished the deletion
 		p.WaitForOutput(`syncTerminatingPod default/nginx-kubelet: would stop containers \[nginx\] within 30s`, 10*time.Second)
 		p.WaitForOutput(`syncTerminatedPod default/nginx-kubelet`, 10*time.Second)
 		p.WaitForOutput(`pod default/nginx-kubelet: finishing its deletion in the API server \(grace period 0\)`, 10*time.Second)
@@ -66,17 +57,17 @@ func TestChapter08EndToEnd(t *testing.T) {
 		p.WaitForOutput(`pod worker default/nginx-kubelet \(uid \S+\) cleaned up`, 15*time.Second)
 
 		assert.Equal(t, 0, p.Stop())
-		assert.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, filepath.Join(f.root, "chapters/08-pod-workers/README.md")), p.Stdout()))
+		assert.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, filepath.Join(f.Root, "chapters/08-pod-workers/README.md")), p.Stdout()))
 		assert.NotContains(t, p.Stderr(), "Error syncing pod")
 	})
 
 	t.Run("with a slow PLEG a worker waits for the pod cache; /podcache unblocks it", func(t *testing.T) {
 		p, base := f.start(t, "--relist-period", "1h")
-		f.kubectl(t, `sed "s/NODE_NAME/$NODE_NAME/" yaml/nginx.yaml | kubectl apply -f -`)
+		f.Shell(t, `sed "s/NODE_NAME/$NODE_NAME/" yaml/nginx.yaml | kubectl apply -f -`)
 		p.WaitForOutput(`syncPod create default/nginx-kubelet`, 20*time.Second)
-		uid := f.kubectl(t, `kubectl get pod nginx-kubelet -o jsonpath='{.metadata.uid}'`)
+		uid := f.Shell(t, `kubectl get pod nginx-kubelet -o jsonpath='{.metadata.uid}'`)
 
-		f.kubectl(t, `kubectl label pod nginx-kubelet tier=web`)
+		f.Shell(t, `kubectl label pod nginx-kubelet tier=web`)
 		p.WaitForOutput(`SyncLoop UPDATE source=api pods=\[default/nginx-kubelet\]`, 10*time.Second)
 		time.Sleep(2 * time.Second)
 		assert.NotContains(t, p.Stdout(), "syncPod update default/nginx-kubelet", "the worker waits in GetNewerThan")
@@ -93,7 +84,7 @@ func TestChapter08EndToEnd(t *testing.T) {
 		assert.Equal(t, 400, code)
 		assert.Contains(t, body, "unknown pod UID")
 
-		f.kubectl(t, `kubectl delete pod nginx-kubelet --grace-period=0 --force`)
+		f.Shell(t, `kubectl delete pod nginx-kubelet --grace-period=0 --force`)
 		assert.Equal(t, 0, p.Stop())
 	})
 }
