@@ -52,15 +52,7 @@ func TestChapter01(t *testing.T) {
 
 	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err)
-	for _, typ := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
-		_, cond := nodestatus.GetNodeCondition(&n.Status, typ)
-		require.NotNil(t, cond, typ)
-		assert.Equal(t, v1.ConditionFalse, cond.Status, typ)
-	}
-	_, ready := nodestatus.GetNodeCondition(&n.Status, v1.NodeReady)
-	require.NotNil(t, ready)
-	assert.Equal(t, v1.ConditionTrue, ready.Status)
-	assert.Equal(t, "KubeletReady", ready.Reason)
+	chaptertest.CheckReadyConditions(t, n)
 
 	lease, err := cs.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -100,15 +100,7 @@ func TestChapter04(t *testing.T) {
 // checkCompleteNode checks every part of the status chapter 04 claims.
 func checkCompleteNode(t *testing.T, n *v1.Node) {
 	t.Helper()
-	for _, typ := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
-		_, c := nodestatus.GetNodeCondition(&n.Status, typ)
-		require.NotNil(t, c, typ)
-		assert.Equal(t, v1.ConditionFalse, c.Status, typ)
-	}
-	_, ready := nodestatus.GetNodeCondition(&n.Status, v1.NodeReady)
-	require.NotNil(t, ready)
-	assert.Equal(t, v1.ConditionTrue, ready.Status)
-	assert.Equal(t, "KubeletReady", ready.Reason)
+	ready := chaptertest.CheckReadyConditions(t, n)
 	assert.False(t, ready.LastHeartbeatTime.IsZero())
 	assert.False(t, ready.LastTransitionTime.IsZero())
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 )
 
 // script is a stand-in for a chapter: it prints its HOME and KUBECONFIG,
@@ -79,7 +80,7 @@ func TestRunOKFailsOnANonZeroExit(t *testing.T) {
 }
 
 // recorder is a testing.TB whose Fatalf and Errorf are recorded; Fatalf
-// ends the goroutine, as the real one does.
+// and FailNow end the goroutine, as the real ones do.
 type recorder struct {
 	testing.TB
 	mu     sync.Mutex
@@ -90,6 +91,8 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	r.Errorf(format, args...)
 	runtime.Goexit()
 }
+
+func (r *recorder) FailNow() { runtime.Goexit() } // what testify's require calls
 
 func (r *recorder) Errorf(format string, args ...any) {
 	r.mu.Lock()
@@ -155,4 +158,27 @@ func TestMatchSectionLeavesOutCommandLines(t *testing.T) {
 	got := failures(t, func(tb testing.TB) { MatchSection(tb, readme, "Run it", "started n1\n") })
 	require.Len(t, got, 1)
 	assert.True(t, strings.HasPrefix(got[0], `README section "Run it": `), got[0])
+}
+
+func TestCheckReadyConditions(t *testing.T) {
+	cond := func(typ v1.NodeConditionType, status v1.ConditionStatus, reason string) v1.NodeCondition {
+		return v1.NodeCondition{Type: typ, Status: status, Reason: reason}
+	}
+	healthy := &v1.Node{Status: v1.NodeStatus{Conditions: []v1.NodeCondition{
+		cond(v1.NodeMemoryPressure, v1.ConditionFalse, "KubeletHasSufficientMemory"),
+		cond(v1.NodeDiskPressure, v1.ConditionFalse, "KubeletHasNoDiskPressure"),
+		cond(v1.NodePIDPressure, v1.ConditionFalse, "KubeletHasSufficientPID"),
+		cond(v1.NodeReady, v1.ConditionTrue, "KubeletReady"),
+	}}}
+	assert.Equal(t, v1.NodeReady, CheckReadyConditions(t, healthy).Type)
+
+	pressure := healthy.DeepCopy()
+	pressure.Status.Conditions[1].Status = v1.ConditionTrue
+	got := failures(t, func(tb testing.TB) { CheckReadyConditions(tb, pressure) })
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], "DiskPressure")
+
+	noReady := healthy.DeepCopy()
+	noReady.Status.Conditions = noReady.Status.Conditions[:3]
+	assert.Len(t, failures(t, func(tb testing.TB) { CheckReadyConditions(tb, noReady) }), 1)
 }

@@ -8,12 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"mykubelet/mylib/docscheck"
+	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/statedir"
 	"mykubelet/mylib/testcluster"
 )
@@ -139,6 +142,23 @@ func Shell(t testing.TB, kubeconfig, node, script string) string {
 		t.Fatalf("%s: %v\n%s", script, err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// CheckReadyConditions checks the conditions a healthy kubelet posts on its
+// Node: MemoryPressure, DiskPressure and PIDPressure False, Ready True with
+// reason KubeletReady. It returns the Ready condition.
+func CheckReadyConditions(t testing.TB, n *v1.Node) *v1.NodeCondition {
+	t.Helper()
+	for _, typ := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+		_, c := nodestatus.GetNodeCondition(&n.Status, typ)
+		require.NotNil(t, c, typ)
+		assert.Equal(t, v1.ConditionFalse, c.Status, typ)
+	}
+	_, ready := nodestatus.GetNodeCondition(&n.Status, v1.NodeReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, v1.ConditionTrue, ready.Status)
+	assert.Equal(t, "KubeletReady", ready.Reason)
+	return ready
 }
 
 // ExpectedOutput returns the lines of the "## Expected output" block of the
