@@ -317,19 +317,27 @@ func TestGetNewerThanWakesOnRelist(t *testing.T) {
 	}
 }
 
-func TestStatusErrorIsRetriedNextRelist(t *testing.T) {
+// relistExitedWithStatusError relists p1 with c1 running, then, a second
+// later, with c1 exited but the pod's status unreadable: no event yet.
+func relistExitedWithStatusError(t *testing.T) (*GenericPLEG, *fakeRuntime, kubecontainer.Cache, *clocktesting.FakeClock) {
+	t.Helper()
 	g, rt, cache, clk := newTestPLEG(ChannelCapacity)
 	rt.set(pod("p1", ctr("c1", running)))
 	g.Relist(context.Background())
 	drain(g)
 
-	// The container dies, but its status cannot be read: no event yet, and
-	// the cache keeps the error.
 	clk.Step(time.Second)
 	rt.statusErr["p1"] = errors.New("runtime busy")
 	rt.set(pod("p1", ctr("c1", exited)))
 	g.Relist(context.Background())
 	assert.Empty(t, drain(g))
+	return g, rt, cache, clk
+}
+
+func TestStatusErrorIsRetriedNextRelist(t *testing.T) {
+	// The container dies, but its status cannot be read: no event yet, and
+	// the cache keeps the error.
+	g, rt, cache, clk := relistExitedWithStatusError(t)
 	_, err := cache.Get("p1")
 	assert.EqualError(t, err, "runtime busy")
 
@@ -341,16 +349,7 @@ func TestStatusErrorIsRetriedNextRelist(t *testing.T) {
 }
 
 func TestReinspectionWithoutChangeSendsPodSync(t *testing.T) {
-	g, rt, _, clk := newTestPLEG(ChannelCapacity)
-	rt.set(pod("p1", ctr("c1", running)))
-	g.Relist(context.Background())
-	drain(g)
-
-	clk.Step(time.Second)
-	rt.statusErr["p1"] = errors.New("runtime busy")
-	rt.set(pod("p1", ctr("c1", exited)))
-	g.Relist(context.Background())
-	assert.Empty(t, drain(g))
+	g, rt, _, clk := relistExitedWithStatusError(t)
 
 	// By the next relist the container runs again: no state change against
 	// the last good record, but the pod is due for reinspection.
