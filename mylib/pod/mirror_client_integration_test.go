@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"mykubelet/mylib/chaptertest"
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/testcluster"
 )
@@ -25,12 +26,9 @@ func TestMirrorPodsWithNodeCredentials(t *testing.T) {
 	}
 	c := testcluster.Start(t)
 	ctx := context.Background()
-	n1 := kubernetes.NewForConfigOrDie(c.UserConfig(t, "system:node:n1", "system:nodes"))
-	n2 := kubernetes.NewForConfigOrDie(c.UserConfig(t, "system:node:n2", "system:nodes"))
-	for name, cs := range map[string]kubernetes.Interface{"n1": n1, "n2": n2} {
-		_, err := cs.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-		require.NoError(t, err, "a node may create its own Node object")
-	}
+	// Each node creates its own Node object with its own credentials.
+	n1 := kubernetes.NewForConfigOrDie(chaptertest.RegisterNode(t, c, "n1"))
+	n2 := kubernetes.NewForConfigOrDie(chaptertest.RegisterNode(t, c, "n2"))
 
 	static := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-n1", Namespace: "default", UID: "0123456789abcdef",
