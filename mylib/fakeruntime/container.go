@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,12 +151,13 @@ func (r *Runtime) RemoveContainer(_ context.Context, req *runtimeapi.RemoveConta
 // or ID prefix, by state, by sandbox ID (or prefix), by labels. Newest first.
 func (r *Runtime) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
 	f := req.GetFilter()
+	idPrefix, sandboxPrefix := f.GetId(), f.GetPodSandboxId()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.advance()
 	items := make([]*runtimeapi.Container, 0, len(r.containers))
 	for _, c := range r.containers {
-		if !strings.HasPrefix(c.id, f.GetId()) || !strings.HasPrefix(c.sandboxID, f.GetPodSandboxId()) {
+		if !strings.HasPrefix(c.id, idPrefix) || !strings.HasPrefix(c.sandboxID, sandboxPrefix) {
 			continue
 		}
 		if f.GetState() != nil && f.GetState().GetState() != c.state {
@@ -165,24 +166,10 @@ func (r *Runtime) ListContainers(_ context.Context, req *runtimeapi.ListContaine
 		if !labelsMatch(f.GetLabelSelector(), c.labels) {
 			continue
 		}
-		items = append(items, &runtimeapi.Container{
-			Id:           c.id,
-			PodSandboxId: c.sandboxID,
-			Metadata:     c.meta,
-			Image:        c.image,
-			ImageRef:     c.imageID,
-			ImageId:      c.imageID,
-			State:        c.state,
-			CreatedAt:    c.createdAt,
-			Labels:       c.labels,
-			Annotations:  c.annotations,
-		})
+		items = append(items, c.listItem())
 	}
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].CreatedAt != items[j].CreatedAt {
-			return items[i].CreatedAt > items[j].CreatedAt
-		}
-		return items[i].Id < items[j].Id
+	slices.SortFunc(items, func(a, b *runtimeapi.Container) int {
+		return newestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
 	})
 	return &runtimeapi.ListContainersResponse{Containers: items}, nil
 }

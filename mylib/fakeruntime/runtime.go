@@ -1,6 +1,7 @@
 package fakeruntime
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -40,8 +41,9 @@ const (
 // runtimeapi.RuntimeServiceServer and runtimeapi.ImageServiceServer and is
 // safe for concurrent use: every call takes one lock. Answers share with the
 // runtime's records only what never changes after creation (metadata,
-// labels, annotations), so callers in the same process must treat answers
-// as read-only; gRPC callers get their own copy anyway.
+// labels, annotations, and the list items of listItem), so callers in the
+// same process must treat answers as read-only; gRPC callers get their own
+// copy anyway.
 type Runtime struct {
 	// The embedded servers answer Unimplemented for every call this runtime
 	// does not define (Exec, Attach, stats, streaming lists, …).
@@ -91,6 +93,10 @@ type sandbox struct {
 	runtimeHandler string
 	logDir         string
 	containers     map[string]*container
+
+	// item is the sandbox as ListPodSandbox answers it, built once and
+	// shared by every answer (see listItem).
+	item *runtimeapi.PodSandbox
 }
 
 // nameKey is the sandbox's reserved name: one sandbox per pod and attempt.
@@ -123,6 +129,10 @@ type container struct {
 	scriptedExit bool
 	// restarts counts the in-place restarts done by a crash-loop script.
 	restarts int
+
+	// item is the container as ListContainers answers it, built once and
+	// shared by every answer (see listItem).
+	item *runtimeapi.Container
 }
 
 // containerNameKey is a container's reserved name: one container per name
@@ -354,4 +364,59 @@ func short(id string) string {
 		return id[:13]
 	}
 	return id
+}
+
+// listItem is the sandbox as ListPodSandbox answers it.
+//
+// A list answer is mostly the same from one call to the next (the kubelet
+// lists everything every second), so rather than building thousands of
+// protos per call, each record keeps its answer and builds a new one only
+// when its state changed since; everything else in it never changes. The
+// answer is shared with every caller (and with gRPC encoding it on another
+// goroutine), so it is never modified once built: a change makes a new one.
+// Caller holds mu.
+func (s *sandbox) listItem() *runtimeapi.PodSandbox {
+	if s.item == nil || s.item.State != s.state {
+		s.item = &runtimeapi.PodSandbox{
+			Id:             s.id,
+			Metadata:       s.meta,
+			State:          s.state,
+			CreatedAt:      s.createdAt,
+			Labels:         s.labels,
+			Annotations:    s.annotations,
+			RuntimeHandler: s.runtimeHandler,
+		}
+	}
+	return s.item
+}
+
+// listItem is the container as ListContainers answers it: like
+// sandbox.listItem, built anew only when the container's state changed.
+// Caller holds mu.
+func (c *container) listItem() *runtimeapi.Container {
+	if c.item == nil || c.item.State != c.state {
+		c.item = &runtimeapi.Container{
+			Id:           c.id,
+			PodSandboxId: c.sandboxID,
+			Metadata:     c.meta,
+			Image:        c.image,
+			ImageRef:     c.imageID,
+			ImageId:      c.imageID,
+			State:        c.state,
+			CreatedAt:    c.createdAt,
+			Labels:       c.labels,
+			Annotations:  c.annotations,
+		}
+	}
+	return c.item
+}
+
+// newestFirst orders list answers newest first, then by ID so that the
+// order is the same on every call. Both lists sort with it: pass it each
+// item's creation time and ID.
+func newestFirst(createdA int64, idA string, createdB int64, idB string) int {
+	if c := cmp.Compare(createdB, createdA); c != 0 {
+		return c
+	}
+	return strings.Compare(idA, idB)
 }

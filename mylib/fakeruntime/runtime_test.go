@@ -250,6 +250,42 @@ func TestListFilters(t *testing.T) {
 	assert.Empty(t, containerIDs(&runtimeapi.ContainerFilter{Id: c1, PodSandboxId: sb2}), "filters combine")
 }
 
+// TestListItemsAreSharedUntilTheStateChanges checks the contract of
+// listItem: two lists with nothing changed in between answer the same item,
+// and a state change makes a new item while the one already answered keeps
+// what it said (it may be in flight to a gRPC client).
+func TestListItemsAreSharedUntilTheStateChanges(t *testing.T) {
+	ctx := context.Background()
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "a", nil)
+	startContainer(t, r, c)
+	list := func() (*runtimeapi.PodSandbox, *runtimeapi.Container) {
+		sresp, err := r.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		require.NoError(t, err)
+		cresp, err := r.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+		require.NoError(t, err)
+		require.Len(t, sresp.Items, 1)
+		require.Len(t, cresp.Containers, 1)
+		return sresp.Items[0], cresp.Containers[0]
+	}
+
+	s1, c1 := list()
+	s2, c2 := list()
+	assert.Same(t, s1, s2, "nothing changed: the same sandbox item")
+	assert.Same(t, c1, c2, "nothing changed: the same container item")
+
+	_, err := r.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb})
+	require.NoError(t, err)
+	s3, c3 := list()
+	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, s3.State)
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, c3.State)
+	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, s1.State, "an item already answered never changes")
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, c1.State, "an item already answered never changes")
+	assert.Equal(t, c1.Id, c3.Id)
+	assert.Equal(t, c1.Labels, c3.Labels)
+}
+
 func TestScriptExitAfter(t *testing.T) {
 	r, clk := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -169,21 +169,10 @@ func (r *Runtime) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandb
 		if !labelsMatch(f.GetLabelSelector(), s.labels) {
 			continue
 		}
-		items = append(items, &runtimeapi.PodSandbox{
-			Id:             s.id,
-			Metadata:       s.meta,
-			State:          s.state,
-			CreatedAt:      s.createdAt,
-			Labels:         s.labels,
-			Annotations:    s.annotations,
-			RuntimeHandler: s.runtimeHandler,
-		})
+		items = append(items, s.listItem())
 	}
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].CreatedAt != items[j].CreatedAt {
-			return items[i].CreatedAt > items[j].CreatedAt
-		}
-		return items[i].Id < items[j].Id
+	slices.SortFunc(items, func(a, b *runtimeapi.PodSandbox) int {
+		return newestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
 	})
 	return &runtimeapi.ListPodSandboxResponse{Items: items}, nil
 }

@@ -1,10 +1,12 @@
 package kuberuntime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -147,13 +149,16 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.Pod, 
 	if err != nil {
 		return nil, fmt.Errorf("CRI ListPodSandbox: %w", err)
 	}
+	// The runtime's order is not part of the CRI: sort newest first here.
+	// (The fake runtime already sends that order, which sorts quickly.)
 	sandboxes := sresp.GetItems()
-	sort.Slice(sandboxes, func(i, j int) bool {
-		return newer(sandboxes[i].CreatedAt, sandboxes[i].Id, sandboxes[j].CreatedAt, sandboxes[j].Id)
+	slices.SortFunc(sandboxes, func(a, b *runtimeapi.PodSandbox) int {
+		return newestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
 	})
 
+	// One pod per sandbox is the usual case: size the map and list for it.
 	pods := make(map[types.UID]*kubecontainer.Pod, len(sandboxes))
-	var order []*kubecontainer.Pod
+	order := make([]*kubecontainer.Pod, 0, len(sandboxes))
 	podFor := func(uid types.UID, name, namespace string) *kubecontainer.Pod {
 		p, ok := pods[uid]
 		if !ok {
@@ -179,8 +184,8 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.Pod, 
 		return nil, fmt.Errorf("CRI ListContainers: %w", err)
 	}
 	containers := cresp.GetContainers()
-	sort.Slice(containers, func(i, j int) bool {
-		return newer(containers[i].CreatedAt, containers[i].Id, containers[j].CreatedAt, containers[j].Id)
+	slices.SortFunc(containers, func(a, b *runtimeapi.Container) int {
+		return newestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
 	})
 	for _, c := range containers {
 		if c.GetMetadata() == nil || c.GetId() == "" || c.GetImage() == nil {
@@ -193,12 +198,12 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.Pod, 
 	return order, nil
 }
 
-// newer orders by creation time, newest first, then by ID.
-func newer(createdA int64, idA string, createdB int64, idB string) bool {
-	if createdA != createdB {
-		return createdA > createdB
+// newestFirst orders by creation time, newest first, then by ID.
+func newestFirst(createdA int64, idA string, createdB int64, idB string) int {
+	if c := cmp.Compare(createdB, createdA); c != 0 {
+		return c
 	}
-	return idA < idB
+	return strings.Compare(idA, idB)
 }
 
 func (m *Manager) toKubeContainer(c *runtimeapi.Container) *kubecontainer.Container {

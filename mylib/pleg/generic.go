@@ -3,7 +3,7 @@ package pleg
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,7 +189,7 @@ func (g *GenericPLEG) Relist(ctx context.Context) {
 	for uid := range g.podRecords {
 		uids = append(uids, uid)
 	}
-	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	slices.Sort(uids)
 	for _, uid := range uids {
 		g.reconcilePodRecord(ctx, uid)
 	}
@@ -290,12 +290,18 @@ func (g *GenericPLEG) getPodIPs(uid types.UID, status *kubecontainer.PodStatus) 
 // containersOf returns the containers and sandboxes of the pods, each ID
 // once.
 func containersOf(pods ...*kubecontainer.Pod) []*kubecontainer.Container {
-	seen := map[string]bool{}
-	var all []*kubecontainer.Container
+	// A pod has a handful of containers: looking for an ID in the list
+	// built so far is cheaper than filling a set.
+	n := 0
+	for _, p := range pods {
+		if p != nil {
+			n += len(p.Containers) + len(p.Sandboxes)
+		}
+	}
+	all := make([]*kubecontainer.Container, 0, n)
 	add := func(cs []*kubecontainer.Container) {
 		for _, c := range cs {
-			if !seen[c.ID.ID] {
-				seen[c.ID.ID] = true
+			if !slices.ContainsFunc(all, func(seen *kubecontainer.Container) bool { return seen.ID.ID == c.ID.ID }) {
 				all = append(all, c)
 			}
 		}
