@@ -46,7 +46,7 @@ done
 mkdir -p "$BIN_DIR"
 tmp="$(mktemp -d "$BIN_DIR/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-say "building the control plane $KUBE_VERSION into $BIN_DIR (about 5 minutes the first time)"
+say "building the control plane $KUBE_VERSION into $BIN_DIR (6 to 8 minutes on 2 cores the first time)"
 start=$SECONDS
 (
   cd "$tools"
