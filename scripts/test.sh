@@ -3,7 +3,7 @@
 # over the whole module, including the integration tests that start real
 # control planes (etcd + kube-apiserver + kube-controller-manager +
 # kube-scheduler v1.37.1) on loopback. On a fresh machine it first builds
-# those (about 5 minutes, cached after).
+# those (6 to 8 minutes on 2 cores, cached after).
 #
 #   scripts/test.sh                  everything
 #   scripts/test.sh ./mylib/pleg/... only these packages (still builds what they need)
