@@ -18,11 +18,12 @@ import (
 
 // script is a stand-in for a chapter: it prints its HOME and KUBECONFIG,
 // three numbered lines, then runs until Ctrl-C, on which it says bye and
-// exits 3.
-const script = `echo "HOME=$HOME KUBECONFIG=${KUBECONFIG-unset}"
+// exits 3. The trap comes first, so a Ctrl-C sent as soon as the first line
+// shows always finds it in place.
+const script = `trap 'echo bye; exit 3' INT
+echo "HOME=$HOME KUBECONFIG=${KUBECONFIG-unset}"
 echo line 1; echo line 2; echo line 3
 echo to stderr >&2
-trap 'echo bye; exit 3' INT
 while :; do sleep 0.05; done`
 
 func TestStartGivesACleanEnvironmentAndStopReturnsTheExitCode(t *testing.T) {
