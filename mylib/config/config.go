@@ -3,6 +3,8 @@ package config
 import (
 	"context"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -153,6 +155,10 @@ func (c *PodConfig) Merge(ctx context.Context, source string, update kubetypes.P
 					removes = append(removes, existing)
 				}
 			}
+			// Map order is random; sort so that what a chapter prints is stable.
+			slices.SortFunc(removes, func(x, y *v1.Pod) int {
+				return strings.Compare(kubetypes.GetPodFullName(x), kubetypes.GetPodFullName(y))
+			})
 		}
 	}
 	c.pods[source] = pods
