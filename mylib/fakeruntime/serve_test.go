@@ -20,30 +20,16 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 )
 
 // serve starts a seeded runtime on a unix socket in a short temporary
 // directory and returns CRI clients connected to it, as crictl would be.
 func serve(t *testing.T) (*fakeruntime.Runtime, runtimeapi.RuntimeServiceClient, runtimeapi.ImageServiceClient, string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "crt")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "rt.sock")
-
 	rt := fakeruntime.New(clock.RealClock{})
 	require.NoError(t, rt.Seed(context.Background()))
-	lis, err := fakeruntime.ListenUnix(sock)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- rt.Serve(ctx, lis) }()
-	t.Cleanup(func() {
-		cancel()
-		assert.NoError(t, <-served)
-		_, err := os.Stat(sock)
-		assert.True(t, os.IsNotExist(err), "the socket file is removed on shutdown")
-	})
+	sock := fakeruntimetest.Serve(t, rt) // also checks that shutdown removes the socket file
 
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kuberuntime"
 )
 
@@ -23,19 +24,10 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // Manager to it, both on one fake clock.
 func connect(t *testing.T) (*kuberuntime.Manager, *fakeruntime.Runtime, *clocktesting.FakeClock) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "crt")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "rt.sock")
 	clk := clocktesting.NewFakeClock(t0)
 	rt := fakeruntime.New(clk)
 	require.NoError(t, rt.Seed(context.Background()))
-	lis, err := fakeruntime.ListenUnix(sock)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Serve(ctx, lis) }()
-	t.Cleanup(func() { cancel(); <-done })
+	sock := fakeruntimetest.Serve(t, rt)
 
 	m, err := kuberuntime.Connect(context.Background(), "unix://"+sock, clk)
 	require.NoError(t, err)

@@ -3,8 +3,6 @@ package pleg_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/pleg"
 )
@@ -24,16 +23,7 @@ import (
 // returns a CRI client Manager connected to it.
 func serveRuntime(tb testing.TB, rt *fakeruntime.Runtime, clk clock.Clock) *kuberuntime.Manager {
 	tb.Helper()
-	dir, err := os.MkdirTemp("", "crt")
-	require.NoError(tb, err)
-	tb.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "rt.sock")
-	lis, err := fakeruntime.ListenUnix(sock)
-	require.NoError(tb, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Serve(ctx, lis) }()
-	tb.Cleanup(func() { cancel(); <-done })
+	sock := fakeruntimetest.Serve(tb, rt)
 	m, err := kuberuntime.Connect(context.Background(), "unix://"+sock, clk)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { m.Close() })
