@@ -12,20 +12,19 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/bootstrap"
 	"mykubelet/mylib/kubeletnode"
 	"mykubelet/mylib/nodelease"
 	"mykubelet/mylib/nodestatus"
@@ -65,13 +64,17 @@ func main() {
 				return fmt.Errorf("--node-ip %q is not an IP address", *nodeIP)
 			}
 		}
-		cs, _, err := o.Clientset(ctx)
+		cs, cfg, err := o.Clientset(ctx)
 		if err != nil {
 			return err
 		}
-		if err := whoami(ctx, cs, o.Kubeconfig); err != nil {
+		// Who the API server thinks we are (kubectl auth whoami).
+		me, err := bootstrap.WhoAmI(ctx, cfg)
+		if err != nil {
 			return err
 		}
+		groups := slices.Sorted(slices.Values(me.Groups))
+		fmt.Printf("kubeconfig %s: user %s, groups %s\n", o.Kubeconfig, me.Username, strings.Join(groups, ","))
 
 		kl, lc, err := newAgent(cs, clock.RealClock{}, agentConfig{
 			nodeName:       o.NodeName,
@@ -182,18 +185,6 @@ func flagSet(o *options.Options, name string) bool {
 	set := false
 	o.Flags.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
-}
-
-// whoami prints who the API server thinks we are (kubectl auth whoami).
-func whoami(ctx context.Context, cs kubernetes.Interface, kubeconfig string) error {
-	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("ask the API server who we are: %w", err)
-	}
-	groups := append([]string(nil), r.Status.UserInfo.Groups...)
-	sort.Strings(groups)
-	fmt.Printf("kubeconfig %s: user %s, groups %s\n", kubeconfig, r.Status.UserInfo.Username, strings.Join(groups, ","))
-	return nil
 }
 
 // summary is a one-line view of the status: conditions and capacity.
