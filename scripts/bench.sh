@@ -20,7 +20,7 @@ MYKUBELET_BIN_DIR="$("$REPO_ROOT/scripts/build-control-plane.sh")"
 export MYKUBELET_BIN_DIR
 
 say "control plane: from nothing to ready (fresh certificates and etcd; binaries cached)"
-go test -run '^$' -bench '^BenchmarkStart$' -benchtime 3x ./mylib/testcluster
+go test -run '^$' -bench '^BenchmarkStart$' -benchtime 3x ./scripts/testkit/testcluster
 
 say "PLEG: one relist with nothing changed (goal: 10,000 containers in under 50 ms)"
 go test -run '^$' -bench '^BenchmarkRelist$' -benchmem ./mylib/pleg

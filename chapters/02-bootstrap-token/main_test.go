@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mykubelet/mylib/bootstrap"
-	"mykubelet/mylib/chaptertest"
-	"mykubelet/mylib/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/statedir"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 var idLine = regexp.MustCompile(`token: \S.* id ([a-z0-9]{6})\n`)

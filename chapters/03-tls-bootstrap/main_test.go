@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"mykubelet/mylib/chaptertest"
-	"mykubelet/mylib/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/statedir"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 func csrNames(t *testing.T, cs kubernetes.Interface) []string {

@@ -20,12 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"mykubelet/mylib/chaptertest"
-	"mykubelet/mylib/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/kubeletnode"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/statedir"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 // TestChapter04 runs the chapter's program as node n1, with a client

@@ -15,7 +15,7 @@ import (
 	"mykubelet/mylib/kubeletnode"
 	"mykubelet/mylib/nodelease"
 	"mykubelet/mylib/nodestatus"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 var writeLoadDuration = flag.Duration("writeload.duration", 3*time.Minute, "how long BenchmarkNodeWriteLoad runs the agent")

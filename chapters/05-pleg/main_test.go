@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/clock"
 
-	"mykubelet/mylib/chaptertest"
-	"mykubelet/mylib/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 // lineTimeout is how long the tests wait for a line the chapter prints.

@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"mykubelet/mylib/chaptertest"
-	"mykubelet/mylib/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/kubetypes"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 const node = "static-node"

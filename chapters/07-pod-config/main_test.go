@@ -16,9 +16,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"mykubelet/mylib/chaptertest"
-	"mykubelet/mylib/docscheck"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/docscheck"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 const node = "config-node"

@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"mykubelet/mylib/chaptertest"
-	"mykubelet/mylib/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/docscheck"
 )
 
 const node = "workers-node"

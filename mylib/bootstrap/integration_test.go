@@ -24,7 +24,7 @@ import (
 	"mykubelet/mylib/bootstrap"
 	"mykubelet/mylib/bootstrap/bootstraptoken"
 	"mykubelet/mylib/statedir"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 // state is one node's state directory.

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"mykubelet/mylib/chaptertest"
+	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/mylib/kubetypes"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 // TestMirrorPodsWithNodeCredentials proves, against a real API server with

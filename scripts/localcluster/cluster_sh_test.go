@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"mykubelet/mylib/localcluster"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/localcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 // clusterSh runs scripts/cluster.sh with a state dir and ports of its own.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"mykubelet/mylib/localcluster"
+	"mykubelet/scripts/testkit/localcluster"
 )
 
 func main() {

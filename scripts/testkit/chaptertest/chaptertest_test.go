@@ -146,7 +146,7 @@ func TestAddStaticPodCopiesTheManifest(t *testing.T) {
 	assert.Equal(t, filepath.Join(state, "manifests", "static-web.yaml"), path)
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)
-	want, err := os.ReadFile("../../yaml/static/static-web.yaml")
+	want, err := os.ReadFile("../../../yaml/static/static-web.yaml")
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(got))
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"mykubelet/mylib/docscheck"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/docscheck"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 // readmes returns every README.md of the repository, relative to root.

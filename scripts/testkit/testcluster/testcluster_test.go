@@ -24,8 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"mykubelet/mylib/localcluster"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/localcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 // One control plane for this package; the subtests each prove one thing the

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"mykubelet/mylib/localcluster"
+	"mykubelet/scripts/testkit/localcluster"
 )
 
 // KubeVersion is the control plane's version, built by scripts/build-control-plane.sh.

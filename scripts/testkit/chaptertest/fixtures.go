@@ -15,10 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"mykubelet/mylib/docscheck"
+	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/statedir"
-	"mykubelet/mylib/testcluster"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 // Fixture is where the end-to-end tests of the chapters that run as a

@@ -4,7 +4,7 @@
 // VM: four processes and a directory of certificates.
 //
 // scripts/cluster.sh uses it to start a cluster that outlives the command
-// (Detach, with pid files), and mylib/testcluster to give each test package a
+// (Detach, with pid files), and scripts/testkit/testcluster to give each test package a
 // cluster of its own on free ports.
 package localcluster
 
