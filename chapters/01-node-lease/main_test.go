@@ -14,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"mykubelet/scripts/testkit/chaptertest"
-	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/nodestatus"
+	"mykubelet/scripts/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/testkit/testcluster"
 )
 

@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mykubelet/mylib/bootstrap"
-	"mykubelet/scripts/testkit/chaptertest"
-	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/statedir"
+	"mykubelet/scripts/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/testkit/testcluster"
 )
 

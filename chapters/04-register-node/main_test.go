@@ -20,11 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"mykubelet/scripts/testkit/chaptertest"
-	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/kubeletnode"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/statedir"
+	"mykubelet/scripts/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/testkit/testcluster"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/clock"
 
-	"mykubelet/scripts/testkit/chaptertest"
-	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/kuberuntime"
+	"mykubelet/scripts/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/testkit/testcluster"
 )
 

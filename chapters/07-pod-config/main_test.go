@@ -16,8 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/testkit/testcluster"
 )
 

@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/docscheck"
+	"mykubelet/scripts/testkit/chaptertest"
 )
 
 const node = "workers-node"

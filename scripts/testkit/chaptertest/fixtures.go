@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"mykubelet/scripts/docscheck"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/statedir"
+	"mykubelet/scripts/docscheck"
 	"mykubelet/scripts/testkit/testcluster"
 )
 
