@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/bootstrap"
-	"mykubelet/mylib/kubeletnode"
+	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/nodelease"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
@@ -39,8 +39,8 @@ func main() {
 		maxPods        = o.Flags.Int("max-pods", nodestatus.DefaultMaxPods, "pods this node can run (capacity pods)")
 		port           = o.Flags.Int("port", int(nodestatus.DefaultKubeletPort), "kubelet port reported in status.daemonEndpoints (nothing listens on it yet)")
 		runtimeVersion = o.Flags.String("container-runtime-version", "mock://0.1.0", "the <type>://<version> reported as the container runtime until the CRI runtime (chapter 05) answers")
-		updateFreq     = o.Flags.Duration("node-status-update-frequency", kubeletnode.DefaultNodeStatusUpdateFrequency, "how often the node status is computed")
-		reportFreq     = o.Flags.Duration("node-status-report-frequency", kubeletnode.DefaultNodeStatusReportFrequency, "how often the status is written when nothing changed")
+		updateFreq     = o.Flags.Duration("node-status-update-frequency", kubelet.DefaultNodeStatusUpdateFrequency, "how often the node status is computed")
+		reportFreq     = o.Flags.Duration("node-status-report-frequency", kubelet.DefaultNodeStatusReportFrequency, "how often the status is written when nothing changed")
 		capacity       nodestatus.ResourceListFlag
 		systemReserved nodestatus.ResourceListFlag
 		leaseDuration  = nodelease.DurationSeconds(nodelease.DefaultLeaseDurationSeconds)
@@ -76,7 +76,7 @@ func main() {
 		groups := slices.Sorted(slices.Values(me.Groups))
 		fmt.Printf("kubeconfig %s: user %s, groups %s\n", o.Kubeconfig, me.Username, strings.Join(groups, ","))
 
-		kl, lc, err := newAgent(cs, clock.RealClock{}, agentConfig{
+		kl, err := newAgent(cs, clock.RealClock{}, agentConfig{
 			nodeName:       o.NodeName,
 			stateDir:       o.StateDir,
 			nodeIP:         ip,
@@ -100,13 +100,12 @@ func main() {
 		}
 		kl.SyncNodeStatus(ctx) // the first status report, before the loops start
 		fmt.Printf("running: status checked every %v, written on change or every %v; lease renewed every %v; Ctrl-C to stop\n",
-			*updateFreq, *reportFreq, lc.RenewInterval())
+			*updateFreq, *reportFreq, kl.LeaseRenewInterval())
 
-		// Two loops, as in the kubelet: the status and the lease.
-		var wg sync.WaitGroup
-		wg.Go(func() { kl.Run(ctx) })
-		wg.Go(func() { lc.Run(ctx) })
-		wg.Wait()
+		// The node half of the kubelet: the status loop and the lease.
+		if err := kl.RunNode(ctx); err != nil {
+			return err
+		}
 		fmt.Printf("stopped: node %s and its lease stay; the lease is no longer renewed\n", o.NodeName)
 		return nil
 	})
@@ -123,25 +122,22 @@ type agentConfig struct {
 	leaseDuration                      int32
 }
 
-// newAgent wires the node status loop and the lease controller, as
-// pkg/kubelet's NewMainKubelet does (the write-load benchmark uses it too).
-func newAgent(cs kubernetes.Interface, clk clock.Clock, c agentConfig) (*kubeletnode.Kubelet, *nodelease.Controller, error) {
+// newAgent wires the kubelet's node half: the status setters and the lease,
+// as pkg/kubelet's NewMainKubelet does (the write-load benchmark uses it too).
+func newAgent(cs kubernetes.Interface, clk clock.WithTicker, c agentConfig) (*kubelet.Kubelet, error) {
 	// The host, measured once (upstream asks cAdvisor, which caches it).
 	if err := os.MkdirAll(c.stateDir, 0o700); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(c.stateDir) })
-	kl, err := kubeletnode.New(kubeletnode.Config{
-		Client:                    cs,
-		NodeName:                  c.nodeName,
-		Clock:                     clk,
+	return kubelet.New(kubelet.Config{Client: cs, NodeName: c.nodeName, Clock: clk, Node: &kubelet.NodeConfig{
 		NodeStatusUpdateFrequency: c.updateFreq,
 		NodeStatusReportFrequency: c.reportFreq,
 		// The order of pkg/kubelet's defaultNodeStatusFuncs; Ready last.
 		Setters: []nodestatus.Setter{
 			nodestatus.NodeAddress(c.nodeIP, c.nodeName, utilnet.ResolveBindAddress),
 			nodestatus.MachineInfo(c.maxPods, machineInfo, c.capacity, nodestatus.NodeAllocatableReservation(c.systemReserved, nil)),
-			nodestatus.VersionInfo(machineInfo, func(context.Context) (string, error) { return c.runtimeVersion, nil }, kubeletnode.KubeletVersion),
+			nodestatus.VersionInfo(machineInfo, func(context.Context) (string, error) { return c.runtimeVersion, nil }, kubelet.KubeletVersion),
 			nodestatus.DaemonEndpoints(c.port),
 			nodestatus.GoRuntime(),
 			nodestatus.MemoryPressureCondition(clk.Now, nodestatus.NoPressure),
@@ -160,24 +156,15 @@ func newAgent(cs kubernetes.Interface, clk clock.Clock, c agentConfig) (*kubelet
 			fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, summary(n))
 			klog.V(2).InfoS("Node status patch", "node", n.Name, "patch", string(patch))
 		},
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	lc, err := nodelease.NewController(nodelease.Config{
-		Client:               cs,
-		NodeName:             c.nodeName,
 		LeaseDurationSeconds: c.leaseDuration,
-		Clock:                clk,
-		OnRenewed: func(l *coordinationv1.Lease, created bool) {
+		OnLeaseRenewed: func(l *coordinationv1.Lease, created bool) {
 			verb := "renewed"
 			if created {
 				verb = "created"
 			}
 			fmt.Printf("lease %s/%s: %s, renewTime %s\n", l.Namespace, l.Name, verb, l.Spec.RenewTime.UTC().Format(time.RFC3339))
 		},
-	})
-	return kl, lc, err
+	}})
 }
 
 // flagSet reports whether the flag was given on the command line.

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"mykubelet/mylib/kubeletnode"
+	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/statedir"
 	"mykubelet/scripts/docscheck"
@@ -122,7 +122,7 @@ func checkCompleteNode(t *testing.T, n *v1.Node) {
 	assert.Equal(t, "100Mi", mem.String(), "memory reserved for hard eviction")
 
 	info := n.Status.NodeInfo
-	assert.Equal(t, kubeletnode.KubeletVersion, info.KubeletVersion)
+	assert.Equal(t, kubelet.KubeletVersion, info.KubeletVersion)
 	assert.Equal(t, "mock://0.1.0", info.ContainerRuntimeVersion)
 	assert.Equal(t, runtime.GOOS, info.OperatingSystem)
 	assert.Equal(t, runtime.GOARCH, info.Architecture)
@@ -131,7 +131,7 @@ func checkCompleteNode(t *testing.T, n *v1.Node) {
 	assert.Equal(t, int32(10250), n.Status.DaemonEndpoints.KubeletEndpoint.Port)
 	assert.Equal(t, n.Name, n.Labels[v1.LabelHostname])
 	assert.Equal(t, runtime.GOOS, n.Labels[v1.LabelOSStable])
-	assert.Equal(t, "true", n.Annotations[kubeletnode.ControllerManagedAttachAnnotation])
+	assert.Equal(t, "true", n.Annotations[kubelet.ControllerManagedAttachAnnotation])
 }
 
 // checkNodeRestriction proves the program's credentials are a node's: they

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
-	"mykubelet/mylib/kubeletnode"
+	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/nodelease"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/scripts/testkit/testcluster"
@@ -67,14 +67,14 @@ func BenchmarkNodeWriteLoad(b *testing.B) {
 	var steadyStart map[string]int
 	for b.Loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
-		kl, lc, err := newAgent(cs, clock.RealClock{}, agentConfig{
+		kl, err := newAgent(cs, clock.RealClock{}, agentConfig{
 			nodeName:       "bench-node",
 			stateDir:       b.TempDir(),
 			maxPods:        nodestatus.DefaultMaxPods,
 			port:           nodestatus.DefaultKubeletPort,
 			runtimeVersion: "mock://0.1.0",
-			updateFreq:     kubeletnode.DefaultNodeStatusUpdateFrequency,
-			reportFreq:     kubeletnode.DefaultNodeStatusReportFrequency,
+			updateFreq:     kubelet.DefaultNodeStatusUpdateFrequency,
+			reportFreq:     kubelet.DefaultNodeStatusReportFrequency,
 			leaseDuration:  nodelease.DefaultLeaseDurationSeconds,
 		})
 		if err != nil {
@@ -85,8 +85,11 @@ func BenchmarkNodeWriteLoad(b *testing.B) {
 		}
 		kl.SyncNodeStatus(ctx)
 		var wg sync.WaitGroup
-		wg.Go(func() { kl.Run(ctx) })
-		wg.Go(func() { lc.Run(ctx) })
+		wg.Go(func() {
+			if err := kl.RunNode(ctx); err != nil {
+				b.Error(err)
+			}
+		})
 		// After the first minute, registration and creation are over:
 		// what follows is the steady state.
 		if d > 2*warmUp {

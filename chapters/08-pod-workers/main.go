@@ -82,21 +82,22 @@ func main() {
 			return err
 		}
 		defer runtime.Close()
-		cache := kubecontainer.NewCache()
-		p := pleg.NewGenericPLEG(runtime, make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity),
-			&pleg.RelistDuration{RelistPeriod: *relistPeriod, RelistThreshold: pleg.RelistThreshold}, cache, clk)
-		wg.Add(1)
-		go func() { defer wg.Done(); p.Run(ctx) }()
 
-		// Chapter 07: the pod sources, merged, and the pod manager.
+		// Chapter 07: the pod sources, merged.
 		cfg := config.NewPodConfig(clk)
-		go config.NewSourceFile(*manifestPath, o.NodeName, *fileCheck, cfg.Channel(ctx, kubetypes.FileSource)).Run(ctx)
-		go config.NewSourceApiserver(client, o.NodeName, cfg.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
-		pm := kubepod.NewBasicPodManager()
+		wg.Go(func() { config.NewSourceFile(*manifestPath, o.NodeName, *fileCheck, cfg.Channel(ctx, kubetypes.FileSource)).Run(ctx) })
+		wg.Go(func() { config.NewSourceApiserver(client, o.NodeName, cfg.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx) })
 
-		// This chapter: the pod workers, driven by the kubelet's sync loop.
-		kl := kubelet.New(client, o.NodeName, pm, cache, clk, os.Stdout)
-		kl.SourcesReady = cfg.SeenAllSources
+		// This chapter: the kubelet's pod half. The PLEG and pod cache of
+		// chapter 05 feed the pod workers, driven by the sync loop.
+		pm, cache := kubepod.NewBasicPodManager(), kubecontainer.NewCache()
+		kl, err := kubelet.New(kubelet.Config{Client: client, NodeName: o.NodeName, Clock: clk, Pods: &kubelet.PodsConfig{
+			Updates: cfg.Updates(), SourcesReady: cfg.SeenAllSources, Runtime: runtime, RelistPeriod: *relistPeriod,
+			PodManager: pm, PodCache: cache, Out: os.Stdout,
+		}})
+		if err != nil {
+			return err
+		}
 
 		debug := server.NewDebugServer(pm)
 		debug.Handle(server.PodCachePattern, server.NewPodCacheHandler(pm, cache, clk))
@@ -106,8 +107,8 @@ func main() {
 
 		fmt.Printf("watching %s and the API server for pods of node %s; PLEG relists %s every %s\n", *manifestPath, o.NodeName, *endpoint, *relistPeriod)
 		fmt.Printf("debug server on http://%s/pods (POST /podcache/<uid> sets a pod status)\n", lis.Addr())
-		kl.Run(ctx, cfg.Updates(), p.Watch())
+		err = kl.RunPods(ctx)
 		fmt.Println("stopped")
-		return nil
+		return err
 	})
 }

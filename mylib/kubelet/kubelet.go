@@ -1,20 +1,8 @@
-// Package kubelet is the loop that ties the pieces together: pod config
-// (chapter 07), the PLEG and pod cache (chapter 05) and the pod workers
-// (chapter 08). It is a much smaller Kubelet than upstream's; its SyncPod
-// says what it would do instead of starting containers.
-//
-// Wiring (chapter 08):
-//
-//	kl := kubelet.New(client, nodeName, podManager, cache, clk, os.Stdout)
-//	go kl.Run(ctx, podConfig.Updates(), pleg.Watch())
-//
-// Upstream: pkg/kubelet/kubelet.go (syncLoop, syncLoopIteration,
-// HandlePodAdditions/Updates/Removes, SyncPod, SyncTerminatingPod,
-// SyncTerminatedPod, HandlePodCleanups).
 package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -40,46 +28,180 @@ import (
 const (
 	// SyncTickerPeriod: how often the work queue is checked for due resyncs.
 	SyncTickerPeriod = time.Second
-	// HousekeepingPeriod: how often workers and mirror pods are cleaned up.
-	HousekeepingPeriod = 2 * time.Second
+	// DefaultHousekeepingPeriod: how often workers and mirror pods are
+	// cleaned up (upstream's housekeepingPeriod).
+	DefaultHousekeepingPeriod = 2 * time.Second
 )
 
-// Kubelet owns the pod manager, the pod workers and the sync loop.
-type Kubelet struct {
-	client     kubernetes.Interface
-	podManager kubepod.Manager
-	mirror     kubepod.MirrorClient
-	podWorkers podworkers.PodWorkers
-	workQueue  podworkers.WorkQueue
-	clock      clock.WithTicker
+// Config is what New needs. Client and NodeName are always required; each
+// half is built only when its part is set.
+type Config struct {
+	// Client talks to the API server with the node's credentials. Required.
+	Client kubernetes.Interface
+	// NodeName is the Node's name. Required.
+	NodeName string
+	// Clock is used for every wait and time stamp; nil means the real clock.
+	Clock clock.WithTicker
+	// Node configures the node half (RunNode); nil means none.
+	Node *NodeConfig
+	// Pods configures the pod half (RunPods); nil means none.
+	Pods *PodsConfig
+}
+
+// PodsConfig is the pod half's part of Config.
+type PodsConfig struct {
+	// Updates is the merged stream of pod changes (PodConfig.Updates). Required.
+	Updates <-chan kubetypes.PodUpdate
 	// SourcesReady reports whether every pod source has sent its first list
-	// (PodConfig.SeenAllSources); housekeeping waits for it.
+	// (PodConfig.SeenAllSources); housekeeping waits for it, since before
+	// that every mirror pod would look orphaned. Nil means always ready.
 	SourcesReady func() bool
+	// Runtime is the container runtime the PLEG relists. Required.
+	Runtime kubecontainer.Runtime
+	// RelistPeriod is the PLEG's; zero means pleg.RelistPeriod.
+	RelistPeriod time.Duration
+	// HousekeepingPeriod: zero means DefaultHousekeepingPeriod.
+	HousekeepingPeriod time.Duration
+	// PodManager and PodCache are created when nil; pass them to share them
+	// (with a debug server, say).
+	PodManager kubepod.Manager
+	PodCache   kubecontainer.Cache
+	// Out receives one line for each thing SyncPod and friends do or would
+	// do; nil means io.Discard.
+	Out io.Writer
+}
+
+// Kubelet is the node agent: a node half and a pod half (see the package
+// documentation).
+type Kubelet struct {
+	client   kubernetes.Interface
+	nodeName string
+	clock    clock.WithTicker
+
+	node *nodeHalf // nil without Config.Node
+
+	// The pod half; podWorkers is nil without Config.Pods.
+	updates            <-chan kubetypes.PodUpdate
+	sourcesReady       func() bool
+	podManager         kubepod.Manager
+	podCache           kubecontainer.Cache
+	pleg               *pleg.GenericPLEG
+	mirrorPodClient    kubepod.MirrorClient
+	podWorkers         podworkers.PodWorkers
+	workQueue          podworkers.WorkQueue
+	housekeepingPeriod time.Duration
 
 	outMu sync.Mutex
 	out   io.Writer
 	known map[types.UID]string // workers alive at the last housekeeping
 }
 
-// New returns a Kubelet for nodeName. What SyncPod and friends would do is
-// written to out, one line each.
-func New(client kubernetes.Interface, nodeName string, pm kubepod.Manager, cache kubecontainer.Cache, clk clock.WithTicker, out io.Writer) *Kubelet {
-	kl := &Kubelet{
-		client:       client,
-		podManager:   pm,
-		mirror:       kubepod.NewBasicMirrorClient(client, nodeName, nil),
-		workQueue:    podworkers.NewBasicWorkQueue(clk),
-		clock:        clk,
-		SourcesReady: func() bool { return true },
-		out:          out,
-		known:        map[types.UID]string{},
+// New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
+func New(cfg Config) (*Kubelet, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("kubelet: Config.Client is required")
 	}
-	kl.podWorkers = podworkers.New(kl, kl.workQueue, cache, clk)
-	return kl
+	if cfg.NodeName == "" {
+		return nil, errors.New("kubelet: Config.NodeName is required")
+	}
+	if cfg.Node == nil && cfg.Pods == nil {
+		return nil, errors.New("kubelet: Config.Node or Config.Pods is required (nothing to run)")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	kl := &Kubelet{client: cfg.Client, nodeName: cfg.NodeName, clock: cfg.Clock, out: io.Discard, known: map[types.UID]string{}}
+	if cfg.Node != nil {
+		if err := kl.newNodeHalf(*cfg.Node); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Pods != nil {
+		if err := kl.newPodHalf(*cfg.Pods); err != nil {
+			return nil, err
+		}
+	}
+	return kl, nil
 }
 
-// PodWorkers returns the kubelet's pod workers.
-func (kl *Kubelet) PodWorkers() podworkers.PodWorkers { return kl.podWorkers }
+func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
+	if cfg.Updates == nil {
+		return errors.New("kubelet: Config.Pods.Updates is required (PodConfig.Updates())")
+	}
+	if cfg.Runtime == nil {
+		return errors.New("kubelet: Config.Pods.Runtime is required")
+	}
+	if cfg.RelistPeriod == 0 {
+		cfg.RelistPeriod = pleg.RelistPeriod
+	}
+	if cfg.HousekeepingPeriod == 0 {
+		cfg.HousekeepingPeriod = DefaultHousekeepingPeriod
+	}
+	if cfg.RelistPeriod < 0 || cfg.HousekeepingPeriod < 0 {
+		return fmt.Errorf("kubelet: relist period (%v) and housekeeping period (%v) must be positive", cfg.RelistPeriod, cfg.HousekeepingPeriod)
+	}
+	if cfg.SourcesReady == nil {
+		cfg.SourcesReady = func() bool { return true }
+	}
+	if cfg.PodManager == nil {
+		cfg.PodManager = kubepod.NewBasicPodManager()
+	}
+	if cfg.PodCache == nil {
+		cfg.PodCache = kubecontainer.NewCache()
+	}
+	if cfg.Out != nil {
+		kl.out = cfg.Out
+	}
+	kl.updates = cfg.Updates
+	kl.sourcesReady = cfg.SourcesReady
+	kl.podManager = cfg.PodManager
+	kl.podCache = cfg.PodCache
+	kl.housekeepingPeriod = cfg.HousekeepingPeriod
+	kl.pleg = pleg.NewGenericPLEG(cfg.Runtime, make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity),
+		&pleg.RelistDuration{RelistPeriod: cfg.RelistPeriod, RelistThreshold: pleg.RelistThreshold}, kl.podCache, kl.clock)
+	kl.mirrorPodClient = kubepod.NewBasicMirrorClient(kl.client, kl.nodeName, nil)
+	kl.workQueue = podworkers.NewBasicWorkQueue(kl.clock)
+	kl.podWorkers = podworkers.New(kl, kl.workQueue, kl.podCache, kl.clock)
+	return nil
+}
+
+// Run runs the halves Config set up, side by side, until ctx ends or the
+// node half fails to register (its error is returned; the pod half is then
+// stopped too).
+func (kl *Kubelet) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var nodeErr, podsErr error
+	if kl.node != nil {
+		wg.Go(func() {
+			if nodeErr = kl.RunNode(ctx); nodeErr != nil {
+				cancel()
+			}
+		})
+	}
+	if kl.podWorkers != nil {
+		wg.Go(func() { podsErr = kl.RunPods(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(nodeErr, podsErr)
+}
+
+// RunPods is the pod half: the PLEG relists the runtime and the sync loop
+// hands pods to their workers, until ctx ends.
+func (kl *Kubelet) RunPods(ctx context.Context) error {
+	if kl.podWorkers == nil {
+		return errors.New("kubelet: RunPods needs Config.Pods")
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { kl.pleg.Run(ctx) })
+	kl.syncLoop(ctx, kl.updates)
+	return nil
+}
+
+// PLEG is the pod half's PLEG, for its health and counters.
+func (kl *Kubelet) PLEG() *pleg.GenericPLEG { return kl.pleg }
 
 func (kl *Kubelet) printf(format string, args ...any) {
 	kl.outMu.Lock()
@@ -87,18 +209,19 @@ func (kl *Kubelet) printf(format string, args ...any) {
 	fmt.Fprintf(kl.out, format+"\n", args...)
 }
 
-// Run is the sync loop: it runs syncLoopIteration until ctx ends.
-func (kl *Kubelet) Run(ctx context.Context, configCh <-chan kubetypes.PodUpdate, plegCh <-chan *pleg.PodLifecycleEvent) {
+// syncLoop runs syncLoopIteration until ctx ends.
+func (kl *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 	syncTicker := kl.clock.NewTicker(SyncTickerPeriod)
 	defer syncTicker.Stop()
-	housekeeping := kl.clock.NewTicker(HousekeepingPeriod)
-	defer housekeeping.Stop()
-	for kl.syncLoopIteration(ctx, configCh, plegCh, syncTicker.C(), housekeeping.C()) {
+	housekeepingTicker := kl.clock.NewTicker(kl.housekeepingPeriod)
+	defer housekeepingTicker.Stop()
+	plegCh := kl.pleg.Watch()
+	for kl.syncLoopIteration(ctx, updates, plegCh, syncTicker.C(), housekeepingTicker.C()) {
 	}
 }
 
 // syncLoopIteration waits for one thing to happen and hands the pods it
-// concerns to their workers.
+// concerns to their workers. It returns false when ctx has ended.
 func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubetypes.PodUpdate, plegCh <-chan *pleg.PodLifecycleEvent,
 	syncCh, housekeepingCh <-chan time.Time) bool {
 	select {
@@ -118,7 +241,7 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 			}
 		}
 	case <-housekeepingCh:
-		if kl.SourcesReady() {
+		if kl.sourcesReady() {
 			kl.HandlePodCleanups(ctx)
 		}
 	}
@@ -183,7 +306,7 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 		}
 	}
 	for _, name := range orphans {
-		if deleted, err := kl.mirror.DeleteMirrorPod(ctx, name, nil); err != nil {
+		if deleted, err := kl.mirrorPodClient.DeleteMirrorPod(ctx, name, nil); err != nil {
 			klog.ErrorS(err, "Deleting an orphaned mirror pod failed; will retry", "podFullName", name)
 		} else if deleted {
 			n, ns, _ := kubetypes.ParsePodFullName(name)
@@ -202,7 +325,7 @@ func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType
 	kl.printf("syncPod %s %s/%s: would start containers %v (the runtime reports %d running)",
 		updateType, pod.Namespace, pod.Name, containerNames(pod), running)
 	if kubetypes.IsStaticPod(pod) {
-		action, err := kubepod.SyncMirrorPod(ctx, kl.mirror, pod, mirrorPod)
+		action, err := kubepod.SyncMirrorPod(ctx, kl.mirrorPodClient, pod, mirrorPod)
 		if err != nil {
 			return false, err
 		}

@@ -116,9 +116,6 @@ func (g *GenericPLEG) Run(ctx context.Context) {
 	}
 }
 
-// Start runs the PLEG in a new goroutine, as upstream's Start does.
-func (g *GenericPLEG) Start(ctx context.Context) { go g.Run(ctx) }
-
 // Healthy is false until the first successful relist, and when the last one
 // started more than RelistThreshold ago (the runtime hangs, or the relist
 // itself does): the kubelet then reports "PLEG is not healthy" and the node

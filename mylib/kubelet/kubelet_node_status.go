@@ -1,21 +1,10 @@
-// Package kubeletnode is the node half of a kubelet: it registers the Node
-// with the API server (or adopts the one that is already there) and keeps its
-// status up to date, the way pkg/kubelet/kubelet_node_status.go does.
-// The heartbeat is not here: the Lease (mylib/nodelease) carries it, so
-// the status is written only when it changes, or every
-// NodeStatusReportFrequency (5 min) otherwise.
-//
-// Wiring (chapters/04-register-node does this):
-//
-//	kl, err := kubeletnode.New(kubeletnode.Config{
-//		Client:   cs,
-//		NodeName: "n1",
-//		Setters:  []nodestatus.Setter{ … },
-//	})
-//	if err != nil { … }
-//	if err := kl.RegisterWithAPIServer(ctx); err != nil { … }
-//	kl.Run(ctx) // every 10 s: SyncNodeStatus; returns when ctx is cancelled
-package kubeletnode
+// The node half of the Kubelet: register the Node with the API server (or
+// adopt the one that is already there), keep its status up to date, and
+// renew its Lease, the way pkg/kubelet/kubelet_node_status.go does. The
+// Lease (mylib/nodelease) is the heartbeat, so the status is written only
+// when it changes, or every NodeStatusReportFrequency (5 min) otherwise.
+
+package kubelet
 
 import (
 	"context"
@@ -23,16 +12,17 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sort"
+	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/nodelease"
 	"mykubelet/mylib/nodestatus"
 )
 
@@ -56,25 +46,23 @@ const (
 	KubeletVersion = "v1.37.1-mykubelet"
 )
 
-// Config describes the node to register and how to keep its status.
-type Config struct {
-	// Client talks to the API server with the node's credentials. Required.
-	Client kubernetes.Interface
-	// NodeName is the Node's name. Required.
-	NodeName string
-	// Hostname is the kubernetes.io/hostname label; default NodeName.
+// NodeConfig is the node half's part of Config: the Node to register, how
+// to keep its status, and its Lease.
+type NodeConfig struct {
+	// Hostname is the kubernetes.io/hostname label; default the node name.
 	Hostname string
 	// Labels are extra labels for a new node (the kubelet's --node-labels).
 	Labels map[string]string
 	// Setters fill in the status, in order (upstream: defaultNodeStatusFuncs).
 	// Required.
 	Setters []nodestatus.Setter
-	// Clock is used for every wait and time stamp; nil means the real clock.
-	Clock clock.Clock
 	// NodeStatusUpdateFrequency: zero means DefaultNodeStatusUpdateFrequency.
 	NodeStatusUpdateFrequency time.Duration
 	// NodeStatusReportFrequency: zero means DefaultNodeStatusReportFrequency.
 	NodeStatusReportFrequency time.Duration
+	// LeaseDurationSeconds is the Lease's duration; zero means
+	// nodelease.DefaultLeaseDurationSeconds. It is renewed every quarter of it.
+	LeaseDurationSeconds int32
 
 	// OnRegistered, when set, is called once the node is registered: created
 	// is false when an existing Node was adopted.
@@ -82,43 +70,34 @@ type Config struct {
 	// OnStatusPatched, when set, is called after every status write with the
 	// stored node, the patch sent and why it was sent.
 	OnStatusPatched func(node *v1.Node, patch []byte, reason string)
+	// OnLeaseRenewed, when set, is called after every Lease create or update.
+	OnLeaseRenewed func(lease *coordinationv1.Lease, created bool)
 }
 
-// Kubelet registers one Node and keeps its status. Its methods are named
-// after the Kubelet methods of pkg/kubelet/kubelet_node_status.go. It is not
-// safe for concurrent use: call SyncNodeStatus from one goroutine (Run does).
-type Kubelet struct {
-	client                    kubernetes.Interface
-	nodeName, hostname        string
+// nodeHalf is the state of the node half. SyncNodeStatus is not safe for
+// concurrent use: it runs from one goroutine (RunNode's status loop).
+type nodeHalf struct {
+	hostname                  string
 	labels                    map[string]string
 	setters                   []nodestatus.Setter
-	clock                     clock.Clock
 	nodeStatusUpdateFrequency time.Duration
 	nodeStatusReportFrequency time.Duration
 	onRegistered              func(*v1.Node, bool)
 	onStatusPatched           func(*v1.Node, []byte, string)
+	nodeLeaseController       *nodelease.Controller
 
 	registrationCompleted bool
 	// lastStatusReportTime is when the status was last written.
 	lastStatusReportTime time.Time
 }
 
-// New checks cfg and returns a Kubelet.
-func New(cfg Config) (*Kubelet, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("kubeletnode: Config.Client is required")
-	}
-	if cfg.NodeName == "" {
-		return nil, errors.New("kubeletnode: Config.NodeName is required")
-	}
+// newNodeHalf checks the node half's config.
+func (kl *Kubelet) newNodeHalf(cfg NodeConfig) error {
 	if len(cfg.Setters) == 0 {
-		return nil, errors.New("kubeletnode: Config.Setters is required (at least the conditions)")
+		return errors.New("kubelet: Config.Node.Setters is required (at least the conditions)")
 	}
 	if cfg.Hostname == "" {
-		cfg.Hostname = cfg.NodeName
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
+		cfg.Hostname = kl.nodeName
 	}
 	if cfg.NodeStatusUpdateFrequency == 0 {
 		cfg.NodeStatusUpdateFrequency = DefaultNodeStatusUpdateFrequency
@@ -127,29 +106,63 @@ func New(cfg Config) (*Kubelet, error) {
 		cfg.NodeStatusReportFrequency = DefaultNodeStatusReportFrequency
 	}
 	if cfg.NodeStatusUpdateFrequency < 0 || cfg.NodeStatusReportFrequency < cfg.NodeStatusUpdateFrequency {
-		return nil, fmt.Errorf("kubeletnode: need 0 < nodeStatusUpdateFrequency (%v) <= nodeStatusReportFrequency (%v)", cfg.NodeStatusUpdateFrequency, cfg.NodeStatusReportFrequency)
+		return fmt.Errorf("kubelet: need 0 < nodeStatusUpdateFrequency (%v) <= nodeStatusReportFrequency (%v)", cfg.NodeStatusUpdateFrequency, cfg.NodeStatusReportFrequency)
 	}
-	return &Kubelet{
-		client:                    cfg.Client,
-		nodeName:                  cfg.NodeName,
+	lc, err := nodelease.NewController(nodelease.Config{
+		Client:               kl.client,
+		NodeName:             kl.nodeName,
+		LeaseDurationSeconds: cfg.LeaseDurationSeconds,
+		Clock:                kl.clock,
+		OnRenewed:            cfg.OnLeaseRenewed,
+	})
+	if err != nil {
+		return err
+	}
+	kl.node = &nodeHalf{
 		hostname:                  cfg.Hostname,
 		labels:                    cfg.Labels,
 		setters:                   cfg.Setters,
-		clock:                     cfg.Clock,
 		nodeStatusUpdateFrequency: cfg.NodeStatusUpdateFrequency,
 		nodeStatusReportFrequency: cfg.NodeStatusReportFrequency,
 		onRegistered:              cfg.OnRegistered,
 		onStatusPatched:           cfg.OnStatusPatched,
-	}, nil
+		nodeLeaseController:       lc,
+	}
+	return nil
 }
 
-// Run syncs the node status at once and then every
+// RunNode is the node half: it registers the node (returning the error when
+// that cannot succeed, e.g. forbidden), then syncs the status every
+// NodeStatusUpdateFrequency and renews the Lease, until ctx ends.
+func (kl *Kubelet) RunNode(ctx context.Context) error {
+	if kl.node == nil {
+		return errors.New("kubelet: RunNode needs Config.Node")
+	}
+	if err := kl.RegisterWithAPIServer(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { kl.node.nodeLeaseController.Run(ctx) })
+	wg.Go(func() { kl.syncNodeStatusLoop(ctx) })
+	wg.Wait()
+	return nil
+}
+
+// LeaseRenewInterval is the time between two Lease renewals.
+func (kl *Kubelet) LeaseRenewInterval() time.Duration {
+	return kl.node.nodeLeaseController.RenewInterval()
+}
+
+// syncNodeStatusLoop syncs the node status at once and then every
 // NodeStatusUpdateFrequency, until ctx is cancelled. Each sync registers the
 // node first if that has not succeeded yet.
-func (kl *Kubelet) Run(ctx context.Context) {
+func (kl *Kubelet) syncNodeStatusLoop(ctx context.Context) {
 	for {
 		kl.SyncNodeStatus(ctx)
-		t := kl.clock.NewTimer(kl.nodeStatusUpdateFrequency)
+		t := kl.clock.NewTimer(kl.node.nodeStatusUpdateFrequency)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -179,7 +192,10 @@ func (kl *Kubelet) SyncNodeStatus(ctx context.Context) {
 // fix (forbidden, unauthorized, invalid), so that a learner with the wrong
 // credentials sees one clear error. Once it succeeded it returns nil at once.
 func (kl *Kubelet) RegisterWithAPIServer(ctx context.Context) error {
-	if kl.registrationCompleted {
+	if kl.node == nil {
+		return errors.New("kubelet: registering the node needs Config.Node")
+	}
+	if kl.node.registrationCompleted {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
@@ -193,7 +209,7 @@ func (kl *Kubelet) RegisterWithAPIServer(ctx context.Context) error {
 		logger.V(2).Info("Attempting to register node", "node", kl.nodeName)
 		err = kl.tryRegisterWithAPIServer(ctx, node)
 		if err == nil {
-			kl.registrationCompleted = true
+			kl.node.registrationCompleted = true
 			return nil
 		}
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) {
@@ -248,8 +264,8 @@ func (kl *Kubelet) tryRegisterWithAPIServer(ctx context.Context, node *v1.Node) 
 
 func (kl *Kubelet) registered(node *v1.Node, created bool) {
 	klog.V(2).InfoS("Successfully registered node", "node", kl.nodeName, "created", created)
-	if kl.onRegistered != nil {
-		kl.onRegistered(node, created)
+	if kl.node.onRegistered != nil {
+		kl.node.onRegistered(node, created)
 	}
 }
 
@@ -261,7 +277,7 @@ func (kl *Kubelet) InitialNode(ctx context.Context) (*v1.Node, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: kl.nodeName,
 			Labels: map[string]string{
-				v1.LabelHostname:          kl.hostname,
+				v1.LabelHostname:          kl.node.hostname,
 				v1.LabelOSStable:          goruntime.GOOS,
 				v1.LabelArchStable:        goruntime.GOARCH,
 				"beta.kubernetes.io/os":   goruntime.GOOS,
@@ -270,7 +286,7 @@ func (kl *Kubelet) InitialNode(ctx context.Context) (*v1.Node, error) {
 			Annotations: map[string]string{ControllerManagedAttachAnnotation: "true"},
 		},
 	}
-	for k, v := range kl.labels {
+	for k, v := range kl.node.labels {
 		node.Labels[k] = v
 	}
 	kl.setNodeStatus(ctx, node)
@@ -335,7 +351,7 @@ func updateDefaultResources(initial, existing *v1.Node) bool {
 // setNodeStatus runs every setter on node. A failing setter is logged and
 // the others still run, as upstream does.
 func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node) {
-	for i, set := range kl.setters {
+	for i, set := range kl.node.setters {
 		if err := set(ctx, node); err != nil {
 			klog.FromContext(ctx).Error(err, "Failed to set some node status fields", "node", kl.nodeName, "setter", i)
 		}
@@ -378,7 +394,7 @@ func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error
 	}
 	reason := "report period expired"
 	switch {
-	case kl.lastStatusReportTime.IsZero():
+	case kl.node.lastStatusReportTime.IsZero():
 		reason = "first report"
 	case changed:
 		reason = "status changed"
@@ -390,9 +406,9 @@ func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error
 	if err != nil {
 		return err
 	}
-	kl.lastStatusReportTime = kl.clock.Now()
-	if kl.onStatusPatched != nil {
-		kl.onStatusPatched(updated, patch, reason)
+	kl.node.lastStatusReportTime = kl.clock.Now()
+	if kl.node.onStatusPatched != nil {
+		kl.node.onStatusPatched(updated, patch, reason)
 	}
 	return nil
 }
@@ -400,7 +416,7 @@ func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error
 // isUpdateStatusPeriodExpired says whether NodeStatusReportFrequency has
 // passed since the last write (always true before the first).
 func (kl *Kubelet) isUpdateStatusPeriodExpired() bool {
-	return kl.lastStatusReportTime.IsZero() || kl.clock.Since(kl.lastStatusReportTime) >= kl.nodeStatusReportFrequency
+	return kl.node.lastStatusReportTime.IsZero() || kl.clock.Since(kl.node.lastStatusReportTime) >= kl.node.nodeStatusReportFrequency
 }
 
 // updateNode returns a copy of original with the setters applied and the

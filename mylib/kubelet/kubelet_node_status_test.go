@@ -1,4 +1,4 @@
-package kubeletnode
+package kubelet
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/nodestatus"
 )
 
@@ -47,11 +48,8 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	})
 	pressure := func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.pressure }
 	now := f.clock.Now
-	kl, err := New(Config{
-		Client:   f.cs,
-		NodeName: "n1",
-		Labels:   map[string]string{"example.com/team": "a"},
-		Clock:    f.clock,
+	kl, err := New(Config{Client: f.cs, NodeName: "n1", Clock: f.clock, Node: &NodeConfig{
+		Labels: map[string]string{"example.com/team": "a"},
 		Setters: []nodestatus.Setter{
 			nodestatus.MachineInfo(nodestatus.DefaultMaxPods, func() (*nodestatus.Machine, error) {
 				return &nodestatus.Machine{NumCores: 2, MemoryCapacity: 4 << 30, EphemeralStorageCapacity: 10 << 30}, nil
@@ -66,7 +64,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 			f.reasons = append(f.reasons, reason)
 			f.mu.Unlock()
 		},
-	})
+	}})
 	require.NoError(t, err)
 	f.kl = kl
 	return f
@@ -209,7 +207,7 @@ func TestRunSyncsEveryTenSeconds(t *testing.T) {
 	f.kl.clock = tc
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { f.kl.Run(ctx); close(done) }()
+	go func() { f.kl.syncNodeStatusLoop(ctx); close(done) }()
 	for i := 1; i <= 3; i++ {
 		require.Eventually(t, func() bool { return f.count("get") == i && f.clock.HasWaiters() }, 5*time.Second, time.Millisecond)
 		f.clock.Step(10 * time.Second)
@@ -247,16 +245,24 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	cs := fake.NewClientset()
 	set := []nodestatus.Setter{nodestatus.GoRuntime()}
 	for name, cfg := range map[string]Config{
-		"no client":            {NodeName: "n1", Setters: set},
-		"no node name":         {Client: cs, Setters: set},
-		"no setters":           {Client: cs, NodeName: "n1"},
-		"report before update": {Client: cs, NodeName: "n1", Setters: set, NodeStatusUpdateFrequency: time.Minute, NodeStatusReportFrequency: time.Second},
+		"no client":            {NodeName: "n1", Node: &NodeConfig{Setters: set}},
+		"no node name":         {Client: cs, Node: &NodeConfig{Setters: set}},
+		"no half":              {Client: cs, NodeName: "n1"},
+		"no setters":           {Client: cs, NodeName: "n1", Node: &NodeConfig{}},
+		"report before update": {Client: cs, NodeName: "n1", Node: &NodeConfig{Setters: set, NodeStatusUpdateFrequency: time.Minute, NodeStatusReportFrequency: time.Second}},
+		"negative update":      {Client: cs, NodeName: "n1", Node: &NodeConfig{Setters: set, NodeStatusUpdateFrequency: -time.Second}},
+		"pods without runtime": {Client: cs, NodeName: "n1", Pods: &PodsConfig{Updates: make(chan kubetypes.PodUpdate)}},
+		"pods without updates": {Client: cs, NodeName: "n1", Pods: &PodsConfig{Runtime: emptyRuntime{}}},
+		"negative housekeeping": {Client: cs, NodeName: "n1", Pods: &PodsConfig{Updates: make(chan kubetypes.PodUpdate), Runtime: emptyRuntime{},
+			HousekeepingPeriod: -time.Second}},
 	} {
 		_, err := New(cfg)
 		assert.Error(t, err, name)
 	}
-	kl, err := New(Config{Client: cs, NodeName: "n1", Setters: set})
+	kl, err := New(Config{Client: cs, NodeName: "n1", Node: &NodeConfig{Setters: set}})
 	require.NoError(t, err)
-	assert.Equal(t, 10*time.Second, kl.nodeStatusUpdateFrequency)
-	assert.Equal(t, 5*time.Minute, kl.nodeStatusReportFrequency)
+	assert.Equal(t, 10*time.Second, kl.node.nodeStatusUpdateFrequency)
+	assert.Equal(t, 5*time.Minute, kl.node.nodeStatusReportFrequency)
+	assert.Equal(t, 10*time.Second, kl.LeaseRenewInterval())
+	assert.ErrorContains(t, kl.RunPods(context.Background()), "RunPods needs Config.Pods")
 }
