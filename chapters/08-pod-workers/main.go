@@ -85,8 +85,12 @@ func main() {
 
 		// Chapter 07: the pod sources, merged.
 		cfg := config.NewPodConfig(clk)
-		wg.Go(func() { config.NewSourceFile(*manifestPath, o.NodeName, *fileCheck, cfg.Channel(ctx, kubetypes.FileSource)).Run(ctx) })
-		wg.Go(func() { config.NewSourceApiserver(client, o.NodeName, cfg.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx) })
+		wg.Go(func() {
+			config.NewSourceFile(*manifestPath, o.NodeName, *fileCheck, cfg.Channel(ctx, kubetypes.FileSource)).Run(ctx)
+		})
+		wg.Go(func() {
+			config.NewSourceApiserver(client, o.NodeName, cfg.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
+		})
 
 		// This chapter: the kubelet's pod half. The PLEG and pod cache of
 		// chapter 05 feed the pod workers, driven by the sync loop.
