@@ -15,6 +15,8 @@
 //   - labels.go: the labels and annotations written on sandboxes and
 //     containers and read back by GetPodStatus.
 //
+// Wiring:
+//
 //	m, err := kuberuntime.Connect(ctx, "unix:///run/containerd/containerd.sock", clock.RealClock{})
 //	defer m.Close()
 //	m.SetSyncOptions(kuberuntime.SyncOptions{Recorder: recorder, RuntimeHelper: helper})
