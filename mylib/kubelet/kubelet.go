@@ -14,14 +14,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/pleg"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/podworkers"
+	"mykubelet/mylib/status"
 )
 
 // Upstream's intervals for the sync loop.
@@ -31,6 +36,16 @@ const (
 	// DefaultHousekeepingPeriod: how often workers and mirror pods are
 	// cleaned up (upstream's housekeepingPeriod).
 	DefaultHousekeepingPeriod = 2 * time.Second
+	// DefaultBackOffPeriod and MaxContainerBackOff bound the wait before a
+	// container that exited is started again (CrashLoopBackOff): 10 s,
+	// doubling to 5 min.
+	DefaultBackOffPeriod = 10 * time.Second
+	MaxContainerBackOff  = 300 * time.Second
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst are the kubelet's API
+	// client rates (kubeAPIQPS, kubeAPIBurst); client-go's own 5 and 10
+	// would queue the status writes of a burst of pods.
+	DefaultKubeAPIQPS   = 50
+	DefaultKubeAPIBurst = 100
 )
 
 // Config is what New needs. Client and NodeName are always required; each
@@ -69,6 +84,18 @@ type PodsConfig struct {
 	// Out receives one line for each thing SyncPod and friends do or would
 	// do; nil means io.Discard.
 	Out io.Writer
+
+	// RunContainers makes SyncPod real: the sandbox, images and containers
+	// through the CRI (Runtime must then be a ContainerRuntime), the pod's
+	// status written by a status manager, events. False: the pod workers
+	// only say what they would do.
+	RunContainers bool
+	// Recorder receives the events on pods (events.NewRecorder, with the
+	// node's credentials); nil drops them.
+	Recorder record.EventRecorder
+	// PodLogsDirectory is where containers' logs go; "" means
+	// kuberuntime.DefaultPodLogsDirectory.
+	PodLogsDirectory string
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package
@@ -94,6 +121,19 @@ type Kubelet struct {
 	outMu sync.Mutex
 	out   io.Writer
 	known map[types.UID]string // workers alive at the last housekeeping
+
+	// The runtime's health (runtime.go); cri is nil without a pod half.
+	cri          runtimeapi.RuntimeServiceClient
+	runtimeState *runtimeState
+
+	// Set with Config.Pods.RunContainers (kubelet_sync.go).
+	containerRuntime ContainerRuntime
+	statusManager    status.Manager
+	recorder         record.EventRecorder
+	reasonCache      *ReasonCache
+	backOff          *flowcontrol.Backoff
+	hostIPsMu        sync.Mutex
+	hostIPs          []string
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -162,6 +202,31 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	kl.mirrorPodClient = kubepod.NewBasicMirrorClient(kl.client, kl.nodeName, nil)
 	kl.workQueue = podworkers.NewBasicWorkQueue(kl.clock)
 	kl.podWorkers = podworkers.New(kl, kl.workQueue, kl.podCache, kl.clock)
+	kl.runtimeState = newRuntimeState(MaxWaitForContainerRuntime, kl.clock)
+	kl.runtimeState.addHealthCheck("PLEG", kl.pleg.Healthy)
+	if cr, ok := cfg.Runtime.(ContainerRuntime); ok {
+		kl.cri = cr.RuntimeService()
+	}
+	if !cfg.RunContainers {
+		return nil
+	}
+	cr, ok := cfg.Runtime.(ContainerRuntime)
+	if !ok {
+		return errNeedsContainerRuntime
+	}
+	kl.containerRuntime = cr
+	kl.recorder = cfg.Recorder
+	if kl.recorder == nil {
+		kl.recorder = &record.FakeRecorder{} // no Events channel: dropped
+	}
+	kl.reasonCache = NewReasonCache()
+	kl.backOff = flowcontrol.NewBackOff(DefaultBackOffPeriod, MaxContainerBackOff)
+	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock})
+	if err != nil {
+		return err
+	}
+	kl.statusManager = sm
+	cr.SetSyncOptions(kuberuntime.SyncOptions{Recorder: kl.recorder, PodLogsDirectory: cfg.PodLogsDirectory})
 	return nil
 }
 
@@ -195,6 +260,13 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if kl.cri != nil {
+		kl.updateRuntimeUp(ctx) // at once, so that a ready runtime makes a Ready node
+		wg.Go(func() { kl.runUpdateRuntimeUp(ctx) })
+	}
+	if kl.statusManager != nil {
+		wg.Go(func() { kl.statusManager.Run(ctx) })
+	}
 	wg.Go(func() { kl.pleg.Run(ctx) })
 	kl.syncLoop(ctx, kl.updates)
 	return nil
@@ -305,6 +377,18 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 			kl.known[p.UID] = p.Namespace + "/" + p.Name
 		}
 	}
+	if kl.statusManager != nil { // forget the statuses and failures of pods that are gone
+		uids := map[types.UID]bool{}
+		for _, p := range pods {
+			uids[p.UID] = true
+		}
+		kl.statusManager.RemoveOrphanedStatuses(uids)
+		for uid := range kl.known {
+			if !uids[uid] {
+				kl.reasonCache.RemovePod(uid)
+			}
+		}
+	}
 	for _, name := range orphans {
 		if deleted, err := kl.mirrorPodClient.DeleteMirrorPod(ctx, name, nil); err != nil {
 			klog.ErrorS(err, "Deleting an orphaned mirror pod failed; will retry", "podFullName", name)
@@ -318,6 +402,9 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 // SyncPod would make the pod run: here it says what it would do, and, for a
 // static pod, really makes its mirror pod right, as upstream's SyncPod does.
 func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, mirrorPod *v1.Pod, podStatus *kubecontainer.PodStatus) (bool, error) {
+	if kl.containerRuntime != nil {
+		return kl.syncPod(ctx, updateType, pod, mirrorPod, podStatus)
+	}
 	running := 0
 	if podStatus != nil {
 		running = len(podStatus.GetRunningContainerStatuses())
@@ -337,7 +424,10 @@ func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType
 }
 
 // SyncTerminatingPod would stop the containers within gracePeriod seconds.
-func (kl *Kubelet) SyncTerminatingPod(_ context.Context, pod *v1.Pod, _ *kubecontainer.PodStatus, gracePeriod *int64) error {
+func (kl *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64) error {
+	if kl.containerRuntime != nil {
+		return kl.syncTerminatingPod(ctx, pod, podStatus, gracePeriod)
+	}
 	kl.printf("syncTerminatingPod %s/%s: would stop containers %v within %ds", pod.Namespace, pod.Name, containerNames(pod), *gracePeriod)
 	return nil
 }
@@ -345,7 +435,10 @@ func (kl *Kubelet) SyncTerminatingPod(_ context.Context, pod *v1.Pod, _ *kubecon
 // SyncTerminatedPod would release volumes and the pod directory. Then, for a
 // pod the API server is deleting, it finishes the deletion (grace period 0,
 // only this UID), as upstream's status manager does once nothing runs.
-func (kl *Kubelet) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, _ *kubecontainer.PodStatus) error {
+func (kl *Kubelet) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {
+	if kl.containerRuntime != nil {
+		return kl.syncTerminatedPod(ctx, pod, podStatus)
+	}
 	kl.printf("syncTerminatedPod %s/%s: would clean up volumes and the pod directory", pod.Namespace, pod.Name)
 	if kubetypes.IsStaticPod(pod) || pod.DeletionTimestamp == nil {
 		return nil

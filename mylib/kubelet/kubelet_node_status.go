@@ -54,8 +54,11 @@ type NodeConfig struct {
 	// Labels are extra labels for a new node (the kubelet's --node-labels).
 	Labels map[string]string
 	// Setters fill in the status, in order (upstream: defaultNodeStatusFuncs).
-	// Required.
+	// Required unless Status is set.
 	Setters []nodestatus.Setter
+	// Status, when Setters is empty, builds upstream's default setters,
+	// with the runtime's version and health from the pod half.
+	Status *NodeStatusOptions
 	// NodeStatusUpdateFrequency: zero means DefaultNodeStatusUpdateFrequency.
 	NodeStatusUpdateFrequency time.Duration
 	// NodeStatusReportFrequency: zero means DefaultNodeStatusReportFrequency.
@@ -93,8 +96,14 @@ type nodeHalf struct {
 
 // newNodeHalf checks the node half's config.
 func (kl *Kubelet) newNodeHalf(cfg NodeConfig) error {
+	if len(cfg.Setters) == 0 && cfg.Status != nil {
+		if cfg.Status.RootDir == "" {
+			return errors.New("kubelet: Config.Node.Status.RootDir is required (the filesystem of ephemeral-storage)")
+		}
+		cfg.Setters = kl.defaultNodeStatusFuncs(*cfg.Status)
+	}
 	if len(cfg.Setters) == 0 {
-		return errors.New("kubelet: Config.Node.Setters is required (at least the conditions)")
+		return errors.New("kubelet: Config.Node.Setters or Config.Node.Status is required (at least the conditions)")
 	}
 	if cfg.Hostname == "" {
 		cfg.Hostname = kl.nodeName

@@ -1,0 +1,234 @@
+// The pod half's real work, when Config.Pods.RunContainers is set: SyncPod
+// makes the pod run through the CRI and hands its API status to the status
+// manager; SyncTerminatingPod stops it within its grace period;
+// SyncTerminatedPod hands over its terminal status, and the status manager
+// deletes the pod once that status is in the API (upstream: SyncPod,
+// SyncTerminatingPod and SyncTerminatedPod in pkg/kubelet/kubelet.go).
+
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/kubetypes"
+	kubepod "mykubelet/mylib/pod"
+)
+
+// ContainerRuntime is what the pod half needs of the runtime to run pods:
+// list and inspect (kubecontainer.Runtime), sync and kill a pod, and the
+// raw CRI for its Status and Version. mylib/kuberuntime.Manager is one.
+type ContainerRuntime interface {
+	kubecontainer.Runtime
+	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, pullSecrets []v1.Secret, backOff kuberuntime.Backoff) kubecontainer.PodSyncResult
+	KillPod(ctx context.Context, pod *v1.Pod, runningPod kubecontainer.Pod, gracePeriodOverride *int64) error
+	SetSyncOptions(o kuberuntime.SyncOptions)
+	RuntimeService() runtimeapi.RuntimeServiceClient
+}
+
+// Event reasons the kubelet itself records (upstream pkg/kubelet/events).
+const (
+	NetworkNotReady                 = "NetworkNotReady"
+	FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
+)
+
+// syncPod is SyncPod for real: the pod's API status first (so a pod that
+// finished says so, and a new one shows ContainerCreating), then its mirror
+// pod if static, then the runtime brought to the pod's spec.
+func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, mirrorPod *v1.Pod, podStatus *kubecontainer.PodStatus) (bool, error) {
+	apiPodStatus := kl.generateAPIPodStatus(pod, podStatus, false)
+	isTerminal := apiPodStatus.Phase == v1.PodSucceeded || apiPodStatus.Phase == v1.PodFailed
+	kl.setPodStatus(pod, apiPodStatus)
+	if isTerminal {
+		return true, nil // the pod workers now terminate it
+	}
+	if err := kl.runtimeState.networkErrors(); err != nil && !kubecontainer.IsHostNetworkPod(pod) {
+		kl.recorder.Eventf(pod, v1.EventTypeWarning, NetworkNotReady, "network is not ready: %v", err)
+		return false, fmt.Errorf("network is not ready: %w", err)
+	}
+	if kubetypes.IsStaticPod(pod) {
+		action, err := kubepod.SyncMirrorPod(ctx, kl.mirrorPodClient, pod, mirrorPod)
+		if err != nil {
+			return false, err
+		}
+		if action != kubepod.MirrorUnchanged {
+			kl.printf("mirror pod %s/%s %s", pod.Namespace, pod.Name, action)
+		}
+	}
+	result := kl.containerRuntime.SyncPod(ctx, pod, podStatus, kl.getPullSecretsForPod(ctx, pod), kl.backOff)
+	kl.reasonCache.Update(pod.UID, result)
+	if done := syncSummary(result); done != "" {
+		kl.printf("syncPod %s %s/%s: %s", updateType, pod.Namespace, pod.Name, done)
+	}
+	return false, result.Error()
+}
+
+// setPodStatus hands a status to the status manager and says when the
+// pod's phase changes.
+func (kl *Kubelet) setPodStatus(pod *v1.Pod, s v1.PodStatus) {
+	old, ok := kl.statusManager.GetPodStatus(pod.UID)
+	if !ok {
+		old = pod.Status
+	}
+	kl.statusManager.SetPodStatus(pod, s)
+	if old.Phase != s.Phase {
+		ip := ""
+		if s.PodIP != "" {
+			ip = " (pod IP " + s.PodIP + ")"
+		}
+		from := old.Phase
+		if from == "" {
+			from = "-"
+		}
+		kl.printf("pod %s/%s: phase %s -> %s%s", pod.Namespace, pod.Name, from, s.Phase, ip)
+	}
+}
+
+// syncSummary is one line of what a sync did, or "" if it did nothing.
+func syncSummary(r kubecontainer.PodSyncResult) string {
+	var parts []string
+	for _, sr := range r.SyncResults {
+		what := ""
+		switch sr.Action {
+		case kubecontainer.CreatePodSandbox:
+			what = "created sandbox"
+		case kubecontainer.StartContainer, kubecontainer.InitContainer:
+			what = fmt.Sprintf("started %s", sr.Target)
+			if sr.Action == kubecontainer.InitContainer {
+				what = fmt.Sprintf("started init container %s", sr.Target)
+			}
+		case kubecontainer.KillContainer:
+			what = fmt.Sprintf("stopped %s", sr.Target)
+		case kubecontainer.KillPodSandbox:
+			what = "stopped sandbox"
+		default:
+			continue
+		}
+		if sr.Error != nil {
+			what = fmt.Sprintf("%s failed: %v", strings.Replace(what, "started", "start", 1), sr.Error)
+		}
+		parts = append(parts, what)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// getPullSecretsForPod reads the pod's imagePullSecrets with the node's
+// credentials (the Node authorizer lets a node read the secrets its pods
+// reference). One that cannot be read is skipped with a warning event, as
+// upstream.
+func (kl *Kubelet) getPullSecretsForPod(ctx context.Context, pod *v1.Pod) []v1.Secret {
+	var secrets []v1.Secret
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		if ref.Name == "" {
+			continue
+		}
+		s, err := kl.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			kl.recorder.Eventf(pod, v1.EventTypeWarning, FailedToRetrieveImagePullSecret,
+				"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", ref.Name)
+			continue
+		}
+		secrets = append(secrets, *s)
+	}
+	return secrets
+}
+
+// syncTerminatingPod is SyncTerminatingPod for real: write the status the
+// pod has while it stops, stop every container and the sandbox within
+// gracePeriod seconds, check that nothing runs, and write the status of
+// the stopped pod.
+func (kl *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64) error {
+	kl.setPodStatus(pod, kl.generateAPIPodStatus(pod, podStatus, false))
+	running := kubecontainer.ConvertPodStatusToRunningPod(kl.containerRuntime.Type(), podStatus)
+	if err := kl.containerRuntime.KillPod(ctx, pod, running, gracePeriod); err != nil {
+		return fmt.Errorf("kill pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	stopped, err := kl.runtimePodStatus(ctx, pod)
+	if err != nil {
+		return err
+	}
+	var still []string
+	for _, cs := range stopped.ContainerStatuses {
+		if cs.State == kubecontainer.ContainerStateRunning {
+			still = append(still, cs.Name)
+		}
+	}
+	if len(still) > 0 {
+		return fmt.Errorf("pod %s/%s: containers %v still run after KillPod", pod.Namespace, pod.Name, still)
+	}
+	kl.printf("syncTerminatingPod %s/%s: stopped %d container(s) and the sandbox (grace period %ds)",
+		pod.Namespace, pod.Name, len(running.Containers), *gracePeriod)
+	kl.setPodStatus(pod, kl.generateAPIPodStatus(pod, stopped, true))
+	return nil
+}
+
+// runtimePodStatus asks the runtime, now, for the pod's sandboxes and
+// containers (all of them, stopped ones too).
+func (kl *Kubelet) runtimePodStatus(ctx context.Context, pod *v1.Pod) (*kubecontainer.PodStatus, error) {
+	pods, err := kl.containerRuntime.GetPods(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	rp := kubecontainer.Pods(pods).FindPodByID(pod.UID)
+	rp.ID, rp.Name, rp.Namespace = pod.UID, pod.Name, pod.Namespace
+	return kl.containerRuntime.GetPodStatus(ctx, &rp)
+}
+
+// syncTerminatedPod is SyncTerminatedPod for real: nothing runs; the pod's
+// terminal status goes to the status manager, which deletes the pod from
+// the API server (grace period 0) once that status is written.
+func (kl *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {
+	s := kl.generateAPIPodStatus(pod, podStatus, true)
+	kl.setPodStatus(pod, s)
+	kl.statusManager.TerminatePod(pod)
+	final, _ := kl.statusManager.GetPodStatus(pod.UID)
+	next := "its status stays"
+	switch {
+	case kubetypes.IsStaticPod(pod):
+		next = "its mirror pod goes with the manifest"
+	case pod.DeletionTimestamp != nil:
+		next = "the status manager deletes it once that is written"
+	}
+	kl.printf("syncTerminatedPod %s/%s: phase %s; %s", pod.Namespace, pod.Name, final.Phase, next)
+	return nil
+}
+
+// PodCouldHaveRunningContainers is false once the pod's worker finished
+// stopping it: only then may a terminal phase be written.
+func (kl *Kubelet) PodCouldHaveRunningContainers(pod *v1.Pod) bool {
+	return !kl.podWorkers.IsPodKnownTerminated(pod.UID)
+}
+
+// getHostIPs are the node's addresses for status.hostIP(s): its
+// InternalIPs, read from the API server once.
+func (kl *Kubelet) getHostIPs() []string {
+	kl.hostIPsMu.Lock()
+	defer kl.hostIPsMu.Unlock()
+	if kl.hostIPs != nil {
+		return kl.hostIPs
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), runtimeStatusTimeout)
+	defer cancel()
+	node, err := kl.client.CoreV1().Nodes().Get(ctx, kl.nodeName, metav1.GetOptions{})
+	if err != nil {
+		klog.V(2).InfoS("Cannot read the node's addresses yet", "node", kl.nodeName, "err", err)
+		return nil
+	}
+	for _, a := range node.Status.Addresses {
+		if a.Type == v1.NodeInternalIP {
+			kl.hostIPs = append(kl.hostIPs, a.Address)
+		}
+	}
+	return kl.hostIPs
+}
+
+var errNeedsContainerRuntime = errors.New("kubelet: Config.Pods.RunContainers needs a Runtime that runs pods (a kubelet.ContainerRuntime such as kuberuntime.Manager)")
