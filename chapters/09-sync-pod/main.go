@@ -107,9 +107,11 @@ func main() {
 		// This chapter: both halves in one Kubelet, and SyncPod for real.
 		kl, err := kubelet.New(kubelet.Config{Client: client, NodeName: o.NodeName, Clock: clk,
 			Node: &kubelet.NodeConfig{
-				Status:          &kubelet.NodeStatusOptions{RootDir: o.StateDir, MaxPods: *maxPods, NodeIP: ip},
-				OnRegistered:    func(n *v1.Node, created bool) { fmt.Printf("node %s: registered (created %t)\n", n.Name, created) },
-				OnStatusPatched: func(n *v1.Node, _ []byte, reason string) { fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, ready(n)) },
+				Status:       &kubelet.NodeStatusOptions{RootDir: o.StateDir, MaxPods: *maxPods, NodeIP: ip},
+				OnRegistered: func(n *v1.Node, created bool) { fmt.Printf("node %s: registered (created %t)\n", n.Name, created) },
+				OnStatusPatched: func(n *v1.Node, _ []byte, reason string) {
+					fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, ready(n))
+				},
 			},
 			Pods: &kubelet.PodsConfig{
 				Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: runtime, RelistPeriod: *relistPeriod,
