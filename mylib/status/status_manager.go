@@ -516,7 +516,7 @@ func mergePodStatus(old, new v1.PodStatus, couldHaveRunningContainers bool) v1.P
 
 // PatchPodStatus writes newStatus over oldStatus as a strategic merge patch
 // of pods/status, carrying the pod's UID so the API server refuses it for a
-// pod recreated under the same name. unchanged reports that there was
+// pod recreated under the same name (422: metadata.uid is immutable). unchanged reports that there was
 // nothing to write (and nothing was sent). Upstream: pkg/util/pod.PatchPodStatus.
 func PatchPodStatus(ctx context.Context, c kubernetes.Interface, namespace, name string, uid types.UID, oldStatus, newStatus v1.PodStatus) (*v1.Pod, bool, error) {
 	patch, unchanged, err := preparePatchBytesForPodStatus(uid, oldStatus, newStatus)
