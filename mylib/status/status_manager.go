@@ -55,7 +55,7 @@ type Manager interface {
 	// version and is written soon.
 	SetPodStatus(pod *v1.Pod, status v1.PodStatus)
 	// TerminatePod marks every container not terminated as terminated,
-	// the phase terminal, and the pod finished: once that is in the API,
+	// the phase terminal (not for a static pod), and the pod finished: once that is in the API,
 	// a pod being deleted is deleted for good.
 	TerminatePod(pod *v1.Pod)
 	// RemoveOrphanedStatuses forgets the statuses of pods not in podUIDs.
@@ -175,7 +175,9 @@ func (m *manager) TerminatePod(pod *v1.Pod) {
 			status.InitContainerStatuses[i].State = unknown
 		}
 	}
-	if status.Phase != v1.PodSucceeded && status.Phase != v1.PodFailed {
+	// As upstream, a static pod gets no terminal phase (its mirror pod is
+	// deleted with it); any other pod ends Failed unless it ended already.
+	if !kubetypes.IsStaticPod(pod) && status.Phase != v1.PodSucceeded && status.Phase != v1.PodFailed {
 		status.Phase = v1.PodFailed
 	}
 	m.updateStatusInternal(pod, *status, true, true)
@@ -495,7 +497,10 @@ func mergePodStatus(old, new v1.PodStatus, couldHaveRunningContainers bool) v1.P
 		}
 	}
 	new.Conditions = conds
-	new.ResourceClaimStatuses = old.ResourceClaimStatuses // not the kubelet's
+	// Not the kubelet's: the resource claim controller writes these.
+	new.ResourceClaimStatuses = old.ResourceClaimStatuses
+	new.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
+	new.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses
 	terminal := func(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
 	if !terminal(old.Phase) && terminal(new.Phase) && couldHaveRunningContainers {
 		new.Phase, new.Reason, new.Message = old.Phase, old.Reason, old.Message
@@ -516,7 +521,7 @@ func mergePodStatus(old, new v1.PodStatus, couldHaveRunningContainers bool) v1.P
 
 // PatchPodStatus writes newStatus over oldStatus as a strategic merge patch
 // of pods/status, carrying the pod's UID so the API server refuses it for a
-// pod recreated under the same name. unchanged reports that there was
+// pod recreated under the same name (422: metadata.uid is immutable). unchanged reports that there was
 // nothing to write (and nothing was sent). Upstream: pkg/util/pod.PatchPodStatus.
 func PatchPodStatus(ctx context.Context, c kubernetes.Interface, namespace, name string, uid types.UID, oldStatus, newStatus v1.PodStatus) (*v1.Pod, bool, error) {
 	patch, unchanged, err := preparePatchBytesForPodStatus(uid, oldStatus, newStatus)

@@ -364,3 +364,28 @@ func TestNewManagerNeedsItsConfig(t *testing.T) {
 	_, err := NewManager(Config{})
 	assert.EqualError(t, err, "status manager: Config.Client is required")
 }
+
+func TestTerminatePodLeavesAStaticPodsPhase(t *testing.T) {
+	static := newPod("etcd", "static-uid")
+	static.Annotations = map[string]string{kubetypes.ConfigSourceAnnotationKey: kubetypes.FileSource}
+	f := newFixture(t, static)
+	f.m.SetPodStatus(static, runningStatus(true))
+	f.m.TerminatePod(static)
+	st, _ := f.m.GetPodStatus("static-uid")
+	assert.Equal(t, v1.PodRunning, st.Phase)
+	assert.NotNil(t, st.ContainerStatuses[0].State.Terminated)
+}
+
+func TestMergeKeepsWhatOthersOwn(t *testing.T) {
+	old := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		{Type: "example.com/gate", Status: v1.ConditionTrue}, {Type: v1.PodReady, Status: v1.ConditionFalse}}}
+	merged := mergePodStatus(old, v1.PodStatus{Phase: v1.PodSucceeded, Conditions: []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionTrue}, {Type: "example.com/gate", Status: v1.ConditionFalse}}}, false)
+	assert.Equal(t, v1.PodSucceeded, merged.Phase)
+	assert.Equal(t, []v1.PodCondition{
+		{Type: "example.com/gate", Status: v1.ConditionTrue},                 // kept from the API
+		{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: PodCompleted}, // a finished pod is not ready
+	}, merged.Conditions)
+	held := mergePodStatus(old, v1.PodStatus{Phase: v1.PodFailed}, true)
+	assert.Equal(t, v1.PodRunning, held.Phase, "no terminal phase while containers could run")
+}
