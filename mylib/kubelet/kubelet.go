@@ -226,7 +226,7 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		return err
 	}
 	kl.statusManager = sm
-	cr.SetSyncOptions(kuberuntime.SyncOptions{Recorder: kl.recorder, PodLogsDirectory: cfg.PodLogsDirectory})
+	cr.SetSyncOptions(kuberuntime.SyncOptions{Recorder: kl.recorder, RuntimeHelper: runtimeHelper{kl}, PodLogsDirectory: cfg.PodLogsDirectory})
 	return nil
 }
 

@@ -45,7 +45,7 @@ const (
 // finished says so, and a new one shows ContainerCreating), then its mirror
 // pod if static, then the runtime brought to the pod's spec.
 func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, mirrorPod *v1.Pod, podStatus *kubecontainer.PodStatus) (bool, error) {
-	apiPodStatus := kl.generateAPIPodStatus(pod, podStatus, false)
+	apiPodStatus := kl.apiPodStatus(pod, podStatus, false)
 	isTerminal := apiPodStatus.Phase == v1.PodSucceeded || apiPodStatus.Phase == v1.PodFailed
 	kl.setPodStatus(pod, apiPodStatus)
 	if isTerminal {
@@ -147,7 +147,7 @@ func (kl *Kubelet) getPullSecretsForPod(ctx context.Context, pod *v1.Pod) []v1.S
 // gracePeriod seconds, check that nothing runs, and write the status of
 // the stopped pod.
 func (kl *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64) error {
-	kl.setPodStatus(pod, kl.generateAPIPodStatus(pod, podStatus, false))
+	kl.setPodStatus(pod, kl.apiPodStatus(pod, podStatus, false))
 	running := kubecontainer.ConvertPodStatusToRunningPod(kl.containerRuntime.Type(), podStatus)
 	if err := kl.containerRuntime.KillPod(ctx, pod, running, gracePeriod); err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -167,7 +167,7 @@ func (kl *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatu
 	}
 	kl.printf("syncTerminatingPod %s/%s: stopped %d container(s) and the sandbox (grace period %ds)",
 		pod.Namespace, pod.Name, len(running.Containers), *gracePeriod)
-	kl.setPodStatus(pod, kl.generateAPIPodStatus(pod, stopped, true))
+	kl.setPodStatus(pod, kl.apiPodStatus(pod, stopped, true))
 	return nil
 }
 
@@ -187,7 +187,7 @@ func (kl *Kubelet) runtimePodStatus(ctx context.Context, pod *v1.Pod) (*kubecont
 // terminal status goes to the status manager, which deletes the pod from
 // the API server (grace period 0) once that status is written.
 func (kl *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {
-	s := kl.generateAPIPodStatus(pod, podStatus, true)
+	s := kl.apiPodStatus(pod, podStatus, true)
 	kl.setPodStatus(pod, s)
 	kl.statusManager.TerminatePod(pod)
 	final, _ := kl.statusManager.GetPodStatus(pod.UID)
@@ -200,6 +200,37 @@ func (kl *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus
 	}
 	kl.printf("syncTerminatedPod %s/%s: phase %s; %s", pod.Namespace, pod.Name, final.Phase, next)
 	return nil
+}
+
+// apiPodStatus is generateAPIPodStatus with what the Kubelet knows: the
+// last status it computed (the status manager's, else the pod's own), the
+// node's addresses, and the containers' last start failures.
+func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, podIsTerminal bool) v1.PodStatus {
+	old, ok := kl.statusManager.GetPodStatus(pod.UID)
+	if !ok {
+		old = pod.Status
+	}
+	return generateAPIPodStatus(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache)
+}
+
+// runtimeHelper answers the runtime manager's questions about a pod with
+// PodRuntimeHelper, given the node's addresses once they are known.
+type runtimeHelper struct{ kl *Kubelet }
+
+func (h runtimeHelper) helper() *PodRuntimeHelper {
+	return &PodRuntimeHelper{Client: h.kl.client, HostIPs: h.kl.getHostIPs()}
+}
+
+func (h runtimeHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string, podIPs []string) (*kubecontainer.RunContainerOptions, error) {
+	return h.helper().GenerateRunContainerOptions(ctx, pod, c, podIP, podIPs)
+}
+
+func (h runtimeHelper) GetPodDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
+	return h.helper().GetPodDNS(pod)
+}
+
+func (h runtimeHelper) GeneratePodHostNameAndDomain(pod *v1.Pod) (string, string, error) {
+	return h.helper().GeneratePodHostNameAndDomain(pod)
 }
 
 // PodCouldHaveRunningContainers is false once the pod's worker finished
