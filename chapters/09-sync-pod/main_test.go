@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"mykubelet/mylib/fakeruntime"
 	"mykubelet/scripts/docscheck"
 	"mykubelet/scripts/testkit/chaptertest"
 )
@@ -70,31 +71,85 @@ func TestChapter09EndToEnd(t *testing.T) {
 	ctx := context.Background()
 	f.state = chaptertest.ShortTempDir(t)
 	chaptertest.WriteNodeKubeconfig(t, f.state, f.NodeConfig)
+	chaptertest.AddStaticPod(t, f.state, "yaml/static/static-web.yaml")
 	readme := filepath.Join(f.Root, "chapters/09-sync-pod/README.md")
 
 	p := f.start(t)
 	p.WaitForOutput(`node `+node+`: status written \(.*\): Ready=True, runtime mykubelet-fake://`, 30*time.Second)
+	n, err := f.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "mykubelet-fake://"+fakeruntime.RuntimeVersion, n.Status.NodeInfo.ContainerRuntimeVersion, "from CRI Version")
 
-	t.Run("a pod placed by the scheduler runs: Running with an IP, events from kubelet, <node>", func(t *testing.T) {
+	t.Run("a pod placed by the scheduler runs: ContainerCreating, then Running with an IP; events from kubelet on the node", func(t *testing.T) {
+		w, err := f.Admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=hello"})
+		require.NoError(t, err)
+		defer w.Stop()
 		f.Shell(t, `kubectl apply -f yaml/hello.yaml`)
 		pod := f.waitPod(t, "hello", 60*time.Second, running)
-		assert.Equal(t, node, pod.Spec.NodeName)
+		assert.Equal(t, node, pod.Spec.NodeName, "placed by the scheduler")
 		assert.Equal(t, "127.0.0.1", pod.Status.HostIP)
-		p.WaitForOutput(`pod default/hello: phase Pending -> Running \(pod IP \S+\)`, 10*time.Second)
-		desc := f.Shell(t, `kubectl describe pod hello`)
-		for _, reason := range []string{"Scheduled", "Pulling", "Pulled", "Created", "Started"} {
-			assert.Regexp(t, `Normal\s+`+reason+`\s+`, desc)
+		assert.True(t, strings.HasPrefix(pod.Status.PodIP, "10.88."), pod.Status.PodIP)
+		p.WaitForOutput(`pod default/hello: phase Pending -> Running \(pod IP 10\.88\.\S+\)`, 10*time.Second)
+		var reasons []string
+		for e := range w.ResultChan() {
+			if pod := e.Object.(*v1.Pod); len(pod.Status.ContainerStatuses) > 0 {
+				if st := pod.Status.ContainerStatuses[0].State; st.Waiting != nil {
+					reasons = append(reasons, st.Waiting.Reason)
+				} else if st.Running != nil {
+					reasons = append(reasons, "Running")
+					break
+				}
+			}
 		}
+		assert.Equal(t, []string{"ContainerCreating", "Running"}, reasons, "the statuses the kubelet wrote")
+
 		evs, err := f.Admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=hello"})
 		require.NoError(t, err)
-		fromKubelet := 0
+		seen := map[string]bool{}
 		for _, e := range evs.Items {
 			if e.Source.Component == "kubelet" {
 				assert.Equal(t, node, e.Source.Host, "%s", e.Reason)
-				fromKubelet++
+				seen[e.Reason] = true
 			}
 		}
-		assert.GreaterOrEqual(t, fromKubelet, 4, "Pulling, Pulled, Created, Started")
+		assert.Equal(t, map[string]bool{"Pulling": true, "Pulled": true, "Created": true, "Started": true}, seen)
+		logs := f.Shell(t, `cat `+f.state+`/pod-logs/default_hello_`+string(pod.UID)+`/hello/0.log`)
+		assert.Regexp(t, `^\S+ stdout F hello$`, logs, "the container's log, in the CRI format")
+	})
+
+	t.Run("the static pod runs and its status is on the mirror pod", func(t *testing.T) {
+		mirror := f.waitPod(t, "static-web-"+node, 60*time.Second, running)
+		assert.Equal(t, "127.0.0.1", mirror.Status.HostIP)
+		assert.Contains(t, mirror.Annotations, "kubernetes.io/config.mirror")
+	})
+
+	t.Run("a Deployment of 3 replicas placed by the scheduler rolls out", func(t *testing.T) {
+		f.Shell(t, `kubectl apply -f yaml/nginx-deployment.yaml`)
+		out := f.Shell(t, `kubectl rollout status deployment/nginx-deployment --timeout=120s`)
+		assert.Contains(t, out, `deployment "nginx-deployment" successfully rolled out`)
+		pods, err := f.Admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=nginx"})
+		require.NoError(t, err)
+		require.Len(t, pods.Items, 3)
+		for _, pod := range pods.Items {
+			assert.True(t, running(&pod), "%s: %+v", pod.Name, pod.Status)
+			assert.Equal(t, node, pod.Spec.NodeName)
+		}
+	})
+
+	t.Run("a Job completes", func(t *testing.T) {
+		f.Shell(t, `kubectl apply -f yaml/job.yaml`)
+		out := f.Shell(t, `kubectl wait --for=condition=complete job/done --timeout=120s`)
+		assert.Contains(t, out, "job.batch/done condition met")
+		pods, err := f.Admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "job-name=done"})
+		require.NoError(t, err)
+		require.Len(t, pods.Items, 1)
+		pod := pods.Items[0]
+		assert.Equal(t, v1.PodSucceeded, pod.Status.Phase)
+		require.Len(t, pod.Status.ContainerStatuses, 1)
+		term := pod.Status.ContainerStatuses[0].State.Terminated
+		require.NotNil(t, term)
+		assert.Equal(t, int32(0), term.ExitCode)
+		assert.Equal(t, "Completed", term.Reason)
 	})
 
 	t.Run("a graceful delete stops the containers, writes the terminal phase, then the pod is gone", func(t *testing.T) {
@@ -107,5 +162,5 @@ func TestChapter09EndToEnd(t *testing.T) {
 
 	assert.Equal(t, 0, p.Stop())
 	assert.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, readme), p.Stdout()))
-	assert.False(t, strings.Contains(p.Stderr(), "panic"))
+	assert.NotContains(t, p.Stderr(), "panic")
 }
