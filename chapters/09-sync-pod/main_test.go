@@ -13,10 +13,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/nodestatus"
 	"mykubelet/scripts/docscheck"
 	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 const node = "sync-node"
@@ -163,4 +168,105 @@ func TestChapter09EndToEnd(t *testing.T) {
 	assert.Equal(t, 0, p.Stop())
 	assert.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, readme), p.Stdout()))
 	assert.NotContains(t, p.Stderr(), "panic")
+}
+
+// TestChapter09AdoptsAndFollowsTheRuntime runs the runtime in its own
+// process (chapter 05 with --pleg=false), as containerd runs beside the
+// kubelet: a restarted kubelet adopts what runs, and the node's Ready
+// condition follows the runtime going away and coming back.
+func TestChapter09AdoptsAndFollowsTheRuntime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	f := &fixture{Fixture: chaptertest.NewFixture(t, "./chapters/09-sync-pod", node)}
+	ctx := context.Background()
+	f.state = chaptertest.ShortTempDir(t)
+	chaptertest.WriteNodeKubeconfig(t, f.state, f.NodeConfig)
+	runtimeBin := testcluster.BuildChapter(t, "./chapters/05-pleg")
+	startRuntime := func() *chaptertest.Process {
+		rt := chaptertest.Start(t, runtimeBin, "--state-dir", f.state, "--pleg=false", "--control-address", "")
+		rt.WaitForOutput(`fake runtime: serving until Ctrl-C`, 30*time.Second)
+		return rt
+	}
+	rt := startRuntime()
+	cri, err := kuberuntime.Connect(ctx, "unix://"+f.state+"/mykubelet.sock", clock.RealClock{})
+	require.NoError(t, err)
+	defer cri.Close()
+
+	p := f.start(t, "--fake-runtime=false")
+	p.WaitForOutput(`node `+node+`: status written \(.*\): Ready=True`, 30*time.Second)
+	f.Shell(t, `kubectl apply -f yaml/hello.yaml`)
+	before := f.waitPod(t, "hello", 60*time.Second, running)
+	sandboxes, containers := criCounts(t, cri)
+	require.Equal(t, 1, len(sandboxes))
+	require.Equal(t, 1, len(containers))
+
+	// A restarted kubelet adopts what runs: same sandbox, same container,
+	// status not regressed. (No subtests: the processes outlive them.)
+	{
+		assert.Equal(t, 0, p.Stop())
+		w, err := f.Admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=hello", ResourceVersion: before.ResourceVersion})
+		require.NoError(t, err)
+		defer w.Stop()
+		p = f.start(t, "--fake-runtime=false")
+		p.WaitForOutput(`SyncLoop ADD source=api pods=\[default/hello\]`, 30*time.Second)
+		p.WaitForOutput(`node `+node+`: registered \(created false\)`, 30*time.Second)
+		time.Sleep(3 * time.Second) // a few relists and syncs: nothing may change
+		s2, c2 := criCounts(t, cri)
+		assert.Equal(t, sandboxes, s2, "no new sandbox")
+		assert.Equal(t, containers, c2, "no new container")
+		after, err := f.Admin.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.True(t, running(after))
+		assert.Equal(t, before.Status.ContainerStatuses[0].ContainerID, after.Status.ContainerStatuses[0].ContainerID)
+		assert.Equal(t, int32(0), after.Status.ContainerStatuses[0].RestartCount)
+		assert.Equal(t, before.Status.StartTime, after.Status.StartTime)
+		w.Stop()
+		for e := range w.ResultChan() {
+			if pod, ok := e.Object.(*v1.Pod); ok {
+				assert.Equal(t, v1.PodRunning, pod.Status.Phase, "no status regressed during the restart")
+			}
+		}
+		assert.NotContains(t, p.Stdout(), "syncPod create default/hello:", "nothing to do for the adopted pod")
+	}
+
+	// The runtime stops: the node turns NotReady with the reason; it comes
+	// back: Ready.
+	{
+		assert.Equal(t, 0, rt.Stop())
+		p.WaitForOutput(`node `+node+`: status written \(status changed\): Ready=False KubeletNotReady: container runtime is down`, 90*time.Second)
+		n, err := f.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		require.NoError(t, err)
+		_, ready := nodestatus.GetNodeCondition(&n.Status, v1.NodeReady)
+		require.NotNil(t, ready)
+		assert.Equal(t, v1.ConditionFalse, ready.Status)
+		assert.Contains(t, ready.Message, "container runtime is down")
+
+		startRuntime()
+		p.WaitForSubmatch(`node `+node+`: status written \(status changed\): Ready=True`, 0, 60*time.Second)
+		// The new runtime process starts empty, as a runtime that lost its
+		// state: the kubelet makes the pod a new sandbox and container.
+		f.waitPod(t, "hello", 60*time.Second, func(pod *v1.Pod) bool {
+			return running(pod) && pod.Status.ContainerStatuses[0].ContainerID != before.Status.ContainerStatuses[0].ContainerID
+		})
+	}
+	f.Shell(t, `kubectl delete pod hello --wait=true`)
+	assert.Equal(t, 0, p.Stop())
+}
+
+// criCounts lists every sandbox and container the runtime has, by ID.
+func criCounts(t *testing.T, cri *kuberuntime.Manager) (sandboxes, containers []string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := cri.RuntimeService().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	require.NoError(t, err)
+	for _, x := range s.Items {
+		sandboxes = append(sandboxes, x.Id)
+	}
+	c, err := cri.RuntimeService().ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	require.NoError(t, err)
+	for _, x := range c.Containers {
+		containers = append(containers, x.Id)
+	}
+	return sandboxes, containers
 }
