@@ -57,13 +57,13 @@ func main() {
 				return err
 			}
 		}
-		// The node's credentials, at the kubelet's rates (kubeAPIQPS/Burst).
-		cfg, err := o.RESTConfig()
+		// The node's credentials: a client for pods and the node, one for
+		// events, each at the kubelet's rates.
+		_, cfg, err := o.Clientset(ctx) // checks that the API server answers
 		if err != nil {
 			return err
 		}
-		cfg.QPS, cfg.Burst = kubelet.DefaultKubeAPIQPS, kubelet.DefaultKubeAPIBurst
-		client, err := options.NewCheckedClientset(ctx, cfg)
+		client, eventClient, err := kubelet.NewClients(cfg)
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func main() {
 		})
 
 		// Events as the kubelet records them: source "kubelet, <node>".
-		recorder, stopEvents := events.NewRecorder(ctx, client, o.NodeName)
+		recorder, stopEvents := events.NewRecorder(ctx, eventClient, o.NodeName)
 		defer stopEvents()
 
 		// This chapter: both halves in one Kubelet, and SyncPod for real.

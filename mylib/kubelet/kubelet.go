@@ -41,11 +41,6 @@ const (
 	// doubling to 5 min.
 	DefaultBackOffPeriod = 10 * time.Second
 	MaxContainerBackOff  = 300 * time.Second
-	// DefaultKubeAPIQPS and DefaultKubeAPIBurst are the kubelet's API
-	// client rates (kubeAPIQPS, kubeAPIBurst); client-go's own 5 and 10
-	// would queue the status writes of a burst of pods.
-	DefaultKubeAPIQPS   = 50
-	DefaultKubeAPIBurst = 100
 )
 
 // Config is what New needs. Client and NodeName are always required; each

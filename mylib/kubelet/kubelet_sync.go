@@ -69,7 +69,26 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 	if done := syncSummary(result); done != "" {
 		kl.printf("syncPod %s %s/%s: %s", updateType, pod.Namespace, pod.Name, done)
 	}
+	if result.Error() == nil && startedSomething(result) {
+		// Unlike upstream, which waits for the next relist (up to a second)
+		// to see what it started, read the runtime again and hand the new
+		// status over now. (Upstream's Evented PLEG gets the same effect.)
+		if now, err := kl.runtimePodStatus(ctx, pod); err == nil {
+			kl.setPodStatus(pod, kl.apiPodStatus(pod, now, false))
+		}
+	}
 	return false, result.Error()
+}
+
+// startedSomething: the sync made a sandbox or started a container.
+func startedSomething(r kubecontainer.PodSyncResult) bool {
+	for _, sr := range r.SyncResults {
+		switch sr.Action {
+		case kubecontainer.CreatePodSandbox, kubecontainer.StartContainer, kubecontainer.InitContainer:
+			return true
+		}
+	}
+	return false
 }
 
 // setPodStatus hands a status to the status manager and says when the

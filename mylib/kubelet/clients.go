@@ -1,0 +1,36 @@
+package kubelet
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// The kubelet's API client rates (KubeletConfiguration kubeAPIQPS,
+// kubeAPIBurst, eventRecordQPS, eventBurst). client-go's own 5 and 10
+// would queue the status writes of a burst of pods.
+const (
+	DefaultKubeAPIQPS     = 50
+	DefaultKubeAPIBurst   = 100
+	DefaultEventRecordQPS = 50
+	DefaultEventBurst     = 100
+)
+
+// NewClients makes the kubelet's two clients from the node's credentials,
+// as upstream's cmd/kubelet (kubeDeps.KubeClient and EventClient): one for
+// pods, nodes and leases at kubeAPIQPS/Burst, one for events at their own
+// rate, so that a burst of events never delays a pod's status.
+func NewClients(cfg *rest.Config) (client, eventClient *kubernetes.Clientset, err error) {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = DefaultKubeAPIQPS, DefaultKubeAPIBurst
+	if client, err = kubernetes.NewForConfig(c); err != nil {
+		return nil, nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
+	}
+	e := rest.CopyConfig(cfg)
+	e.QPS, e.Burst = DefaultEventRecordQPS, DefaultEventBurst
+	if eventClient, err = kubernetes.NewForConfig(e); err != nil {
+		return nil, nil, fmt.Errorf("event client for %s: %w", cfg.Host, err)
+	}
+	return client, eventClient, nil
+}

@@ -1,0 +1,229 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/config"
+	"mykubelet/mylib/events"
+	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/kubetypes"
+	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/testkit/testcluster"
+)
+
+// benchBurst is how many pods one iteration binds to the node at once.
+const benchBurst = 100
+
+// writeCounter counts the kubelet's API writes (anything but GET), by kind.
+type writeCounter struct {
+	statusPatches, podDeletes, events, other atomic.Int64
+}
+
+func (c *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet {
+			p := req.URL.Path
+			switch {
+			case strings.Contains(p, "/pods/") && strings.HasSuffix(p, "/status"):
+				c.statusPatches.Add(1)
+			case strings.Contains(p, "/pods/") && req.Method == http.MethodDelete:
+				c.podDeletes.Add(1)
+			case strings.Contains(p, "/events"):
+				c.events.Add(1)
+			default:
+				c.other.Add(1) // node status, Lease, mirror pods
+			}
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+func (c *writeCounter) snapshot() [4]int64 {
+	return [4]int64{c.statusPatches.Load(), c.podDeletes.Load(), c.events.Load(), c.other.Load()}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// BenchmarkPodStartup measures pod startup latency as SIG Scalability
+// defines it (pod created → all its containers started, both observed
+// through a watch) for a burst of benchBurst pods bound to the node, and
+// the kubelet's API writes per pod from bind to Running and from delete to
+// gone. The whole Kubelet runs in-process with the node's credentials and
+// the mock runtime; the control plane is real. Run:
+//
+//	go test -run '^$' -bench BenchmarkPodStartup -benchtime 3x ./mylib/kubelet/
+func BenchmarkPodStartup(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := testcluster.Start(b)
+	adminCfg := c.Config(b)
+	adminCfg.QPS, adminCfg.Burst = 1000, 1000
+	admin := kubernetes.NewForConfigOrDie(adminCfg)
+	const node = "bench-node"
+	nodeCfg := chaptertest.RegisterNode(b, c, node)
+	var writes writeCounter
+	nodeCfg.WrapTransport = writes.wrap
+	client, eventClient, err := NewClients(nodeCfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	clk := clock.RealClock{}
+	dir := chaptertest.ShortTempDir(b)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	lis, err := fakeruntime.ListenUnix(filepath.Join(dir, "rt.sock"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	wg.Go(func() { _ = fakeruntime.New(clk).Serve(ctx, lis) })
+	rt, err := kuberuntime.Connect(ctx, "unix://"+filepath.Join(dir, "rt.sock"), clk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	podConfig := config.NewPodConfig(clk)
+	wg.Go(func() { config.NewSourceApiserver(client, node, podConfig.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx) })
+	recorder, stopEvents := events.NewRecorder(ctx, eventClient, node)
+	defer stopEvents()
+	kl, err := New(Config{Client: client, NodeName: node, Clock: clk,
+		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: dir, NodeIP: []byte{127, 0, 0, 1}}},
+		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: rt,
+			RunContainers: true, Recorder: recorder, PodLogsDirectory: filepath.Join(dir, "logs")},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wg.Go(func() { _ = kl.Run(ctx) })
+
+	var all []time.Duration
+	var toRunning, toGone [4]int64
+	b.ResetTimer()
+	for i := range b.N {
+		lat, up, down := startupBurst(ctx, b, admin, node, i, &writes)
+		all = append(all, lat...)
+		for k := range up {
+			toRunning[k] += up[k]
+			toGone[k] += down[k]
+		}
+	}
+	b.StopTimer()
+	slices.Sort(all)
+	q := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Milliseconds()) }
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.90), "p90-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	pods := float64(b.N * benchBurst)
+	b.ReportMetric(float64(toRunning[0])/pods, "status-writes/pod-to-running")
+	b.ReportMetric(float64(toRunning[2])/pods, "event-writes/pod-to-running")
+	b.ReportMetric(float64(toGone[0]+toGone[1])/pods, "pod-writes/pod-delete-to-gone")
+	b.ReportMetric(float64(toGone[2])/pods, "event-writes/pod-delete-to-gone")
+}
+
+// startupBurst creates benchBurst pods bound to node, waits until all run,
+// deletes them and waits until they are gone. It returns each pod's
+// startup latency and the kubelet's writes (status patches, pod deletes,
+// events, other) during each half.
+func startupBurst(ctx context.Context, b *testing.B, admin kubernetes.Interface, node string, iter int, writes *writeCounter) ([]time.Duration, [4]int64, [4]int64) {
+	label := fmt.Sprintf("burst-%d", iter)
+	w, err := admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + label})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	start := writes.snapshot()
+	var cwg sync.WaitGroup
+	for j := range benchBurst {
+		cwg.Go(func() {
+			one := int64(1)
+			pod := &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%03d", label, j), Labels: map[string]string{"bench": label}},
+				Spec: v1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &one, Containers: []v1.Container{{
+					Name: "c", Image: "busybox:1.36", ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", "sleep 3600"}}}},
+			}
+			if _, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	created, done := map[string]time.Time{}, map[string]bool{}
+	var latencies []time.Duration
+	timeout := time.After(5 * time.Minute)
+	for len(latencies) < benchBurst {
+		select {
+		case e := <-w.ResultChan():
+			pod, ok := e.Object.(*v1.Pod)
+			if !ok {
+				b.Fatalf("watch: %v", e.Object)
+			}
+			if done[pod.Name] {
+				continue
+			}
+			if _, seen := created[pod.Name]; !seen && e.Type == watch.Added {
+				created[pod.Name] = time.Now()
+			}
+			if t0, ok := created[pod.Name]; ok && allStarted(pod) {
+				latencies = append(latencies, time.Since(t0))
+				done[pod.Name] = true
+			}
+		case <-timeout:
+			b.Fatalf("only %d of %d pods started within 5 min", len(latencies), benchBurst)
+		}
+	}
+	cwg.Wait()
+	running := writes.snapshot()
+	// Delete them all (grace period 1 s) and wait until they are gone.
+	if err := admin.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "bench=" + label}); err != nil {
+		b.Fatal(err)
+	}
+	for gone := 0; gone < benchBurst; {
+		select {
+		case e := <-w.ResultChan():
+			if e.Type == watch.Deleted {
+				gone++
+			}
+		case <-timeout:
+			b.Fatalf("only %d of %d pods gone within 5 min", gone, benchBurst)
+		}
+	}
+	end := writes.snapshot()
+	var up, down [4]int64
+	for k := range up {
+		up[k] = running[k] - start[k]
+		down[k] = end[k] - running[k]
+	}
+	return latencies, up, down
+}
+
+// allStarted: every container of the pod is running (SIG Scalability's
+// "all containers started").
+func allStarted(pod *v1.Pod) bool {
+	if len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
+		return false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			return false
+		}
+	}
+	return true
+}
