@@ -249,7 +249,7 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *kubecontainer.PodStat
 		old[s.Name] = s
 	}
 	defaultWaiting := v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: ContainerCreating}}
-	if hasInitContainers && !isInitContainer {
+	if hasInitContainers { // init containers too, as upstream
 		defaultWaiting = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: PodInitializing}}
 	}
 	statuses := make(map[string]*v1.ContainerStatus, len(containers))
