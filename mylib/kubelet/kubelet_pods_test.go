@@ -400,7 +400,7 @@ func TestGeneratePodHostNameAndDomain(t *testing.T) {
 
 func TestGenerateAPIPodStatusBeforeAnythingRuns(t *testing.T) {
 	withInit := phasePod(v1.RestartPolicyAlways, []string{"init"}, "app")
-	s := generateAPIPodStatus(withInit, &kubecontainer.PodStatus{ID: withInit.UID}, v1.PodStatus{}, false, nil, nil)
+	s := generateAPIPodStatus(withInit, nil, v1.PodStatus{}, false, nil, nil)
 	assert.Equal(t, v1.PodPending, s.Phase)
 	assert.Equal(t, PodInitializing, s.InitContainerStatuses[0].State.Waiting.Reason, "as upstream, init containers too")
 	assert.Equal(t, PodInitializing, s.ContainerStatuses[0].State.Waiting.Reason)
