@@ -147,6 +147,9 @@ func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v
 // status manager, or the pod's own); hostIPs are the node's addresses;
 // reasons may be nil.
 func generateAPIPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, oldPodStatus v1.PodStatus, podIsTerminal bool, hostIPs []string, reasons *ReasonCache) v1.PodStatus {
+	if podStatus == nil { // nothing known from the runtime yet
+		podStatus = &kubecontainer.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
 	s := convertStatusToAPIStatus(pod, podStatus, oldPodStatus, reasons)
 	all := append(append([]v1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
 	s.Phase = getPhase(pod, all, podIsTerminal)
@@ -249,7 +252,7 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *kubecontainer.PodStat
 		old[s.Name] = s
 	}
 	defaultWaiting := v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: ContainerCreating}}
-	if hasInitContainers && !isInitContainer {
+	if hasInitContainers { // init containers too, as upstream
 		defaultWaiting = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: PodInitializing}}
 	}
 	statuses := make(map[string]*v1.ContainerStatus, len(containers))

@@ -397,3 +397,18 @@ func TestGeneratePodHostNameAndDomain(t *testing.T) {
 	_, _, err = h.GeneratePodHostNameAndDomain(pod)
 	assert.ErrorContains(t, err, `pod Hostname "Not_Valid" is not a valid DNS label`)
 }
+
+func TestGenerateAPIPodStatusBeforeAnythingRuns(t *testing.T) {
+	withInit := phasePod(v1.RestartPolicyAlways, []string{"init"}, "app")
+	s := generateAPIPodStatus(withInit, nil, v1.PodStatus{}, false, nil, nil)
+	assert.Equal(t, v1.PodPending, s.Phase)
+	assert.Equal(t, PodInitializing, s.InitContainerStatuses[0].State.Waiting.Reason, "as upstream, init containers too")
+	assert.Equal(t, PodInitializing, s.ContainerStatuses[0].State.Waiting.Reason)
+	assert.Equal(t, v1.ConditionFalse, condition(s, v1.PodReadyToStartContainers).Status, "no sandbox yet")
+
+	plain := phasePod(v1.RestartPolicyAlways, nil, "app")
+	s = generateAPIPodStatus(plain, &kubecontainer.PodStatus{ID: plain.UID}, v1.PodStatus{}, false, nil, nil)
+	assert.Equal(t, ContainerCreating, s.ContainerStatuses[0].State.Waiting.Reason)
+	assert.False(t, *s.ContainerStatuses[0].Started)
+	assert.Empty(t, s.PodIP)
+}

@@ -235,6 +235,9 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 // the pod's imagePullSecrets, read by the caller; backOff may be nil (no
 // CrashLoopBackOff).
 func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, pullSecrets []v1.Secret, backOff Backoff) (result kubecontainer.PodSyncResult) {
+	if podStatus == nil { // nothing known yet: as a pod the runtime has never seen
+		podStatus = &kubecontainer.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
 	changes := m.computePodActions(pod, podStatus)
 	klog.V(3).InfoS("computePodActions got for pod", "pod", klog.KObj(pod), "killPod", changes.KillPod,
 		"createSandbox", changes.CreateSandbox, "init", changes.InitContainersToStart, "start", changes.ContainersToStart)

@@ -334,3 +334,11 @@ func TestKillPodStopsContainersThenTheSandbox(t *testing.T) {
 	require.NoError(t, f.m.SyncPod(ctx, pod, f.status(t, pod), nil, nil).Error())
 	assert.Len(t, f.status(t, pod).SandboxStatuses, 1)
 }
+
+func TestSyncPodWithNoStatusYetStartsThePod(t *testing.T) {
+	f := newSyncFixture(t)
+	pod := webPod()
+	pod.Spec.InitContainers = nil
+	require.NoError(t, f.m.SyncPod(context.Background(), pod, nil, nil, nil).Error())
+	assert.Len(t, f.status(t, pod).GetRunningContainerStatuses(), 2)
+}
