@@ -422,6 +422,13 @@ func (m *manager) needsReconcile(uid types.UID, status v1.PodStatus) bool {
 // pods/status with the UID as precondition, and deletes the pod for good
 // once it can be.
 func (m *manager) syncPod(ctx context.Context, uid types.UID, st versionedPodStatus) {
+	// The batch began with a snapshot; a newer status may have come since
+	// (a burst of pods keeps this loop behind): write only the newest.
+	m.mu.RLock()
+	if cur, ok := m.podStatuses[uid]; ok && cur.version > st.version {
+		st = cur
+	}
+	m.mu.RUnlock()
 	pod, err := m.client.CoreV1().Pods(st.podNamespace).Get(ctx, st.podName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		klog.V(3).InfoS("Pod does not exist on the server", "podUID", uid, "pod", klog.KRef(st.podNamespace, st.podName))
