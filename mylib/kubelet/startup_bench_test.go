@@ -102,7 +102,9 @@ func BenchmarkPodStartup(b *testing.B) {
 	}
 	defer rt.Close()
 	podConfig := config.NewPodConfig(clk)
-	wg.Go(func() { config.NewSourceApiserver(client, node, podConfig.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx) })
+	wg.Go(func() {
+		config.NewSourceApiserver(client, node, podConfig.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
+	})
 	recorder, stopEvents := events.NewRecorder(ctx, eventClient, node)
 	defer stopEvents()
 	kl, err := New(Config{Client: client, NodeName: node, Clock: clk,

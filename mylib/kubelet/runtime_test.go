@@ -1,0 +1,153 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes/fake"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/nodestatus"
+)
+
+// fakeCRI answers Status and Version; the other calls are not used here.
+type fakeCRI struct {
+	runtimeapi.RuntimeServiceClient
+	status *runtimeapi.RuntimeStatus
+	err    error
+}
+
+func (f *fakeCRI) Status(context.Context, *runtimeapi.StatusRequest, ...grpc.CallOption) (*runtimeapi.StatusResponse, error) {
+	return &runtimeapi.StatusResponse{Status: f.status}, f.err
+}
+
+func (f *fakeCRI) Version(context.Context, *runtimeapi.VersionRequest, ...grpc.CallOption) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{RuntimeName: "fakecri", RuntimeVersion: "1.2.3"}, f.err
+}
+
+func readyStatus(runtimeReady, networkReady bool) *runtimeapi.RuntimeStatus {
+	return &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: runtimeReady, Reason: "R", Message: "runtime says so"},
+		{Type: runtimeapi.NetworkReady, Status: networkReady, Reason: "N", Message: "cni says so"},
+	}}
+}
+
+// newRuntimeKubelet is a Kubelet whose runtime health comes from cri, on a
+// fake clock, with a healthy PLEG unless pleg says otherwise.
+func newRuntimeKubelet(cri *fakeCRI, clk clock.WithTicker, pleg func() (bool, error)) *Kubelet {
+	kl := &Kubelet{clock: clk, cri: cri, runtimeState: newRuntimeState(MaxWaitForContainerRuntime, clk)}
+	kl.runtimeState.addHealthCheck("PLEG", pleg)
+	return kl
+}
+
+func healthy() (bool, error) { return true, nil }
+
+func TestRuntimeIsDownAfter30sWithoutAGoodStatus(t *testing.T) {
+	assert.Equal(t, 5*time.Second, RuntimeUpPeriod)
+	assert.Equal(t, 30*time.Second, MaxWaitForContainerRuntime)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	cri := &fakeCRI{status: readyStatus(true, true)}
+	kl := newRuntimeKubelet(cri, clk, healthy)
+
+	assert.EqualError(t, kl.RuntimeErrors(), "container runtime status check may not have completed yet\nnetwork state unknown")
+	kl.updateRuntimeUp(context.Background())
+	assert.NoError(t, kl.RuntimeErrors())
+
+	cri.err = errors.New("connection refused") // the runtime went away
+	clk.Step(29 * time.Second)
+	kl.updateRuntimeUp(context.Background())
+	assert.NoError(t, kl.RuntimeErrors(), "29 s after the last good Status")
+	clk.Step(time.Second)
+	assert.EqualError(t, kl.RuntimeErrors(), "container runtime is down")
+
+	cri.err = nil // back
+	kl.updateRuntimeUp(context.Background())
+	assert.NoError(t, kl.RuntimeErrors())
+}
+
+func TestRuntimeAndNetworkNotReadyConditions(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	cri := &fakeCRI{status: readyStatus(true, false)}
+	kl := newRuntimeKubelet(cri, clk, healthy)
+	kl.updateRuntimeUp(context.Background())
+	assert.EqualError(t, kl.RuntimeErrors(), "container runtime network not ready: NetworkReady=false reason:N message:cni says so")
+
+	cri.status = readyStatus(false, true)
+	kl.updateRuntimeUp(context.Background())
+	assert.EqualError(t, kl.RuntimeErrors(), "container runtime not ready: RuntimeReady=false reason:R message:runtime says so")
+
+	cri.status = &runtimeapi.RuntimeStatus{} // no conditions at all
+	kl.updateRuntimeUp(context.Background())
+	assert.EqualError(t, kl.RuntimeErrors(), "container runtime not ready: <nil>\ncontainer runtime network not ready: <nil>")
+}
+
+func TestAnUnhealthyPLEGMakesTheNodeNotReady(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	kl := newRuntimeKubelet(&fakeCRI{status: readyStatus(true, true)}, clk, func() (bool, error) {
+		return false, errors.New("pleg was last seen active 3m1s ago; threshold is 3m0s")
+	})
+	kl.updateRuntimeUp(context.Background())
+	node := &v1.Node{Status: v1.NodeStatus{Capacity: v1.ResourceList{}}}
+	for _, r := range nodestatus.RequiredCapacities {
+		node.Status.Capacity[r] = resource.MustParse("1")
+	}
+	require.NoError(t, nodestatus.ReadyCondition(clk.Now, kl.RuntimeErrors, nodestatus.RequiredCapacities)(context.Background(), node))
+	_, ready := nodestatus.GetNodeCondition(&node.Status, v1.NodeReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, v1.ConditionFalse, ready.Status)
+	assert.Equal(t, "KubeletNotReady", ready.Reason)
+	assert.Equal(t, "PLEG is not healthy: pleg was last seen active 3m1s ago; threshold is 3m0s", ready.Message)
+}
+
+func TestRuntimeVersionComesFromCRIVersion(t *testing.T) {
+	kl := newRuntimeKubelet(&fakeCRI{}, clock.RealClock{}, healthy)
+	v, err := kl.RuntimeVersion(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "fakecri://1.2.3", v)
+	assert.NoError(t, (&Kubelet{}).RuntimeErrors(), "no pod half: nothing to say")
+}
+
+func TestRunContainersNeedsARuntimeThatRunsPods(t *testing.T) {
+	_, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Pods: &PodsConfig{
+		Updates: make(chan kubetypes.PodUpdate), Runtime: emptyRuntime{}, RunContainers: true}})
+	assert.ErrorIs(t, err, errNeedsContainerRuntime)
+}
+
+func TestSyncSummary(t *testing.T) {
+	var r kubecontainer.PodSyncResult
+	assert.Equal(t, "", syncSummary(r))
+	assert.False(t, startedSomething(r))
+	r.AddSyncResult(kubecontainer.NewSyncResult(kubecontainer.CreatePodSandbox, "default/p"),
+		kubecontainer.NewSyncResult(kubecontainer.ConfigPodSandbox, "id"),
+		kubecontainer.NewSyncResult(kubecontainer.InitContainer, "init"))
+	failed := kubecontainer.NewSyncResult(kubecontainer.StartContainer, "web")
+	failed.Fail(kubecontainer.ErrCrashLoopBackOff, "back-off 10s")
+	r.AddSyncResult(failed)
+	assert.Equal(t, "created sandbox, started init container init, start web failed: CrashLoopBackOff", syncSummary(r))
+	assert.True(t, startedSomething(r))
+}
+
+func TestDefaultNodeStatusFuncsNeedARootDir(t *testing.T) {
+	_, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Node: &NodeConfig{Status: &NodeStatusOptions{}}})
+	assert.EqualError(t, err, "kubelet: Config.Node.Status.RootDir is required (the filesystem of ephemeral-storage)")
+	kl, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: t.TempDir()}}})
+	require.NoError(t, err)
+	assert.Len(t, kl.node.setters, 9, "upstream's defaultNodeStatusFuncs, Ready last")
+	node, err := kl.InitialNode(context.Background())
+	require.NoError(t, err)
+	_, ready := nodestatus.GetNodeCondition(&node.Status, v1.NodeReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, v1.ConditionTrue, ready.Status, "no pod half: only the capacity decides")
+	assert.Equal(t, "", node.Status.NodeInfo.ContainerRuntimeVersion, "no runtime to ask")
+}
