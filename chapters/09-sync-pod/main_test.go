@@ -143,9 +143,9 @@ func TestChapter09EndToEnd(t *testing.T) {
 
 	t.Run("a Job completes", func(t *testing.T) {
 		f.Shell(t, `kubectl apply -f yaml/job.yaml`)
-		out := f.Shell(t, `kubectl wait --for=condition=complete job/done --timeout=120s`)
-		assert.Contains(t, out, "job.batch/done condition met")
-		pods, err := f.Admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "job-name=done"})
+		out := f.Shell(t, `kubectl wait --for=condition=complete job/hello-job --timeout=120s`)
+		assert.Contains(t, out, "job.batch/hello-job condition met")
+		pods, err := f.Admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "job-name=hello-job"})
 		require.NoError(t, err)
 		require.Len(t, pods.Items, 1)
 		pod := pods.Items[0]
@@ -158,11 +158,26 @@ func TestChapter09EndToEnd(t *testing.T) {
 	})
 
 	t.Run("a graceful delete stops the containers, writes the terminal phase, then the pod is gone", func(t *testing.T) {
-		f.Shell(t, `kubectl delete pod hello --wait=true`)
-		_, err := f.Admin.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
+		w, err := f.Admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=hello"})
+		require.NoError(t, err)
+		defer w.Stop()
+		f.Shell(t, `kubectl delete pod hello --wait=true`) // sleep ignores SIGTERM: 30 s, then SIGKILL
+		_, err = f.Admin.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "%v", err)
+		var phases []v1.PodPhase
+		for e := range w.ResultChan() {
+			pod := e.Object.(*v1.Pod)
+			assert.NotEmpty(t, pod.Status.PodIP, "the pod keeps its IP while it terminates (%s %s)", e.Type, pod.Status.Phase)
+			if len(phases) == 0 || phases[len(phases)-1] != pod.Status.Phase {
+				phases = append(phases, pod.Status.Phase)
+			}
+			if e.Type == "DELETED" {
+				break
+			}
+		}
+		assert.Equal(t, []v1.PodPhase{v1.PodRunning, v1.PodFailed}, phases, "the terminal phase is written before the pod goes")
 		p.WaitForOutput(`syncTerminatingPod default/hello: stopped 1 container\(s\) and the sandbox \(grace period 30s\)`, 10*time.Second)
-		p.WaitForOutput(`syncTerminatedPod default/hello: phase (Succeeded|Failed); the status manager deletes it once that is written`, 10*time.Second)
+		p.WaitForOutput(`syncTerminatedPod default/hello: phase Failed; the status manager deletes it once that is written`, 10*time.Second)
 	})
 
 	assert.Equal(t, 0, p.Stop())

@@ -73,7 +73,7 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 		// Unlike upstream, which waits for the next relist (up to a second)
 		// to see what it started, read the runtime again and hand the new
 		// status over now. (Upstream's Evented PLEG gets the same effect.)
-		if now, err := kl.runtimePodStatus(ctx, pod); err == nil {
+		if now, err := kl.runtimePodStatus(ctx, pod, podStatus); err == nil {
 			kl.setPodStatus(pod, kl.apiPodStatus(pod, now, false))
 		}
 	}
@@ -171,7 +171,7 @@ func (kl *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatu
 	if err := kl.containerRuntime.KillPod(ctx, pod, running, gracePeriod); err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	stopped, err := kl.runtimePodStatus(ctx, pod)
+	stopped, err := kl.runtimePodStatus(ctx, pod, podStatus)
 	if err != nil {
 		return err
 	}
@@ -191,15 +191,21 @@ func (kl *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatu
 }
 
 // runtimePodStatus asks the runtime, now, for the pod's sandboxes and
-// containers (all of them, stopped ones too).
-func (kl *Kubelet) runtimePodStatus(ctx context.Context, pod *v1.Pod) (*kubecontainer.PodStatus, error) {
+// containers (all of them, stopped ones too). A stopped sandbox has no IP
+// any more: the pod keeps the one it had in prev, as the PLEG's pod cache
+// does (upstream GenericPLEG.getPodIPs).
+func (kl *Kubelet) runtimePodStatus(ctx context.Context, pod *v1.Pod, prev *kubecontainer.PodStatus) (*kubecontainer.PodStatus, error) {
 	pods, err := kl.containerRuntime.GetPods(ctx, true)
 	if err != nil {
 		return nil, err
 	}
 	rp := kubecontainer.Pods(pods).FindPodByID(pod.UID)
 	rp.ID, rp.Name, rp.Namespace = pod.UID, pod.Name, pod.Namespace
-	return kl.containerRuntime.GetPodStatus(ctx, &rp)
+	st, err := kl.containerRuntime.GetPodStatus(ctx, &rp)
+	if err == nil && len(st.IPs) == 0 && prev != nil {
+		st.IPs = prev.IPs
+	}
+	return st, err
 }
 
 // syncTerminatedPod is SyncTerminatedPod for real: nothing runs; the pod's
