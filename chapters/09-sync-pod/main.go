@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -52,10 +53,8 @@ func main() {
 		*manifestPath = orDefault(*manifestPath, statedir.Path(o.StateDir, statedir.ManifestDir))
 		*endpoint = orDefault(*endpoint, "unix://"+statedir.Path(o.StateDir, statedir.RuntimeSocket))
 		*podLogs = orDefault(*podLogs, statedir.Path(o.StateDir, "pod-logs"))
-		for _, dir := range []string{*manifestPath, *podLogs} {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return err
-			}
+		if err := errors.Join(os.MkdirAll(*manifestPath, 0o700), os.MkdirAll(*podLogs, 0o700)); err != nil {
+			return err
 		}
 		// The node's credentials: a client for pods and the node, one for
 		// events, each at the kubelet's rates.
@@ -133,16 +132,12 @@ func main() {
 	})
 }
 
-// ready is the node's Ready condition in one phrase.
+// ready is the node's Ready condition in one phrase (the setters always write one).
 func ready(n *v1.Node) string {
-	_, c := nodestatus.GetNodeCondition(&n.Status, v1.NodeReady)
-	if c == nil {
-		return "no Ready condition"
+	if _, c := nodestatus.GetNodeCondition(&n.Status, v1.NodeReady); c != nil && c.Status != v1.ConditionTrue {
+		return fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
 	}
-	if c.Status == v1.ConditionTrue {
-		return fmt.Sprintf("Ready=True, runtime %s", n.Status.NodeInfo.ContainerRuntimeVersion)
-	}
-	return fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+	return fmt.Sprintf("Ready=True, runtime %s", n.Status.NodeInfo.ContainerRuntimeVersion)
 }
 
 func orDefault(v, def string) string {
