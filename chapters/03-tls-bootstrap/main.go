@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -56,12 +55,6 @@ func main() {
 			return fmt.Errorf("load %s: %w", nodeKubeconfig, err)
 		}
 		cfg.Timeout = 10 * time.Second
-		who, err := bootstrap.WhoAmI(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("whoami: username %s\n", who.Username)
-		fmt.Printf("whoami: groups %s\n", strings.Join(who.Groups, " "))
-		return nil
+		return bootstrap.PrintWhoAmI(ctx, os.Stdout, cfg)
 	})
 }

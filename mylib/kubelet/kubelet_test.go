@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -230,7 +231,8 @@ func TestHandlePodCleanupsReportsWorkersThatWent(t *testing.T) {
 	f.kl.podManager.RemovePod(a)
 	f.workers.alive = map[types.UID]podworkers.PodWorkerSync{}
 	f.kl.HandlePodCleanups(ctx)
-	assert.Contains(t, f.out.String(), "pod worker default/a (uid uid-a) cleaned up\n")
+	f.kl.HandlePodCleanups(ctx)
+	assert.Equal(t, 1, strings.Count(f.out.String(), "pod worker default/a (uid uid-a) cleaned up\n"), "reported once")
 }
 
 func TestHandlePodCleanupsDeletesOrphanedMirrorPods(t *testing.T) {
