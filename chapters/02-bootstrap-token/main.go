@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mykubelet/mylib/bootstrap"
-	"mykubelet/mylib/bootstrap/bootstraptoken"
+	"mykubelet/mylib/bootstraptoken"
 	"mykubelet/mylib/options"
 	"mykubelet/mylib/statedir"
 )

@@ -40,6 +40,7 @@ func main() {
 		// 1. Reuse a valid node kubeconfig, or bootstrap one.
 		if _, err := bootstrap.LoadClientCert(ctx, bootstrap.Config{
 			BootstrapKubeconfig: *bootstrapKubeconfig,
+			BootstrapCommand:    "go run ./chapters/02-bootstrap-token",
 			Kubeconfig:          nodeKubeconfig,
 			CertDir:             filepath.Dir(statedir.Path(o.StateDir, statedir.ClientCertCurrent)),
 			NodeName:            o.NodeName,

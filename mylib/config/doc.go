@@ -2,12 +2,12 @@
 // list of pods (a SET) on a channel; PodConfig merges the sources into one
 // stream of changes: ADD, UPDATE, DELETE, REMOVE and RECONCILE.
 //
-//   - SourceFile (chapter 06): static pods, one manifest per file in a
+//   - SourceFile: static pods, one manifest per file in a
 //     directory, given the kubelet's static-pod defaults (applyDefaults).
-//   - SourceApiserver (chapter 07): pods the scheduler (or you) bound to this
+//   - SourceApiserver: pods the scheduler (or you) bound to this
 //     node, from a ListWatch with field selector spec.nodeName=<node>.
 //
-// Wiring (chapter 07):
+// Wiring:
 //
 //	cfg := config.NewPodConfig(clock.RealClock{})
 //	go config.NewSourceFile(dir, nodeName, 20*time.Second, cfg.Channel(ctx, kubetypes.FileSource)).Run(ctx)

@@ -190,8 +190,8 @@ func (s *SourceFile) extractFromFile(path string) (*v1.Pod, error) {
 	}
 	pod.Annotations[kubetypes.ConfigSourceAnnotationKey] = kubetypes.FileSource
 	// config.seen: when this UID was first read. Upstream sets it when
-	// PodConfig first merges the pod; we set it here so chapter 06, which has
-	// no PodConfig yet, shows it too (PodConfig keeps it).
+	// PodConfig first merges the pod; we set it here so that a program that
+	// reads the file source without a PodConfig shows it too (PodConfig keeps it).
 	seen, ok := s.firstSeen[pod.UID]
 	if !ok {
 		seen = s.Clock.Now()

@@ -13,7 +13,7 @@
 // never acts on what it already saw. After a sync the pod is queued for a
 // resync: after the resync interval, or after a backoff if the sync failed.
 //
-// Wiring (chapter 08):
+// Wiring (as mylib/kubelet does it):
 //
 //	pw := podworkers.New(syncer, podworkers.NewBasicWorkQueue(clk), cache, clk)
 //	pw.UpdatePod(ctx, podworkers.UpdatePodOptions{UpdateType: kubetypes.SyncPodCreate, Pod: pod})
@@ -104,7 +104,7 @@ type PodSyncer interface {
 	SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error
 }
 
-// PodCache is the part of the pod cache (chapter 05) the workers read.
+// PodCache is the part of the pod cache (mylib/container) the workers read.
 type PodCache interface {
 	GetNewerThan(uid types.UID, minTime time.Time) (*kubecontainer.PodStatus, error)
 }
