@@ -38,9 +38,12 @@ func main() {
 		defer wg.Wait()
 		defer cancel()
 		updates := make(chan kubetypes.PodUpdate)
-		wg.Go(func() {
-			config.NewSourceFile(sources.ManifestPath, o.NodeName, sources.FileCheckFrequency, updates).Run(ctx)
-		})
+		files, err := config.NewSourceFile(config.SourceFileConfig{Path: sources.ManifestPath, NodeName: o.NodeName,
+			Period: sources.FileCheckFrequency, Updates: updates, Clock: clk})
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { files.Run(ctx) })
 		mc := kubepod.NewBasicMirrorClient(client, o.NodeName, nil)
 
 		tick := clk.NewTicker(sources.HousekeepingInterval)

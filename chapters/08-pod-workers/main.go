@@ -56,9 +56,12 @@ func main() {
 
 		// Chapter 07: the pod sources, merged.
 		cfg := config.NewPodConfig(clk)
-		wg.Go(func() {
-			config.NewSourceFile(sources.ManifestPath, o.NodeName, sources.FileCheckFrequency, cfg.Channel(ctx, kubetypes.FileSource)).Run(ctx)
-		})
+		files, err := config.NewSourceFile(config.SourceFileConfig{Path: sources.ManifestPath, NodeName: o.NodeName,
+			Period: sources.FileCheckFrequency, Updates: cfg.Channel(ctx, kubetypes.FileSource), Clock: clk})
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { files.Run(ctx) })
 		wg.Go(func() {
 			config.NewSourceApiserver(client, o.NodeName, cfg.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
 		})

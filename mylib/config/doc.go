@@ -10,7 +10,9 @@
 // Wiring:
 //
 //	cfg := config.NewPodConfig(clock.RealClock{})
-//	go config.NewSourceFile(dir, nodeName, 20*time.Second, cfg.Channel(ctx, kubetypes.FileSource)).Run(ctx)
+//	src, err := config.NewSourceFile(config.SourceFileConfig{Path: dir, NodeName: nodeName, Updates: cfg.Channel(ctx, kubetypes.FileSource)})
+//	if err != nil { … }
+//	go src.Run(ctx)
 //	go config.NewSourceApiserver(client, nodeName, cfg.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
 //	for u := range cfg.Updates() { … } // u.Op is ADD, UPDATE, DELETE, REMOVE or RECONCILE
 //

@@ -310,3 +310,32 @@ func TestRunPodsRunsUntilCancelled(t *testing.T) {
 	cancel()
 	assert.NoError(t, <-done)
 }
+
+func TestWithoutWorkersHousekeepingKeepsTheMirrorPods(t *testing.T) {
+	web, gone := staticPod("web", "uid-web"), staticPod("gone", "uid-gone")
+	orphan := mirrorPodOf(gone, "uid-orphan")
+	cs := fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "node-uid"}}, orphan)
+	out := &bytes.Buffer{}
+	updates := make(chan kubetypes.PodUpdate, 1)
+	kl, err := New(Config{Client: cs, NodeName: "n1", Clock: testingclock.NewFakeClock(t0), Pods: &PodsConfig{
+		Updates: updates, WithoutWorkers: true, Out: out}})
+	require.NoError(t, err)
+	assert.Nil(t, kl.PLEG(), "no PLEG without workers")
+	ctx := context.Background()
+	kl.HandlePodUpdate(ctx, kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.FileSource, Pods: []*v1.Pod{web}})
+	kl.HandlePodUpdate(ctx, kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{orphan}})
+	kl.HandlePodCleanups(ctx)
+
+	_, err = cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	assert.NoError(t, err, "the static pod got its mirror pod")
+	_, err = cs.CoreV1().Pods("default").Get(ctx, "gone", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the orphan is deleted: %v", err)
+	assert.Equal(t, "SyncLoop ADD source=file pods=[default/web]\nSyncLoop ADD source=api pods=[default/gone]\n"+
+		"mirror pod default/web created\nmirror pod default/gone deleted (its manifest is gone)\n", out.String())
+}
+
+func TestNewWithoutWorkersTakesNoRuntime(t *testing.T) {
+	_, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Pods: &PodsConfig{
+		Updates: make(chan kubetypes.PodUpdate), WithoutWorkers: true, Runtime: emptyRuntime{}}})
+	assert.ErrorContains(t, err, "not used WithoutWorkers")
+}

@@ -27,6 +27,7 @@ package podworkers
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"sync"
 	"time"
@@ -175,10 +176,14 @@ func New(syncer PodSyncer, workQueue WorkQueue, podCache PodCache, clk clock.Clo
 	return NewWithIntervals(syncer, workQueue, podCache, clk, DefaultResyncInterval, DefaultBackOffPeriod)
 }
 
-// NewWithIntervals returns pod workers. Every argument is required.
+// NewWithIntervals returns pod workers. Every argument is required, and the
+// intervals must be positive; anything else is a programming error (panic).
 func NewWithIntervals(syncer PodSyncer, workQueue WorkQueue, podCache PodCache, clk clock.Clock, resyncInterval, backOffPeriod time.Duration) PodWorkers {
 	if syncer == nil || workQueue == nil || podCache == nil || clk == nil {
 		panic("podworkers: syncer, workQueue, podCache and clock are required")
+	}
+	if resyncInterval <= 0 || backOffPeriod <= 0 {
+		panic(fmt.Sprintf("podworkers: resync interval (%v) and backoff period (%v) must be positive", resyncInterval, backOffPeriod))
 	}
 	return &podWorkers{
 		podUpdates:      map[types.UID]chan struct{}{},
