@@ -27,8 +27,8 @@ package podworkers
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
