@@ -22,6 +22,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/pleg"
 	"mykubelet/mylib/podworkers"
 )
@@ -338,4 +339,22 @@ func TestNewWithoutWorkersTakesNoRuntime(t *testing.T) {
 	_, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Pods: &PodsConfig{
 		Updates: make(chan kubetypes.PodUpdate), WithoutWorkers: true, Runtime: emptyRuntime{}}})
 	assert.ErrorContains(t, err, "not used WithoutWorkers")
+}
+
+func TestRunStopsThePodHalfWhenTheNodeCannotRegister(t *testing.T) {
+	cs := fake.NewClientset()
+	forbidden := apierrors.NewForbidden(v1.Resource("nodes"), "n1", fmt.Errorf("not this node"))
+	cs.PrependReactor("*", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
+	kl, err := New(Config{Client: cs, NodeName: "n1", Clock: testingclock.NewFakeClock(t0),
+		Node: &NodeConfig{Setters: []nodestatus.Setter{nodestatus.GoRuntime()}},
+		Pods: &PodsConfig{Updates: make(chan kubetypes.PodUpdate), Runtime: emptyRuntime{}}})
+	require.NoError(t, err)
+	done := make(chan error)
+	go func() { done <- kl.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		assert.True(t, apierrors.IsForbidden(err), "the registration error is returned: %v", err)
+	case <-time.After(time.Minute): // a guard against a hang, not a timing goal
+		t.Fatal("Run did not return after the node half failed")
+	}
 }
