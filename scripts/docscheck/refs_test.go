@@ -45,3 +45,11 @@ func TestHouseMap(t *testing.T) {
 		"| `mylib/kubelet` | `pkg/kubelet` | 04 |\n\n## Next\n| `mylib/other` | x | y |\n"
 	require.Equal(t, []string{"mylib/pleg", "mylib/kubelet"}, HouseMap(md))
 }
+
+func TestPackageDeclares(t *testing.T) {
+	for name, want := range map[string]bool{"Paths": true, "GoRef": true, "chapterNumber": true, "NoSuchThing": false, "String": false} {
+		got, err := PackageDeclares(".", name)
+		require.NoError(t, err)
+		require.Equal(t, want, got, name)
+	}
+}
