@@ -299,6 +299,8 @@ func TestExecSync(t *testing.T) {
 	}
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
 	assert.Contains(t, err.Error(), "timed out after 2s")
+	resp = execIn(t, r, c, "pgrep", "sleep")
+	assert.Equal(t, "2\n", string(resp.Stdout), "the timed-out sleep is gone; the main script's sleep is left")
 
 	_, err = r.ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: c})
 	assert.Equal(t, codes.InvalidArgument, status.Code(err))

@@ -39,7 +39,7 @@ const ExitCodeSIGTERM = 143
 
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
-var Utilities = []string{"cat", "date", "env", "hostname", "ls", "mkdir", "printenv", "rm", "sh", "sleep", "touch"}
+var Utilities = []string{"cat", "date", "env", "hostname", "ls", "mkdir", "printenv", "rm", "pgrep", "sh", "sleep", "top", "touch"}
 
 // proc is one script running in a container: its main process, or a
 // command run by ExecSync.
@@ -52,6 +52,30 @@ type proc struct {
 	stderr   io.Writer
 
 	*signals
+	// running counts the utilities running in the container, by name,
+	// for pgrep; shared by the container's main script and its execs.
+	running *procTable
+}
+
+// procTable counts the utilities running in a container.
+type procTable struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (t *procTable) add(name string, d int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == nil {
+		t.n = map[string]int{}
+	}
+	t.n[name] += d
+}
+
+func (t *procTable) count(name string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n[name]
 }
 
 // signals is a process's SIGTERM: its trap and its delivery, shared with
@@ -66,8 +90,8 @@ type signals struct {
 	term     chan struct{}
 }
 
-func newProc(clk clock.Clock, root *os.Root, hostname string, env []string, stdout, stderr io.Writer) *proc {
-	return &proc{clock: clk, root: root, hostname: hostname, env: env, stdout: stdout, stderr: stderr, signals: &signals{term: make(chan struct{})}}
+func newProc(clk clock.Clock, root *os.Root, hostname string, env []string, stdout, stderr io.Writer, running *procTable) *proc {
+	return &proc{clock: clk, root: root, hostname: hostname, env: env, stdout: stdout, stderr: stderr, signals: &signals{term: make(chan struct{})}, running: running}
 }
 
 // sigterm delivers SIGTERM. It reports whether the script traps it (a
@@ -222,7 +246,23 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 func (p *proc) exec(ctx context.Context, args []string) error {
 	hc := interp.HandlerCtx(ctx)
 	name := utilityName(args[0])
+	p.running.add(name, 1)
+	defer p.running.add(name, -1)
 	switch name {
+	case "pgrep":
+		// There are no PIDs: one line per running utility of that name.
+		if len(args) != 2 {
+			fmt.Fprintln(hc.Stderr, "pgrep: usage: pgrep NAME")
+			return interp.NewExitStatus(2)
+		}
+		n := p.running.count(args[1])
+		for i := range n {
+			fmt.Fprintln(hc.Stdout, i+2) // 1 is the container's main process
+		}
+		if n == 0 {
+			return interp.NewExitStatus(1)
+		}
+		return nil
 	case "sleep":
 		return p.sleep(ctx, hc, args[1:])
 	case "cat":
@@ -289,13 +329,22 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	case "hostname":
 		fmt.Fprintln(hc.Stdout, p.hostname)
 		return nil
+	case "top":
+		// A process that runs until killed, as busybox's top does in a
+		// container with no terminal; it ends on SIGTERM.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.term:
+			return interp.NewExitStatus(ExitCodeSIGTERM)
+		}
 	case "sh", "bash", "ash":
 		script, params, err := argvScript(append([]string{"sh"}, args[1:]...))
 		if err != nil || (len(args) > 1 && args[1] != "-c") {
 			fmt.Fprintf(hc.Stderr, "%s: only %s -c SCRIPT is supported\n", name, name)
 			return interp.NewExitStatus(2)
 		}
-		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals}
+		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running}
 		code := sub.run(ctx, script, params)
 		if ctx.Err() != nil {
 			return ctx.Err()
