@@ -184,8 +184,10 @@ func TestStopContainerRunsTheTERMTrap(t *testing.T) {
 	startContainer(t, r, c)
 	waitSleeping(t, r)
 	clk.Step(time.Second)
-	_, err := r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 30})
-	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := r.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 30})
+	require.NoError(t, err, "the trap ends the script before the timeout (which the fake clock never reaches)")
 	st := containerStatus(t, r, c)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.State)
 	assert.Equal(t, int32(4), st.ExitCode, "the trap's exit code")
@@ -219,7 +221,13 @@ func TestStopContainerKillsAfterTheTimeoutWithoutATrap(t *testing.T) {
 		_, err := r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 30})
 		done <- err
 	}()
-	<-waiting
+	bound, cancelBound := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelBound()
+	select {
+	case <-waiting:
+	case <-bound.Done():
+		t.Fatal("StopContainer never waited on its timeout")
+	}
 	// While it waits, the runtime keeps answering and the container runs.
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
 	clk.Step(29 * time.Second)
@@ -311,7 +319,8 @@ func TestExecSync(t *testing.T) {
 }
 
 func TestIdempotence(t *testing.T) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a stop that waits on the fake clock fails instead of hanging
+	defer cancel()
 	r, _ := fixture(t)
 	cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "u1"}}
 	a, err := r.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
