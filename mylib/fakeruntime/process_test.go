@@ -177,6 +177,21 @@ func TestEnvironmentIsTheConfigsPlusHostname(t *testing.T) {
 	assert.Equal(t, "web-0\nweb-0\nhi\n", string(out.Stdout))
 }
 
+func TestWorkingDir(t *testing.T) {
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	resp, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
+		Command: []string{"sleep", "1h"}, WorkingDir: "/srv/app"}})
+	require.NoError(t, err)
+	_, err = r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "root"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"}, WorkingDir: "/"}})
+	require.NoError(t, err)
+	startContainer(t, r, resp.ContainerId)
+	out := execIn(t, r, resp.ContainerId, "sh", "-c", "pwd; touch here; ls /srv/app; cd ..; pwd")
+	assert.Equal(t, "/srv/app\nhere\n/srv\n", string(out.Stdout), string(out.Stderr))
+}
+
 func TestStopContainerRunsTheTERMTrap(t *testing.T) {
 	r, clk := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)

@@ -198,6 +198,7 @@ type container struct {
 	params   []string
 	env      []string
 	hostname string
+	workDir  string              // WorkingDir, made at creation
 	mounts   []*runtimeapi.Mount // as asked; reported, never mounted
 	running  procTable           // the utilities running in it (pgrep)
 	dir      string              // on the host: the container's directory; rootfs is in it
@@ -295,6 +296,7 @@ func (r *Runtime) start(c *container) {
 	c.startedAt = r.now()
 	stdout, stderr := c.log.stream(StreamStdout), c.log.stream(StreamStderr)
 	p := newProc(r.clock, c.root, c.hostname, c.env, stdout, stderr, &c.running)
+	p.workDir = c.workDir
 	ctx, cancel := context.WithCancel(context.Background())
 	c.proc, c.cancel, c.done = p, cancel, make(chan struct{})
 	done := c.done

@@ -48,6 +48,7 @@ type proc struct {
 	root     *os.Root
 	hostname string
 	env      []string
+	workDir  string // the script's starting directory in the container ("" is /)
 	stdout   io.Writer
 	stderr   io.Writer
 
@@ -185,6 +186,9 @@ func (p *proc) run(ctx context.Context, script string, params []string) int {
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sh: %v\n", err)
 		return 2
+	}
+	if p.workDir != "" {
+		runner.Dir = path.Clean("/" + p.workDir) // a path in the container, which interp.Dir would look up on the host
 	}
 	err = runner.Run(ctx, file)
 	if ctx.Err() != nil {
@@ -344,7 +348,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 			fmt.Fprintf(hc.Stderr, "%s: only %s -c SCRIPT is supported\n", name, name)
 			return interp.NewExitStatus(2)
 		}
-		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running}
+		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running}
 		code := sub.run(ctx, script, params)
 		if ctx.Err() != nil {
 			return ctx.Err()
