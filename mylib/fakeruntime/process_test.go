@@ -144,6 +144,9 @@ func TestScriptsAreConfinedToTheContainerRoot(t *testing.T) {
 		{"id; uname", "sh: id: command not found"},
 		{"x=$(whoami)", "sh: whoami: command not found"},
 		{"bash -i", "bash: only bash -c SCRIPT is supported\n"},
+		{"type passwd sh", "type: passwd: not found\n"},
+		{"command -v go || command -v python3 || echo none >&2; exit 1", "none\n"},
+		{". /etc/passwd", "no such file or directory"},
 	} {
 		resp := execIn(t, r, c, "sh", "-c", tc.cmd)
 		assert.NotZero(t, resp.ExitCode, tc.cmd)
@@ -154,8 +157,11 @@ func TestScriptsAreConfinedToTheContainerRoot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "host secret\n", string(b), "the host file is untouched")
 
+	resp := execIn(t, r, c, "sh", "-c", "command -v sleep; command -v echo; type cat")
+	assert.Equal(t, "/bin/sleep\necho\ncat is /bin/cat\n", string(resp.Stdout), string(resp.Stderr))
+
 	// What is inside works.
-	resp := execIn(t, r, c, "sh", "-c", `mkdir -p /data/x && echo "$HOSTNAME $GREETING" > /data/x/f && cat /data/x/f && ls /data/x && cd /data && cat x/f && rm -r /data && ls /`)
+	resp = execIn(t, r, c, "sh", "-c", `mkdir -p /data/x && echo "$HOSTNAME $GREETING" > /data/x/f && cat /data/x/f && ls /data/x && cd /data && cat x/f && rm -r /data && ls /`)
 	assert.Equal(t, int32(0), resp.ExitCode, string(resp.Stderr))
 	assert.Equal(t, "web \nf\nweb \ndev\netc\nproc\ntmp\nvar\n", string(resp.Stdout))
 }

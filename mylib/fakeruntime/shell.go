@@ -220,6 +220,14 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 		}
 		return []string{"eval", trap + "\n" + strings.Join(quoted, " ")}, nil
 	}
+	switch args[0] {
+	case "type", "hash", "command":
+		// These search PATH with os.Stat on the host's file system: answer
+		// them here instead, from the builtins and the utilities.
+		if args[0] != "command" || (len(args) > 1 && (args[1] == "-v" || args[1] == "-V")) {
+			return append([]string{lookupCommand}, args...), nil
+		}
+	}
 	if args[0] != "trap" || len(args) < 3 {
 		return args, nil
 	}
@@ -253,6 +261,8 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	p.running.add(name, 1)
 	defer p.running.add(name, -1)
 	switch name {
+	case lookupCommand:
+		return p.lookup(hc, args[1:])
 	case "pgrep":
 		// There are no PIDs: one line per running utility of that name.
 		if len(args) != 2 {
@@ -357,6 +367,43 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(hc.Stderr, "sh: %s: command not found (the fake runtime runs no programs: see fakeruntime.Utilities)\n", args[0])
 	return interp.NewExitStatus(ExitCodeNotFound)
+}
+
+// lookupCommand is the internal name under which call hands type, hash
+// and command -v to exec (a name no script can type: it has a NUL byte).
+const lookupCommand = "\x00lookup"
+
+// lookup answers type, hash and command -v/-V: a builtin or a utility is
+// found, anything else is not (there is no PATH to search).
+func (p *proc) lookup(hc interp.HandlerContext, args []string) error {
+	cmd, names := args[0], args[1:]
+	if cmd == "command" || (len(names) > 0 && strings.HasPrefix(names[0], "-")) {
+		names = names[1:]
+	}
+	failed := false
+	for _, n := range names {
+		switch {
+		case interp.IsBuiltin(n) && cmd == "type":
+			fmt.Fprintf(hc.Stdout, "%s is a shell builtin\n", n)
+		case slices.Contains(Utilities, utilityName(n)) && cmd == "type":
+			fmt.Fprintf(hc.Stdout, "%s is /bin/%s\n", n, utilityName(n))
+		case interp.IsBuiltin(n):
+			fmt.Fprintln(hc.Stdout, n)
+		case slices.Contains(Utilities, utilityName(n)):
+			if cmd == "command" {
+				fmt.Fprintln(hc.Stdout, "/bin/"+utilityName(n))
+			}
+		default:
+			if cmd != "command" {
+				fmt.Fprintf(hc.Stderr, "%s: %s: not found\n", cmd, n)
+			}
+			failed = true
+		}
+	}
+	if failed {
+		return interp.NewExitStatus(1)
+	}
+	return nil
 }
 
 // environ lists the exported variables of env as NAME=value.
