@@ -5,7 +5,7 @@
 // Lifecycle Event Generator (mylib/pleg) against it through a CRI gRPC
 // client (mylib/kuberuntime), exactly as the kubelet talks to containerd.
 // It prints each event as it happens. A small HTTP control API on loopback
-// lets you kill, start, remove or script containers behind the PLEG's back.
+// lets you kill, stop, remove or exec in containers behind the PLEG's back.
 //
 // It needs no Kubernetes cluster: --kubeconfig is accepted, like in every
 // chapter, and not used.
@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 
@@ -36,7 +35,7 @@ func main() {
 	o := options.New("05-pleg")
 	rt := o.Runtime(pleg.RelistPeriod)
 	seed := o.Flags.Bool("seed-pods", false, "start the mock runtime with two sample pods (default: empty)")
-	control := o.Flags.String("control-address", DefaultControlAddress, "host:port of the mock runtime's HTTP control API (empty: none); keep it on loopback, it has no authentication")
+	control := o.Flags.String("control-address", DefaultControlAddress, "host:port of the mock runtime's HTTP control API (empty: none); loopback only, it has no authentication")
 	runPLEG := o.Flags.Bool("pleg", true, "run the PLEG; false: only serve the mock runtime, for crictl or other chapters")
 
 	o.Main(os.Args[1:], func(ctx context.Context) error {
@@ -112,7 +111,7 @@ func serveFakeRuntime(ctx context.Context, wg *sync.WaitGroup, clk clock.Clock, 
 	if controlAddr == "" {
 		return nil
 	}
-	cl, err := net.Listen("tcp", controlAddr)
+	cl, err := fakeruntime.ListenControl(controlAddr) // loopback only: it has no authentication
 	if err != nil {
 		return fmt.Errorf("control API: %w", err)
 	}

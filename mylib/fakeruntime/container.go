@@ -3,6 +3,9 @@ package fakeruntime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,8 +17,8 @@ import (
 )
 
 // CreateContainer creates a CREATED container in a READY sandbox. The image
-// must have been pulled, as with containerd. The script annotations (see
-// Script) are read here; a malformed one is an InvalidArgument error.
+// must have been pulled, as with containerd. It makes the container's root
+// directory and opens its log file (sandbox LogDirectory + LogPath).
 func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
 	cfg := req.GetConfig()
 	m := cfg.GetMetadata()
@@ -25,9 +28,13 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	if cfg.GetImage().GetImage() == "" {
 		return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: config.image.image is empty", m.GetName())
 	}
-	script, err := ParseScript(cfg.GetAnnotations())
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: %v", m.GetName(), err)
+	argv := append(slices.Clone(cfg.GetCommand()), cfg.GetArgs()...)
+	script, params := imageDefault(cfg.GetImage().GetImage()).Script, []string(nil)
+	if len(argv) > 0 {
+		var err error
+		if script, params, err = argvScript(argv); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: command: %v", m.GetName(), err)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -57,19 +64,64 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		state:       runtimeapi.ContainerState_CONTAINER_CREATED,
 		createdAt:   r.now(),
 		script:      script,
+		params:      params,
+		hostname:    s.hostname,
+		workDir:     cfg.GetWorkingDir(),
 	}
+	for _, mt := range cfg.GetMounts() {
+		c.mounts = append(c.mounts, &runtimeapi.Mount{ContainerPath: mt.GetContainerPath(), HostPath: mt.GetHostPath(),
+			Readonly: mt.GetReadonly(), Propagation: mt.GetPropagation(), SelinuxRelabel: mt.GetSelinuxRelabel()})
+	}
+	for _, kv := range cfg.GetEnvs() {
+		c.env = append(c.env, kv.GetKey()+"="+string(kv.GetValue()))
+	}
+	c.env = append(c.env, "HOSTNAME="+s.hostname)
 	if cfg.GetLogPath() != "" {
 		c.logPath = filepath.Join(s.logDir, cfg.GetLogPath())
+	}
+	if err := r.makeRoot(c); err != nil {
+		c.closeFiles()
+		return nil, status.Errorf(codes.Internal, "CreateContainer %s: %v", m.GetName(), err)
 	}
 	r.addContainer(s, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
-// StartContainer starts a CREATED container. Its script clock starts now.
+// makeRoot makes c's directory with its root file system (a few empty
+// directories and /etc/hostname) and opens its log. Caller holds mu.
+func (r *Runtime) makeRoot(c *container) error {
+	dir, err := r.containersDir()
+	if err != nil {
+		return err
+	}
+	c.dir = filepath.Join(dir, c.id)
+	rootfs := filepath.Join(c.dir, "rootfs")
+	for _, d := range []string{"etc", "tmp", "var/log", "dev", "proc"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, "etc/hostname"), []byte(c.hostname+"\n"), 0o644); err != nil {
+		return err
+	}
+	if c.root, err = os.OpenRoot(rootfs); err != nil {
+		return err
+	}
+	if rel := strings.TrimPrefix(path.Clean("/"+c.workDir), "/"); rel != "" { // made if missing, as containerd does
+		if err := c.root.MkdirAll(rel, 0o755); err != nil {
+			return fmt.Errorf("working directory %q: %w", c.workDir, err)
+		}
+	}
+	if c.log, err = openLog(r.clock, c.logPath); err != nil {
+		return fmt.Errorf("log file: %w", err)
+	}
+	return nil
+}
+
+// StartContainer starts a CREATED container: its script starts running.
 func (r *Runtime) StartContainer(_ context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advance()
 	c, err := r.findContainer(req.GetContainerId())
 	if err != nil {
 		return nil, err
@@ -80,19 +132,24 @@ func (r *Runtime) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	if s := r.sandboxes[c.sandboxID]; s == nil || s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Errorf(codes.FailedPrecondition, "StartContainer %s: its sandbox is not ready", short(c.id))
 	}
-	c.start(r.now())
+	r.start(c)
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
-// StopContainer stops a running container. A container exits on SIGTERM at
-// once with code 0, unless its script ignores SIGTERM: then StopContainer
-// waits the timeout (on the runtime's clock) and kills it with SIGKILL (exit
-// code 137). A timeout of 0 kills at once. Stopping a container that is not
-// running is not an error.
+// StopContainer stops a running container: it sends SIGTERM, waits up to
+// the timeout (on the runtime's clock) for the script to exit, then kills
+// it with SIGKILL (exit code 137). A script that traps TERM runs its trap
+// (`trap 'exit 0' TERM`); one that does not ignores SIGTERM, as PID 1 in a
+// container does, and is killed when the timeout ends. A timeout of 0 kills
+// at once. Stopping a container that is not running, or gone, is not an
+// error (the CRI says so).
 func (r *Runtime) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	r.mu.Lock()
-	r.advance()
 	c, err := r.findContainer(req.GetContainerId())
+	if status.Code(err) == codes.NotFound {
+		r.mu.Unlock()
+		return &runtimeapi.StopContainerResponse{}, nil
+	}
 	if err != nil {
 		r.mu.Unlock()
 		return nil, err
@@ -107,27 +164,29 @@ func (r *Runtime) StopContainer(ctx context.Context, req *runtimeapi.StopContain
 		r.mu.Unlock()
 		return &runtimeapi.StopContainerResponse{}, nil
 	}
-	if !c.script.IgnoreSIGTERM {
-		c.exit(r.now(), 0)
-		r.mu.Unlock()
-		return &runtimeapi.StopContainerResponse{}, nil
-	}
-	id := c.id
+	p, done := c.proc, c.done
 	r.mu.Unlock()
 
-	// The container ignores SIGTERM: wait out the grace period without
-	// holding the lock, so that the rest of the runtime keeps answering.
+	// Wait for the script without holding the lock, so that the rest of
+	// the runtime keeps answering.
+	p.sigterm()
+	timer := r.clock.NewTimer(timeout)
+	defer timer.Stop()
+	if r.testHookStopWaiting != nil {
+		r.testHookStopWaiting()
+	}
 	select {
-	case <-r.clock.After(timeout):
+	case <-done:
+		return &runtimeapi.StopContainerResponse{}, nil
+	case <-timer.C():
 	case <-ctx.Done():
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.advance()
-	if c, ok := r.containers[id]; ok {
+	if c.proc == p {
 		r.kill(c) // no-op if it exited on its own meanwhile
 	}
+	r.mu.Unlock()
 	return &runtimeapi.StopContainerResponse{}, nil
 }
 
@@ -154,7 +213,6 @@ func (r *Runtime) ListContainers(_ context.Context, req *runtimeapi.ListContaine
 	idPrefix, sandboxPrefix := f.GetId(), f.GetPodSandboxId()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advance()
 	items := make([]*runtimeapi.Container, 0, len(r.containers))
 	for _, c := range r.containers {
 		if !strings.HasPrefix(c.id, idPrefix) || !strings.HasPrefix(c.sandboxID, sandboxPrefix) {
@@ -180,7 +238,6 @@ func (r *Runtime) ListContainers(_ context.Context, req *runtimeapi.ListContaine
 func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advance()
 	c, err := r.findContainer(req.GetContainerId())
 	if err != nil {
 		return nil, err
@@ -200,10 +257,11 @@ func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 		Labels:      c.labels,
 		Annotations: c.annotations,
 		LogPath:     c.logPath,
+		Mounts:      c.mounts,
 	}
 	resp := &runtimeapi.ContainerStatusResponse{Status: st}
 	if req.GetVerbose() {
-		info := map[string]any{"sandboxID": c.sandboxID, "restarts": c.restarts, "script": c.script.String()}
+		info := map[string]any{"sandboxID": c.sandboxID, "script": c.script, "rootfs": filepath.Join(c.dir, "rootfs")}
 		if s := r.sandboxes[c.sandboxID]; s != nil {
 			info["pod"] = s.podName()
 		}

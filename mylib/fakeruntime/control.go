@@ -3,33 +3,43 @@ package fakeruntime
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Action is what the control API does to a container, a sandbox or a pod.
 type Action string
 
 // The control actions. They are teaching shortcuts, not CRI calls: they let
-// a learner change the runtime behind the kubelet's back and watch the PLEG
-// notice.
+// a learner change the runtime behind the kubelet's back and watch it
+// notice. None restarts a container: a real runtime never does; the kubelet
+// creates a new container (attempt + 1).
 const (
-	// ActionKill SIGKILLs a running container (exit code 137). On a sandbox
-	// or pod it also makes the sandbox NOTREADY, as StopPodSandbox does.
+	// ActionKill SIGKILLs a running container (exit code 137), as the
+	// kernel's OOM killer or `kill -9` would. On a sandbox or pod it also
+	// makes the sandbox NOTREADY, as StopPodSandbox does.
 	ActionKill Action = "kill"
-	// ActionStart runs a created or exited container again, in place (same
-	// ID). On a sandbox it makes it READY again; on a pod it also starts the
-	// pod's containers.
-	ActionStart Action = "start"
+	// ActionStop stops a container as StopContainer does: SIGTERM, then
+	// SIGKILL when the timeout (query parameter timeout=N seconds, default
+	// DefaultStopTimeout) ends.
+	ActionStop Action = "stop"
 	// ActionRemove removes a container, or a sandbox with its containers,
 	// running or not.
 	ActionRemove Action = "remove"
+	// ActionExec runs a command (query parameter cmd, a shell script) in a
+	// running container, as ExecSync does, and answers its output: the way
+	// to break or mend what an exec probe checks (cmd=rm /tmp/healthy).
+	ActionExec Action = "exec"
 )
+
+// DefaultStopTimeout is the grace period of the stop action, in seconds.
+const DefaultStopTimeout = 10
+
+// MaxControlTimeout bounds the stop and exec actions' timeouts, in seconds.
+const MaxControlTimeout = 60
 
 // Errors of the control API; the HTTP handler maps them to status codes.
 var (
@@ -77,12 +87,11 @@ func (r *Runtime) containerRef(c *container) Ref {
 	return ref
 }
 
-// ContainerAction kills, starts or removes the container whose ID (or unique
-// ID prefix) is id.
+// ContainerAction kills or removes the container whose ID (or unique ID
+// prefix) is id. (Stop and exec are StopContainer and ExecSync.)
 func (r *Runtime) ContainerAction(id string, a Action) (Ref, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advance()
 	c, err := r.findContainer(id)
 	if err != nil {
 		return Ref{}, controlErr(err)
@@ -91,14 +100,6 @@ func (r *Runtime) ContainerAction(id string, a Action) (Ref, error) {
 	switch a {
 	case ActionKill:
 		r.kill(c)
-	case ActionStart:
-		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			return ref, nil
-		}
-		if s := r.sandboxes[c.sandboxID]; s == nil || s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
-			return Ref{}, fmt.Errorf("%w: the sandbox of %s is not ready; start the pod instead", ErrBadRequest, ref)
-		}
-		c.start(r.now())
 	case ActionRemove:
 		r.removeContainer(c)
 	default:
@@ -107,52 +108,51 @@ func (r *Runtime) ContainerAction(id string, a Action) (Ref, error) {
 	return ref, nil
 }
 
-// SandboxAction kills, starts or removes the sandbox whose ID (or unique ID
-// prefix) is id.
+// LookupContainer returns what the container whose ID (or unique ID
+// prefix) is id is, for an answer.
+func (r *Runtime) LookupContainer(id string) (Ref, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.findContainer(id)
+	if err != nil {
+		return Ref{}, controlErr(err)
+	}
+	return r.containerRef(c), nil
+}
+
+// SandboxAction kills or removes the sandbox whose ID (or unique ID prefix)
+// is id.
 func (r *Runtime) SandboxAction(id string, a Action) (Ref, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advance()
 	s, err := r.findSandbox(id)
 	if err != nil {
 		return Ref{}, controlErr(err)
 	}
-	return r.sandboxAction(s, a, false)
+	return r.sandboxAction(s, a)
 }
 
-// PodAction kills, starts or removes the newest sandbox of the pod
-// namespace/name; start also starts the pod's containers.
+// PodAction kills or removes the newest sandbox of the pod namespace/name.
 func (r *Runtime) PodAction(namespace, name string, a Action) (Ref, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advance()
 	s := r.newestSandbox(namespace, name)
 	if s == nil {
 		return Ref{}, fmt.Errorf("%w: no pod %s/%s", ErrNotFound, namespace, name)
 	}
-	return r.sandboxAction(s, a, true)
+	return r.sandboxAction(s, a)
 }
 
-// sandboxAction does a to s; withContainers starts its containers too.
-// Caller holds mu.
-func (r *Runtime) sandboxAction(s *sandbox, a Action, withContainers bool) (Ref, error) {
+// sandboxAction does a to s. Caller holds mu.
+func (r *Runtime) sandboxAction(s *sandbox, a Action) (Ref, error) {
 	ref := Ref{Kind: "sandbox", ID: s.id, Pod: s.podName()}
 	switch a {
 	case ActionKill:
 		r.stopSandbox(s)
-	case ActionStart:
-		s.state = runtimeapi.PodSandboxState_SANDBOX_READY
-		if withContainers {
-			for _, c := range r.containersOf(s.id) {
-				if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
-					c.start(r.now())
-				}
-			}
-		}
 	case ActionRemove:
 		r.removeSandbox(s)
 	default:
-		return Ref{}, badAction(a)
+		return Ref{}, fmt.Errorf("%w: unknown action %q for a sandbox or pod: want %s or %s", ErrBadRequest, a, ActionKill, ActionRemove)
 	}
 	return ref, nil
 }
@@ -178,45 +178,6 @@ func (r *Runtime) FindContainer(namespace, name, containerName string) (string, 
 	return found.id, nil
 }
 
-// SetScript replaces the script of the container whose ID (or unique ID
-// prefix) is id. The new script's clock starts now: a running container
-// with ExitAfter exits ExitAfter from now.
-func (r *Runtime) SetScript(id string, s Script) (Ref, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.advance()
-	c, err := r.findContainer(id)
-	if err != nil {
-		return Ref{}, controlErr(err)
-	}
-	r.setScript(c, s)
-	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-		c.startedAt = r.now()
-	}
-	return r.containerRef(c), nil
-}
-
-// ScriptFromQuery reads a Script from URL query parameters named like the
-// annotations without their prefix: exit-after, exit-code, restart-after,
-// ignore-sigterm.
-func ScriptFromQuery(q url.Values) (Script, error) {
-	for k := range q {
-		switch k {
-		case "exit-after", "exit-code", "restart-after", "ignore-sigterm":
-		default:
-			return Script{}, fmt.Errorf("%w: unknown parameter %q: want exit-after, exit-code, restart-after or ignore-sigterm", ErrBadRequest, k)
-		}
-	}
-	s, err := parseScript(func(key string) (string, bool) {
-		_, ok := q[key]
-		return q.Get(key), ok
-	})
-	if err != nil {
-		return Script{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
-	}
-	return s, nil
-}
-
 // newestSandbox returns the newest sandbox of namespace/name, or nil.
 // Caller holds mu.
 func (r *Runtime) newestSandbox(namespace, name string) *sandbox {
@@ -231,7 +192,7 @@ func (r *Runtime) newestSandbox(namespace, name string) *sandbox {
 }
 
 func badAction(a Action) error {
-	return fmt.Errorf("%w: unknown action %q: want %s, %s or %s", ErrBadRequest, a, ActionKill, ActionStart, ActionRemove)
+	return fmt.Errorf("%w: unknown action %q: want %s, %s, %s or %s", ErrBadRequest, a, ActionKill, ActionStop, ActionRemove, ActionExec)
 }
 
 // Snapshot is a plain view of the runtime's state, for the control API's
@@ -249,9 +210,10 @@ type SandboxInfo struct {
 // ContainerInfo is one container in a Snapshot.
 type ContainerInfo struct {
 	ID, Name, Image, State, Reason string
+	Attempt                        uint32
 	ExitCode                       int32
-	Restarts                       int
-	Script                         string
+	// Command is the script the container runs, on one line.
+	Command string
 }
 
 // Snapshot returns the current sandboxes (sorted by pod name, newest first)
@@ -259,7 +221,6 @@ type ContainerInfo struct {
 func (r *Runtime) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advance()
 	var snap Snapshot
 	for _, s := range r.sandboxes {
 		si := SandboxInfo{ID: s.id, Pod: s.podName(), UID: s.meta.GetUid(), State: strings.TrimPrefix(s.state.String(), "SANDBOX_")}
@@ -267,7 +228,7 @@ func (r *Runtime) Snapshot() Snapshot {
 			si.Containers = append(si.Containers, ContainerInfo{
 				ID: c.id, Name: c.meta.GetName(), Image: c.image.GetImage(),
 				State: strings.TrimPrefix(c.state.String(), "CONTAINER_"), Reason: c.reason,
-				ExitCode: c.exitCode, Restarts: c.restarts, Script: c.script.String(),
+				Attempt: c.meta.GetAttempt(), ExitCode: c.exitCode, Command: oneLine(c.script),
 			})
 		}
 		snap.Sandboxes = append(snap.Sandboxes, si)
@@ -280,4 +241,21 @@ func (r *Runtime) Snapshot() Snapshot {
 		return r.sandboxes[a.ID].createdAt > r.sandboxes[b.ID].createdAt
 	})
 	return snap
+}
+
+// oneLine shortens a script to one line of at most 40 characters.
+func oneLine(script string) string {
+	s := strings.Join(strings.Fields(script), " ")
+	if s == "" {
+		return "-"
+	}
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:37]) + "..."
+	}
+	return s
+}
+
+// grpcStatus reports whether err is a gRPC status error, and its status.
+func grpcStatus(err error) (*status.Status, bool) {
+	return status.FromError(err)
 }

@@ -1,26 +1,39 @@
-// Package fakeruntime is an in-memory container runtime that speaks the real
-// CRI (k8s.io/cri-api runtime/v1) over gRPC, so the chapters can talk to it
-// exactly as the kubelet talks to containerd, on a machine with no
+// Package fakeruntime is a container runtime without a kernel: it speaks the
+// real CRI (k8s.io/cri-api runtime/v1) over gRPC, so the chapters can talk to
+// it exactly as the kubelet talks to containerd, on a machine with no
 // containers at all.
 //
 // It keeps sandboxes, containers and images in memory and follows the CRI
-// state machine: RunPodSandbox makes a READY sandbox, StopPodSandbox makes
-// it NOTREADY and kills its containers, CreateContainer makes a CREATED
-// container, StartContainer makes it RUNNING, StopContainer makes it EXITED
-// with an exit code and reason. Calls it does not implement answer gRPC
-// Unimplemented.
+// state machine: RunPodSandbox makes a READY sandbox with an IP from the pod
+// CIDR, StopPodSandbox makes it NOTREADY and kills its containers,
+// CreateContainer makes a CREATED container with its own root directory,
+// StartContainer runs it, and it is EXITED when its script ends (reason
+// Completed or Error) or when it is stopped or killed (137).
 //
-// For teaching, a container can be scripted (see Script) to exit after a
-// while, to crash and restart in a loop, or to ignore SIGTERM until the stop
-// timeout, and a small HTTP control API (NewControlHandler) kills, starts or
-// removes containers and sandboxes by ID or by pod name. Time comes from an
-// injected clock, so tests drive it.
+// A container's command (or its image's default, see ImageDefaults) runs as a
+// POSIX shell script in mvdan.cc/sh/v3's interpreter inside this process,
+// with a few utilities written in Go (see Utilities). Nothing of the host is
+// ever executed, and every file the script touches is inside the container's
+// root directory (an os.Root). Its stdout and stderr go to the container's
+// LogPath in the CRI log format (ReadLog reads it back); ExecSync runs a
+// command the same way; the stats are plausible and deterministic.
+//
+// Where it departs from containerd, and why: a script that traps TERM runs its
+// trap at the next command or sleep (the interpreter knows only EXIT and ERR
+// traps); sleep, date and every timeout read the injected clock, so tests
+// drive them; Exec, Attach and PortForward are not implemented (they need the
+// kubelet's streaming server).
+//
+// For teaching, a small HTTP control API (NewControlHandler, loopback only,
+// no authentication) kills, stops, removes or execs in containers and
+// sandboxes by ID or by pod name.
 //
 // Wiring:
 //
-//	rt := fakeruntime.New(clock.RealClock{})
-//	err := rt.Seed(ctx)                     // two sample pods (optional)
+//	rt, err := fakeruntime.NewRuntime(fakeruntime.Config{StateDir: dir}) // or New(clock.RealClock{})
+//	err = rt.Seed(ctx)                      // two sample pods (optional)
 //	lis, err := fakeruntime.ListenUnix(statedir.Path(stateDir, statedir.RuntimeSocket))
-//	go rt.Serve(ctx, lis)                   // CRI gRPC until ctx ends
-//	http.ListenAndServe("127.0.0.1:10355", fakeruntime.NewControlHandler(rt))
+//	go rt.Serve(ctx, lis)                   // CRI gRPC until ctx ends, then Close
+//	cl, err := fakeruntime.ListenControl("127.0.0.1:10355")
+//	http.Serve(cl, fakeruntime.NewControlHandler(rt))
 package fakeruntime

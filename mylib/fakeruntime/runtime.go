@@ -2,9 +2,12 @@ package fakeruntime
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -39,45 +42,117 @@ const (
 
 // Runtime is the in-memory CRI runtime. It implements
 // runtimeapi.RuntimeServiceServer and runtimeapi.ImageServiceServer and is
-// safe for concurrent use: every call takes one lock. Answers share with the
+// safe for concurrent use: every call takes one lock, and never holds it
+// while a container's script runs or while it waits. Answers share with the
 // runtime's records only what never changes after creation (metadata,
 // labels, annotations, and the list items of listItem), so callers in the
 // same process must treat answers as read-only; gRPC callers get their own
 // copy anyway.
 type Runtime struct {
 	// The embedded servers answer Unimplemented for every call this runtime
-	// does not define (Exec, Attach, stats, streaming lists, …).
+	// does not define (Exec, Attach, PortForward, streaming lists, …).
 	runtimeapi.UnimplementedRuntimeServiceServer
 	runtimeapi.UnimplementedImageServiceServer
 
-	clock clock.Clock
+	clock         clock.Clock
+	shutdownGrace time.Duration
 
 	mu         sync.Mutex
+	stateDir   string // "" until the first container needs it (see containersDir)
+	tempState  bool   // stateDir is a temporary directory of ours: Close removes it
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
 	images     map[string]*image // by image ID
-	nextIP     int
+	ips        *ipAllocator
 
 	// Indexes, so that no call costs more than a list of everything:
 	// names reserves each sandbox's and container's name, as containerd
-	// does; scripted holds the containers that have a script to play;
-	// imageNames maps tags and digests to image IDs.
+	// does; imageNames maps tags and digests to image IDs.
 	names      map[string]string
-	scripted   map[string]*container
 	imageNames map[string]string
+
+	// testHookStopWaiting, if set, is called when StopContainer starts
+	// waiting out its timeout.
+	testHookStopWaiting func()
 }
 
-// New returns an empty runtime that reads time from clk.
-func New(clk clock.Clock) *Runtime {
-	return &Runtime{
-		clock:      clk,
-		sandboxes:  map[string]*sandbox{},
-		containers: map[string]*container{},
-		images:     map[string]*image{},
-		names:      map[string]string{},
-		scripted:   map[string]*container{},
-		imageNames: map[string]string{},
+// DefaultPodCIDR is the range sandbox IPs come from: containerd's default
+// bridge network. The addresses are only written into the runtime's
+// answers; nothing ever listens on or connects to them.
+const DefaultPodCIDR = "10.88.0.0/16"
+
+// DefaultShutdownGrace is how long Serve lets calls in flight finish.
+const DefaultShutdownGrace = 5 * time.Second
+
+// Config configures a Runtime; every field has a default.
+type Config struct {
+	// Clock is where time comes from (default: the real clock).
+	Clock clock.Clock
+	// StateDir holds a directory per container, its root file system
+	// (default: a temporary directory, created when first needed and
+	// removed by Close).
+	StateDir string
+	// PodCIDR is the range of sandbox IPs (default DefaultPodCIDR).
+	PodCIDR string
+	// ShutdownGrace is how long Serve lets calls in flight finish before it
+	// cuts them (default DefaultShutdownGrace).
+	ShutdownGrace time.Duration
+}
+
+// NewRuntime returns an empty runtime configured by cfg.
+func NewRuntime(cfg Config) (*Runtime, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = DefaultPodCIDR
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	ips, err := newIPAllocator(cfg.PodCIDR)
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{
+		clock:         cfg.Clock,
+		shutdownGrace: cfg.ShutdownGrace,
+		stateDir:      cfg.StateDir,
+		sandboxes:     map[string]*sandbox{},
+		containers:    map[string]*container{},
+		images:        map[string]*image{},
+		ips:           ips,
+		names:         map[string]string{},
+		imageNames:    map[string]string{},
+	}, nil
+}
+
+// New returns an empty runtime that reads time from clk, with the defaults
+// of Config. Call Close when done with it.
+func New(clk clock.Clock) *Runtime {
+	r, err := NewRuntime(Config{Clock: clk})
+	if err != nil {
+		panic(err) // the default configuration is valid
+	}
+	return r
+}
+
+// Close kills every container and, if the state directory is a temporary
+// one of the runtime's, removes it. The runtime keeps answering, empty of
+// processes; Serve calls Close when it stops.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.containers {
+		r.kill(c)
+		c.closeFiles()
+	}
+	if r.tempState && r.stateDir != "" {
+		err := os.RemoveAll(r.stateDir)
+		r.stateDir, r.tempState = "", false
+		return err
+	}
+	return nil
 }
 
 // sandbox is the runtime's record of a pod sandbox. Metadata, labels and
@@ -90,6 +165,7 @@ type sandbox struct {
 	state          runtimeapi.PodSandboxState
 	createdAt      int64
 	ip             string
+	hostname       string
 	runtimeHandler string
 	logDir         string
 	containers     map[string]*container
@@ -116,6 +192,19 @@ type container struct {
 	annotations map[string]string
 	logPath     string
 
+	// What it runs: a script for the interpreter, with its positional
+	// parameters, in its root directory with its environment.
+	script   string
+	params   []string
+	env      []string
+	hostname string
+	workDir  string              // WorkingDir, made at creation
+	mounts   []*runtimeapi.Mount // as asked; reported, never mounted
+	running  procTable           // the utilities running in it (pgrep)
+	dir      string              // on the host: the container's directory; rootfs is in it
+	root     *os.Root            // the container's "/"; nil once removed
+	log      *logFile
+
 	state      runtimeapi.ContainerState
 	createdAt  int64
 	startedAt  int64
@@ -123,12 +212,11 @@ type container struct {
 	exitCode   int32
 	reason     string
 
-	script Script
-	// scriptedExit is true when the container exited on its own, by its
-	// script; only then does a crash-loop script start it again.
-	scriptedExit bool
-	// restarts counts the in-place restarts done by a crash-loop script.
-	restarts int
+	// proc is the running script; cancel kills it; done is closed once it
+	// returned and its exit is recorded.
+	proc   *proc
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	// item is the container as ListContainers answers it, built once and
 	// shared by every answer (see listItem).
@@ -148,11 +236,13 @@ func (r *Runtime) addSandbox(s *sandbox) {
 	r.names[s.nameKey()] = s.id
 }
 
-// removeSandbox forgets s and its containers. Caller holds mu.
+// removeSandbox forgets s and its containers, and frees its IP. Caller
+// holds mu.
 func (r *Runtime) removeSandbox(s *sandbox) {
 	for _, c := range s.containers {
 		r.removeContainer(c)
 	}
+	r.ips.release(s.ip)
 	delete(r.names, s.nameKey())
 	delete(r.sandboxes, s.id)
 }
@@ -162,26 +252,31 @@ func (r *Runtime) addContainer(s *sandbox, c *container) {
 	r.containers[c.id] = c
 	s.containers[c.id] = c
 	r.names[containerNameKey(s.id, c.meta)] = c.id
-	r.setScript(c, c.script)
 }
 
-// removeContainer forgets c. Caller holds mu.
+// removeContainer kills c, deletes its directory and forgets it. Caller
+// holds mu.
 func (r *Runtime) removeContainer(c *container) {
+	r.kill(c)
+	c.closeFiles()
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir) // what cannot be removed stays in the state directory, harmless
+	}
 	if s := r.sandboxes[c.sandboxID]; s != nil {
 		delete(s.containers, c.id)
 	}
 	delete(r.names, containerNameKey(c.sandboxID, c.meta))
-	delete(r.scripted, c.id)
 	delete(r.containers, c.id)
 }
 
-// setScript gives c the script s. Caller holds mu.
-func (r *Runtime) setScript(c *container, s Script) {
-	c.script = s
-	if s.ExitAfter > 0 {
-		r.scripted[c.id] = c
-	} else {
-		delete(r.scripted, c.id)
+// closeFiles closes c's root and log. Caller holds mu.
+func (c *container) closeFiles() {
+	if c.root != nil {
+		c.root.Close()
+		c.root = nil
+	}
+	if c.log != nil {
+		c.log.close()
 	}
 }
 
@@ -195,61 +290,28 @@ func newID() string {
 // now is the current time in nanoseconds, the unit of CRI timestamps.
 func (r *Runtime) now() int64 { return r.clock.Now().UnixNano() }
 
-// advance plays every container's script up to now. Every call that reads
-// or changes state calls it first, under the lock, so a script's effects are
-// seen at the right time without any timer goroutine. Caller holds mu.
-func (r *Runtime) advance() {
-	if len(r.scripted) == 0 {
-		return
-	}
-	now := r.clock.Now()
-	for _, c := range r.scripted {
-		c.advance(now)
-	}
-}
-
-// advance plays c's script up to now: a running container exits ExitAfter
-// after it started; with RestartAfter, it starts again that long after it
-// exited on its own, and so on.
-func (c *container) advance(now time.Time) {
-	s := c.script
-	if s.RestartAfter > 0 && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-		// Skip whole run+pause cycles at once, so that a long gap between
-		// two calls costs nothing.
-		period := s.ExitAfter + s.RestartAfter
-		if n := now.Sub(time.Unix(0, c.startedAt)) / period; n > 1 {
-			skip := n - 1
-			c.startedAt += int64(skip * period)
-			c.restarts += int(skip)
-		}
-	}
-	for {
-		switch {
-		case c.state == runtimeapi.ContainerState_CONTAINER_RUNNING:
-			exitAt := time.Unix(0, c.startedAt).Add(s.ExitAfter)
-			if now.Before(exitAt) {
-				return
-			}
-			c.exit(exitAt.UnixNano(), s.ExitCode)
-			c.scriptedExit = true
-		case c.state == runtimeapi.ContainerState_CONTAINER_EXITED && c.scriptedExit && s.RestartAfter > 0:
-			startAt := time.Unix(0, c.finishedAt).Add(s.RestartAfter)
-			if now.Before(startAt) {
-				return
-			}
-			c.start(startAt.UnixNano())
-			c.restarts++
-		default:
-			return
-		}
-	}
-}
-
-// start marks c running since at.
-func (c *container) start(at int64) {
+// start runs c's script in a goroutine. Caller holds mu.
+func (r *Runtime) start(c *container) {
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
-	c.startedAt = at
-	c.finishedAt, c.exitCode, c.reason, c.scriptedExit = 0, 0, "", false
+	c.startedAt = r.now()
+	stdout, stderr := c.log.stream(StreamStdout), c.log.stream(StreamStderr)
+	p := newProc(r.clock, c.root, c.hostname, c.env, stdout, stderr, &c.running)
+	p.workDir = c.workDir
+	ctx, cancel := context.WithCancel(context.Background())
+	c.proc, c.cancel, c.done = p, cancel, make(chan struct{})
+	done := c.done
+	go func() {
+		code := p.run(ctx, c.script, c.params)
+		stdout.flush()
+		stderr.flush()
+		r.mu.Lock()
+		if c.proc == p && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			c.exit(r.now(), int32(code))
+		}
+		r.mu.Unlock()
+		cancel()
+		close(done)
+	}()
 }
 
 // exit marks c exited at at with code.
@@ -261,14 +323,32 @@ func (c *container) exit(at int64, code int32) {
 	if code == 0 {
 		c.reason = ReasonCompleted
 	}
-	c.scriptedExit = false
 }
 
-// kill ends a running container with SIGKILL now.
+// kill ends a running container with SIGKILL now: it is EXITED with 137 at
+// once, and its script is cancelled (its goroutine ends on its own).
+// Caller holds mu.
 func (r *Runtime) kill(c *container) {
 	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		c.exit(r.now(), ExitCodeSIGKILL)
 	}
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
+// containersDir returns the directory that holds the containers'
+// directories, creating the state directory if needed. Caller holds mu.
+func (r *Runtime) containersDir() (string, error) {
+	if r.stateDir == "" {
+		dir, err := os.MkdirTemp("", "fakeruntime-")
+		if err != nil {
+			return "", err
+		}
+		r.stateDir, r.tempState = dir, true
+	}
+	dir := filepath.Join(r.stateDir, "containers")
+	return dir, os.MkdirAll(dir, 0o700)
 }
 
 // findSandbox returns the sandbox whose ID is id or starts with id, as

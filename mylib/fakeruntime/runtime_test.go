@@ -19,9 +19,13 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func fixture(t *testing.T) (*Runtime, *clocktesting.FakeClock) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(t0)
-	r := New(clk)
-	_, err := r.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"}})
+	r, err := NewRuntime(Config{Clock: clk, StateDir: t.TempDir()})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	for _, img := range []string{"busybox:1.36", "registry.k8s.io/pause:3.10"} {
+		_, err = r.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img}})
+		require.NoError(t, err)
+	}
 	return r, clk
 }
 
@@ -35,15 +39,21 @@ func runSandbox(t *testing.T, r *Runtime, name, uid string, labels map[string]st
 	return resp.PodSandboxId
 }
 
-func createContainer(t *testing.T, r *Runtime, sandboxID, name string, annotations map[string]string) string {
+// createContainer creates a busybox container running cmd, or with no cmd
+// a pause container (runs until stopped, exits 0 on SIGTERM).
+func createContainer(t *testing.T, r *Runtime, sandboxID, name string, cmd ...string) string {
 	t.Helper()
+	image := "busybox:1.36"
+	if len(cmd) == 0 {
+		image = "registry.k8s.io/pause:3.10"
+	}
 	resp, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{
 		PodSandboxId: sandboxID,
 		Config: &runtimeapi.ContainerConfig{
-			Metadata:    &runtimeapi.ContainerMetadata{Name: name},
-			Image:       &runtimeapi.ImageSpec{Image: "busybox:1.36"},
-			Labels:      map[string]string{labelContainerName: name},
-			Annotations: annotations,
+			Metadata: &runtimeapi.ContainerMetadata{Name: name},
+			Image:    &runtimeapi.ImageSpec{Image: image},
+			Labels:   map[string]string{labelContainerName: name},
+			Command:  cmd,
 		},
 	})
 	require.NoError(t, err)
@@ -77,7 +87,7 @@ func TestStateMachine(t *testing.T) {
 	sb := runSandbox(t, r, "web", "uid-1", nil)
 	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, sandboxState(t, r, sb))
 
-	c := createContainer(t, r, sb, "app", nil)
+	c := createContainer(t, r, sb, "app")
 	st := containerStatus(t, r, c)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_CREATED, st.State)
 	assert.Equal(t, t0.UnixNano(), st.CreatedAt)
@@ -116,9 +126,9 @@ func TestStopPodSandboxKillsItsContainers(t *testing.T) {
 	ctx := context.Background()
 	r, clk := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)
-	running := createContainer(t, r, sb, "running", nil)
+	running := createContainer(t, r, sb, "running")
 	startContainer(t, r, running)
-	created := createContainer(t, r, sb, "created", nil)
+	created := createContainer(t, r, sb, "created")
 
 	clk.Step(time.Second)
 	_, err := r.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb})
@@ -152,11 +162,6 @@ func TestBadRequestsAreErrorsNotPanics(t *testing.T) {
 	sb := runSandbox(t, r, "web", "uid-1", nil)
 	for name, call := range map[string]func() error{
 		"RunPodSandbox nil config": func() error { _, err := r.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{}); return err },
-		"RunPodSandbox duplicate": func() error {
-			_, err := r.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
-				Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"}}})
-			return err
-		},
 		"CreateContainer nil config": func() error {
 			_, err := r.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb})
 			return err
@@ -166,10 +171,10 @@ func TestBadRequestsAreErrorsNotPanics(t *testing.T) {
 				Metadata: &runtimeapi.ContainerMetadata{Name: "x"}, Image: &runtimeapi.ImageSpec{Image: "nginx"}}})
 			return err
 		},
-		"CreateContainer bad script": func() error {
+		"CreateContainer unquotable argument": func() error {
 			_, err := r.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
 				Metadata: &runtimeapi.ContainerMetadata{Name: "x"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
-				Annotations: map[string]string{AnnotationExitAfter: "soon"}}})
+				Command: []string{"echo", "a\x00b"}}})
 			return err
 		},
 		"CreateContainer unknown sandbox": func() error {
@@ -178,14 +183,10 @@ func TestBadRequestsAreErrorsNotPanics(t *testing.T) {
 			return err
 		},
 		"StartContainer empty ID": func() error { _, err := r.StartContainer(ctx, &runtimeapi.StartContainerRequest{}); return err },
-		"StopContainer unknown": func() error {
-			_, err := r.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: "nope"})
-			return err
-		},
-		"StopPodSandbox nil":   func() error { _, err := r.StopPodSandbox(ctx, nil); return err },
-		"PodSandboxStatus nil": func() error { _, err := r.PodSandboxStatus(ctx, nil); return err },
-		"ContainerStatus nil":  func() error { _, err := r.ContainerStatus(ctx, nil); return err },
-		"PullImage empty":      func() error { _, err := r.PullImage(ctx, &runtimeapi.PullImageRequest{}); return err },
+		"StopPodSandbox nil":      func() error { _, err := r.StopPodSandbox(ctx, nil); return err },
+		"PodSandboxStatus nil":    func() error { _, err := r.PodSandboxStatus(ctx, nil); return err },
+		"ContainerStatus nil":     func() error { _, err := r.ContainerStatus(ctx, nil); return err },
+		"PullImage empty":         func() error { _, err := r.PullImage(ctx, &runtimeapi.PullImageRequest{}); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := call()
@@ -211,10 +212,10 @@ func TestListFilters(t *testing.T) {
 	sb1 := runSandbox(t, r, "web", "uid-1", map[string]string{"app": "web"})
 	clk.Step(time.Second)
 	sb2 := runSandbox(t, r, "db", "uid-2", map[string]string{"app": "db"})
-	c1 := createContainer(t, r, sb1, "a", nil)
+	c1 := createContainer(t, r, sb1, "a")
 	startContainer(t, r, c1)
 	clk.Step(time.Second)
-	c2 := createContainer(t, r, sb2, "b", nil)
+	c2 := createContainer(t, r, sb2, "b")
 	_, err := r.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb2})
 	require.NoError(t, err)
 
@@ -258,7 +259,7 @@ func TestListItemsAreSharedUntilTheStateChanges(t *testing.T) {
 	ctx := context.Background()
 	r, _ := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)
-	c := createContainer(t, r, sb, "a", nil)
+	c := createContainer(t, r, sb, "a")
 	startContainer(t, r, c)
 	list := func() (*runtimeapi.PodSandbox, *runtimeapi.Container) {
 		sresp, err := r.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
@@ -286,136 +287,6 @@ func TestListItemsAreSharedUntilTheStateChanges(t *testing.T) {
 	assert.Equal(t, c1.Labels, c3.Labels)
 }
 
-func TestScriptExitAfter(t *testing.T) {
-	r, clk := fixture(t)
-	sb := runSandbox(t, r, "web", "uid-1", nil)
-	c := createContainer(t, r, sb, "app", map[string]string{AnnotationExitAfter: "10s", AnnotationExitCode: "3"})
-	startContainer(t, r, c)
-
-	clk.Step(9 * time.Second)
-	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
-	clk.Step(5 * time.Second) // read late: the exit time is still exact
-	st := containerStatus(t, r, c)
-	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.State)
-	assert.Equal(t, int32(3), st.ExitCode)
-	assert.Equal(t, ReasonError, st.Reason)
-	assert.Equal(t, t0.Add(10*time.Second).UnixNano(), st.FinishedAt)
-	clk.Step(time.Hour)
-	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, containerStatus(t, r, c).State, "no restart-after: stays exited")
-}
-
-func TestScriptCrashLoop(t *testing.T) {
-	r, clk := fixture(t)
-	sb := runSandbox(t, r, "web", "uid-1", nil)
-	c := createContainer(t, r, sb, "app", map[string]string{AnnotationExitAfter: "5s", AnnotationExitCode: "1", AnnotationRestartAfter: "2s"})
-	startContainer(t, r, c)
-
-	states := []runtimeapi.ContainerState{}
-	for i := 0; i < 8; i++ { // one read per second over 0..7 s: run 0-5, exited 5-7, run from 7
-		states = append(states, containerStatus(t, r, c).State)
-		clk.Step(time.Second)
-	}
-	R, E := runtimeapi.ContainerState_CONTAINER_RUNNING, runtimeapi.ContainerState_CONTAINER_EXITED
-	assert.Equal(t, []runtimeapi.ContainerState{R, R, R, R, R, E, E, R}, states)
-	st := containerStatus(t, r, c) // at 8 s
-	assert.Equal(t, t0.Add(7*time.Second).UnixNano(), st.StartedAt)
-	assert.Equal(t, c, st.Id, "restarted in place")
-
-	// A long gap skips whole cycles: 7 s cycles, t=8 s+70 s=78 s is 71 s
-	// after the start at 7 s: 10 cycles later, 1 s into the 11th run.
-	clk.Step(70 * time.Second)
-	st = containerStatus(t, r, c)
-	assert.Equal(t, R, st.State)
-	assert.Equal(t, t0.Add(77*time.Second).UnixNano(), st.StartedAt)
-	assert.Equal(t, 11, r.Snapshot().Sandboxes[0].Containers[0].Restarts)
-
-	// A kill stops the loop.
-	_, err := r.ContainerAction(c, ActionKill)
-	require.NoError(t, err)
-	clk.Step(time.Minute)
-	st = containerStatus(t, r, c)
-	assert.Equal(t, E, st.State)
-	assert.Equal(t, int32(ExitCodeSIGKILL), st.ExitCode)
-}
-
-func TestStopContainerHonoursTimeoutWhenSIGTERMIsIgnored(t *testing.T) {
-	r, clk := fixture(t)
-	sb := runSandbox(t, r, "web", "uid-1", nil)
-	c := createContainer(t, r, sb, "stubborn", map[string]string{AnnotationIgnoreSIGTERM: "true"})
-	startContainer(t, r, c)
-
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 30})
-		done <- err
-	}()
-	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond, "StopContainer waits on the clock")
-	// While it waits, the runtime keeps answering and the container runs.
-	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
-	clk.Step(29 * time.Second)
-	select {
-	case err := <-done:
-		t.Fatalf("StopContainer returned before its timeout: %v", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	clk.Step(time.Second)
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("StopContainer did not return after its timeout")
-	}
-	st := containerStatus(t, r, c)
-	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.State)
-	assert.Equal(t, int32(ExitCodeSIGKILL), st.ExitCode)
-	assert.Equal(t, t0.Add(30*time.Second).UnixNano(), st.FinishedAt)
-}
-
-func TestStopContainerTimeoutZeroKillsAtOnce(t *testing.T) {
-	r, _ := fixture(t)
-	sb := runSandbox(t, r, "web", "uid-1", nil)
-	c := createContainer(t, r, sb, "stubborn", map[string]string{AnnotationIgnoreSIGTERM: "true"})
-	startContainer(t, r, c)
-	_, err := r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 0})
-	require.NoError(t, err)
-	assert.Equal(t, int32(ExitCodeSIGKILL), containerStatus(t, r, c).ExitCode)
-}
-
-func TestStopContainerGivesUpWithItsContext(t *testing.T) {
-	r, _ := fixture(t)
-	sb := runSandbox(t, r, "web", "uid-1", nil)
-	c := createContainer(t, r, sb, "stubborn", map[string]string{AnnotationIgnoreSIGTERM: "true"})
-	startContainer(t, r, c)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := r.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 30})
-	assert.Equal(t, codes.Canceled, status.Code(err))
-}
-
-func TestParseScript(t *testing.T) {
-	for _, tc := range []struct {
-		ann  map[string]string
-		want Script
-		err  string
-	}{
-		{ann: nil, want: Script{}},
-		{ann: map[string]string{AnnotationExitAfter: "5s", AnnotationExitCode: "2", AnnotationRestartAfter: "1s", AnnotationIgnoreSIGTERM: "true"},
-			want: Script{ExitAfter: 5 * time.Second, ExitCode: 2, RestartAfter: time.Second, IgnoreSIGTERM: true}},
-		{ann: map[string]string{AnnotationExitAfter: "-1s"}, err: `exit-after "-1s": want a positive duration such as 5s`},
-		{ann: map[string]string{AnnotationExitCode: "256"}, err: `exit-code "256": want a number from 0 to 255`},
-		{ann: map[string]string{AnnotationRestartAfter: "1s"}, err: "restart-after needs exit-after: a container must exit before it can restart"},
-		{ann: map[string]string{AnnotationIgnoreSIGTERM: "yes"}, err: `ignore-sigterm "yes": want true or false`},
-	} {
-		got, err := ParseScript(tc.ann)
-		if tc.err != "" {
-			assert.EqualError(t, err, tc.err)
-			continue
-		}
-		require.NoError(t, err)
-		assert.Equal(t, tc.want, got)
-	}
-}
-
 func TestImages(t *testing.T) {
 	ctx := context.Background()
 	r, _ := fixture(t)
@@ -433,11 +304,11 @@ func TestImages(t *testing.T) {
 
 	list, err := r.ListImages(ctx, &runtimeapi.ListImagesRequest{})
 	require.NoError(t, err)
-	assert.Len(t, list.Images, 2) // busybox from the fixture, and nginx
+	assert.Len(t, list.Images, 3) // busybox and pause from the fixture, and nginx
 
 	fs, err := r.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 	require.NoError(t, err)
-	assert.Equal(t, list.Images[0].Size+list.Images[1].Size, fs.ImageFilesystems[0].UsedBytes.Value)
+	assert.Equal(t, list.Images[0].Size+list.Images[1].Size+list.Images[2].Size, fs.ImageFilesystems[0].UsedBytes.Value)
 
 	_, err = r.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: pulled.ImageRef}})
 	require.NoError(t, err)
@@ -482,13 +353,13 @@ func TestNamesAreFreedOnRemoval(t *testing.T) {
 	ctx := context.Background()
 	r, _ := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)
-	c := createContainer(t, r, sb, "app", nil)
+	c := createContainer(t, r, sb, "app")
 	_, err := r.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"}}})
 	assert.Equal(t, codes.AlreadyExists, status.Code(err), "same name and attempt in one sandbox")
 	_, err = r.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c})
 	require.NoError(t, err)
-	createContainer(t, r, sb, "app", nil) // the name is free again
+	createContainer(t, r, sb, "app") // the name is free again
 
 	_, err = r.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb})
 	require.NoError(t, err)

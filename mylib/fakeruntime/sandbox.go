@@ -3,7 +3,6 @@ package fakeruntime
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -39,7 +38,7 @@ func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*run
 		info := map[string]any{
 			"runtimeName": RuntimeName, "runtimeVersion": RuntimeVersion,
 			"sandboxes": len(r.sandboxes), "containers": len(r.containers), "images": len(r.images),
-			"scriptAnnotations": []string{AnnotationExitAfter, AnnotationExitCode, AnnotationRestartAfter, AnnotationIgnoreSIGTERM},
+			"podCIDR": r.ips.prefix.String(), "stateDir": r.stateDir, "utilities": Utilities,
 		}
 		r.mu.Unlock()
 		b, _ := json.Marshal(info) // a map of strings and ints always marshals
@@ -48,7 +47,10 @@ func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*run
 	return resp, nil
 }
 
-// RunPodSandbox creates a READY sandbox with an IP address.
+// RunPodSandbox creates a READY sandbox with an IP address from the pod
+// CIDR. Running a sandbox that already runs (same name, namespace, uid and
+// attempt) returns its ID, as the CRI asks; the same metadata for a
+// sandbox that is stopped is an error, the name is still taken.
 func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	cfg := req.GetConfig()
 	m := cfg.GetMetadata()
@@ -59,10 +61,20 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 	defer r.mu.Unlock()
 	key := (&sandbox{meta: m}).nameKey()
 	if id, ok := r.names[key]; ok {
-		return nil, status.Errorf(codes.AlreadyExists, "RunPodSandbox: sandbox %s/%s (uid %s, attempt %d) already exists as %s",
+		if s := r.sandboxes[id]; s != nil && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
+		}
+		return nil, status.Errorf(codes.AlreadyExists, "RunPodSandbox: sandbox %s/%s (uid %s, attempt %d) already exists as %s and is not ready: remove it first",
 			m.GetNamespace(), m.GetName(), m.GetUid(), m.GetAttempt(), id)
 	}
-	r.nextIP++
+	ip, err := r.ips.allocate()
+	if err != nil {
+		return nil, status.Errorf(codes.ResourceExhausted, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
+	}
+	hostname := cfg.GetHostname()
+	if hostname == "" {
+		hostname = m.GetName()
+	}
 	s := &sandbox{
 		id: newID(),
 		meta: &runtimeapi.PodSandboxMetadata{
@@ -72,7 +84,8 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		annotations:    copyMap(cfg.GetAnnotations()),
 		state:          runtimeapi.PodSandboxState_SANDBOX_READY,
 		createdAt:      r.now(),
-		ip:             fmt.Sprintf("10.88.%d.%d", (r.nextIP/250)%250, r.nextIP%250+2),
+		ip:             ip,
+		hostname:       hostname,
 		runtimeHandler: req.GetRuntimeHandler(),
 		logDir:         cfg.GetLogDirectory(),
 	}
@@ -81,12 +94,15 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 }
 
 // StopPodSandbox makes the sandbox NOTREADY and kills its running
-// containers at once, as containerd does. Stopping it twice is not an error.
+// containers at once, as containerd does. Stopping it twice, or stopping a
+// sandbox that is gone, is not an error (the CRI says so).
 func (r *Runtime) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advance()
 	s, err := r.findSandbox(req.GetPodSandboxId())
+	if status.Code(err) == codes.NotFound {
+		return &runtimeapi.StopPodSandboxResponse{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +139,6 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advance()
 	s, err := r.findSandbox(req.GetPodSandboxId())
 	if err != nil {
 		return nil, err
@@ -157,7 +172,6 @@ func (r *Runtime) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandb
 	f := req.GetFilter()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advance()
 	items := make([]*runtimeapi.PodSandbox, 0, len(r.sandboxes))
 	for _, s := range r.sandboxes {
 		if !strings.HasPrefix(s.id, f.GetId()) {

@@ -21,13 +21,23 @@ const (
 type SeedPod struct {
 	Namespace, Name, UID string
 	Container, Image     string
+	// Command is the container's command; empty runs the image's default
+	// (see ImageDefaults).
+	Command []string
 }
+
+// SeedBusyboxScript is what the sample busybox container runs: it ticks
+// every 10 seconds and, on SIGTERM, says so and exits 1.
+const SeedBusyboxScript = `trap 'echo "got SIGTERM, exiting 1"; exit 1' TERM
+echo "hello from $HOSTNAME"
+while true; do sleep 10; echo tick; done`
 
 // SeedPods are the sample pods Seed creates, like the two pods of the course
 // this tutorial grew from.
 var SeedPods = []SeedPod{
 	{Namespace: "default", Name: "nginx", UID: "6a5e2f7c-3b1d-4e8a-9c47-0d2f8b6e1a53", Container: "nginx", Image: "docker.io/library/nginx:1.27"},
-	{Namespace: "default", Name: "busybox", UID: "c3d9a8e1-7f42-4b6c-8e05-9a1b2c3d4e5f", Container: "busybox", Image: "docker.io/library/busybox:1.36"},
+	{Namespace: "default", Name: "busybox", UID: "c3d9a8e1-7f42-4b6c-8e05-9a1b2c3d4e5f", Container: "busybox", Image: "docker.io/library/busybox:1.36",
+		Command: []string{"sh", "-c", SeedBusyboxScript}},
 }
 
 // Seed creates the SeedPods through the same CRI calls the kubelet makes
@@ -63,6 +73,7 @@ func (r *Runtime) RunPod(ctx context.Context, p SeedPod) error {
 		Config: &runtimeapi.ContainerConfig{
 			Metadata:    &runtimeapi.ContainerMetadata{Name: p.Container},
 			Image:       &runtimeapi.ImageSpec{Image: p.Image},
+			Command:     p.Command,
 			Labels:      cLabels,
 			Annotations: map[string]string{"io.kubernetes.container.restartCount": "0"},
 		},

@@ -56,8 +56,10 @@ func NewGRPCServer(r *Runtime) *grpc.Server {
 }
 
 // Serve serves the CRI on lis until ctx ends, then stops: it lets calls in
-// flight finish for up to 5 s and closes lis (which removes a unix socket
-// file). It returns nil after a shutdown asked for by ctx.
+// flight finish for up to Config.ShutdownGrace, then cuts them, closes lis
+// (which removes a unix socket file) and closes the runtime (Close): the
+// containers' scripts end with it. It returns nil after a shutdown asked
+// for by ctx.
 func (r *Runtime) Serve(ctx context.Context, lis net.Listener) error {
 	s := NewGRPCServer(r)
 	done := make(chan struct{})
@@ -68,9 +70,10 @@ func (r *Runtime) Serve(ctx context.Context, lis net.Listener) error {
 		go func() { s.GracefulStop(); close(stopped) }()
 		select {
 		case <-stopped:
-		case <-time.After(5 * time.Second): // a StopContainer waiting out a long timeout
-			s.Stop()
+		case <-time.After(r.shutdownGrace): // a StopContainer waiting out a long timeout
+			s.Stop() // cancels the calls in flight and does not wait for them
 		}
+		_ = r.Close() // a state directory that cannot be removed is left in the temporary directory
 	}()
 	err := s.Serve(lis)
 	if ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -43,8 +44,9 @@ func events(ch chan *pleg.PodLifecycleEvent) []string {
 }
 
 // TestPLEGOverTheRuntimeSocket drives the README's walkthrough through the
-// real CRI socket: kill → ContainerDied, remove → ContainerRemoved, a
-// scripted crash → ContainerDied, then ContainerStarted.
+// real CRI socket: kill → ContainerDied, remove → ContainerRemoved, a stop
+// → ContainerDied (exit code 1, the script's), a new attempt →
+// ContainerStarted.
 func TestPLEGOverTheRuntimeSocket(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
@@ -94,12 +96,13 @@ func TestPLEGOverTheRuntimeSocket(t *testing.T) {
 	g.Relist(ctx)
 	assert.Equal(t, []string{"ContainerRemoved " + nginx.UID + " " + nginxID}, events(ch))
 
-	// A scripted crash loop: exits after 2 s with code 1, back 1 s later.
+	// Stopped: busybox's script traps SIGTERM and exits 1. A real runtime
+	// never restarts it: the kubelet creates a new container, attempt 1.
 	clk.Step(time.Second)
-	_, err = rt.SetScript(busyboxID, fakeruntime.Script{ExitAfter: 2 * time.Second, ExitCode: 1, RestartAfter: time.Second})
-	require.NoError(t, err)
 	lastSync := clk.Now()
-	clk.Step(2 * time.Second)
+	_, err = m.RuntimeService().StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: busyboxID, Timeout: 30})
+	require.NoError(t, err)
+	clk.Step(time.Second)
 	g.Relist(ctx)
 	assert.Equal(t, []string{"ContainerDied " + busybox.UID + " " + busyboxID}, events(ch))
 	st, err = cache.GetNewerThan(types.UID(busybox.UID), lastSync)
@@ -107,11 +110,23 @@ func TestPLEGOverTheRuntimeSocket(t *testing.T) {
 	assert.Equal(t, kubecontainer.ContainerStateExited, st.ContainerStatuses[0].State)
 	assert.Equal(t, 1, st.ContainerStatuses[0].ExitCode)
 
+	created, err := m.RuntimeService().CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sandboxOf["default/busybox"],
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: busybox.Container, Attempt: 1},
+			Image:    &runtimeapi.ImageSpec{Image: busybox.Image},
+			Command:  busybox.Command,
+			Labels: map[string]string{"io.kubernetes.pod.name": busybox.Name, "io.kubernetes.pod.namespace": busybox.Namespace,
+				"io.kubernetes.pod.uid": busybox.UID, "io.kubernetes.container.name": busybox.Container},
+		}})
+	require.NoError(t, err)
+	_, err = m.RuntimeService().StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: created.ContainerId})
+	require.NoError(t, err)
 	clk.Step(time.Second)
 	g.Relist(ctx)
-	assert.Equal(t, []string{"ContainerStarted " + busybox.UID + " " + busyboxID}, events(ch))
-	st, _ = cache.Get(types.UID(busybox.UID))
-	assert.Equal(t, kubecontainer.ContainerStateRunning, st.ContainerStatuses[0].State)
+	assert.Equal(t, []string{"ContainerStarted " + busybox.UID + " " + created.ContainerId}, events(ch))
+	assert.NotEqual(t, busyboxID, created.ContainerId, "a new container, not the old one restarted")
+	busyboxID = created.ContainerId
 
 	// Stopping the pod: its sandbox dies like a container.
 	clk.Step(time.Second)

@@ -1,0 +1,134 @@
+package fakeruntime
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ExecSync runs a command in a running container, in the same interpreter
+// as its main process, against its root directory and environment, and
+// answers its exit code, stdout and stderr. `sh -c SCRIPT` runs SCRIPT;
+// any other command runs as a simple command (see Utilities). With a
+// timeout (seconds, on the runtime's clock), a command still running then
+// is cancelled and the call fails with DeadlineExceeded, as containerd's.
+func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	if len(req.GetCmd()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "ExecSync: cmd is empty")
+	}
+	script, params, err := argvScript(req.GetCmd())
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "ExecSync: cmd: %v", err)
+	}
+	r.mu.Lock()
+	c, err := r.findContainer(req.GetContainerId())
+	if err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || c.root == nil {
+		r.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "ExecSync %s: container is %s, not running", short(c.id), c.state)
+	}
+	var stdout, stderr lockedBuffer
+	p := newProc(r.clock, c.root, c.hostname, c.env, &stdout, &stderr, &c.running)
+	p.workDir = c.workDir
+	killed := c.done // the container's end ends the exec too
+	r.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timedOut := make(chan struct{})
+	if t := req.GetTimeout(); t > 0 {
+		timer := r.clock.NewTimer(time.Duration(t) * time.Second)
+		defer timer.Stop()
+		go func() {
+			select {
+			case <-timer.C():
+				close(timedOut)
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	go func() {
+		select {
+		case <-killed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	code := p.run(ctx, script, params)
+	select {
+	case <-timedOut:
+		return nil, status.Errorf(codes.DeadlineExceeded, "ExecSync %s: command %q timed out after %ds", short(req.GetContainerId()), req.GetCmd(), req.GetTimeout())
+	default:
+	}
+	return &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: int32(code)}, nil
+}
+
+// lockedBuffer is a bytes.Buffer a pipeline's commands may write at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// ReopenContainerLog closes the container's log file and opens its
+// LogPath again: the kubelet calls it after renaming the file to rotate
+// it. The container must be running, as with containerd.
+func (r *Runtime) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.findContainer(req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, status.Errorf(codes.FailedPrecondition, "ReopenContainerLog %s: container is %s, not running", short(c.id), c.state)
+	}
+	if err := c.log.reopen(); err != nil {
+		return nil, status.Errorf(codes.Internal, "ReopenContainerLog %s: %v", short(c.id), err)
+	}
+	return &runtimeapi.ReopenContainerLogResponse{}, nil
+}
+
+// streamingNotYet is the answer of the streaming calls.
+const streamingNotYet = "%s is a streaming call, served through the kubelet's streaming server; the fake runtime does not implement it yet: use ExecSync"
+
+// Exec is not implemented: see streamingNotYet.
+func (r *Runtime) Exec(context.Context, *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, streamingNotYet, "Exec")
+}
+
+// Attach is not implemented: see streamingNotYet.
+func (r *Runtime) Attach(context.Context, *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, streamingNotYet, "Attach")
+}
+
+// PortForward is not implemented: see streamingNotYet.
+func (r *Runtime) PortForward(context.Context, *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, streamingNotYet, "PortForward")
+}
+
+// RuntimeConfig answers the runtime's cgroup driver, which the kubelet
+// reads at start to match its own: systemd, as containerd's default.
+func (r *Runtime) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_SYSTEMD}}, nil
+}

@@ -1,0 +1,691 @@
+package fakeruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// A container's process is a POSIX shell script run by the pure-Go
+// interpreter of mvdan.cc/sh/v3 inside the runtime's own process. Nothing of
+// the host is ever executed: the shell's builtins (echo, printf, test, exit,
+// trap, cd, read, …) are the interpreter's, and the few utilities a pod's
+// command usually needs (sleep, cat, touch, rm, mkdir, ls, date, env,
+// printenv, hostname, sh -c) are written below in Go. Any other command is
+// "not found" (exit code 127) inside the container. Every file the script
+// opens, lists or tests is looked up in the container's root directory
+// through an os.Root, which refuses any path or symlink that leads out of it.
+
+// ExitCodeNotFound is the exit code of a command the runtime does not
+// provide, as a shell reports it.
+const ExitCodeNotFound = 127
+
+// ExitCodeSIGTERM is the exit code of a process ended by SIGTERM (128+15).
+const ExitCodeSIGTERM = 143
+
+// Utilities are the commands, besides the shell's builtins, that a script
+// can run, as their names in /bin. Everything else exits 127.
+var Utilities = []string{"cat", "date", "env", "hostname", "ls", "mkdir", "printenv", "rm", "pgrep", "sh", "sleep", "top", "touch"}
+
+// proc is one script running in a container: its main process, or a
+// command run by ExecSync.
+type proc struct {
+	clock    clock.Clock
+	root     *os.Root
+	hostname string
+	env      []string
+	workDir  string // the script's starting directory in the container ("" is /)
+	stdout   io.Writer
+	stderr   io.Writer
+
+	*signals
+	// running counts the utilities running in the container, by name,
+	// for pgrep; shared by the container's main script and its execs.
+	running *procTable
+}
+
+// procTable counts the utilities running in a container.
+type procTable struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (t *procTable) add(name string, d int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == nil {
+		t.n = map[string]int{}
+	}
+	t.n[name] += d
+}
+
+func (t *procTable) count(name string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n[name]
+}
+
+// signals is a process's SIGTERM: its trap and its delivery, shared with
+// the `sh -c` it runs.
+type signals struct {
+	// mu guards the fields. termTrap is nil while the script sets no trap
+	// for TERM: like PID 1 in a container, it then ignores SIGTERM. term is
+	// closed when SIGTERM arrives.
+	mu       sync.Mutex
+	termTrap *string
+	termDone bool // the trap ran
+	term     chan struct{}
+}
+
+func newProc(clk clock.Clock, root *os.Root, hostname string, env []string, stdout, stderr io.Writer, running *procTable) *proc {
+	return &proc{clock: clk, root: root, hostname: hostname, env: env, stdout: stdout, stderr: stderr, signals: &signals{term: make(chan struct{})}, running: running}
+}
+
+// sigterm delivers SIGTERM. It reports whether the script traps it (a
+// script that does not ignores it, as PID 1 does).
+func (p *signals) sigterm() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.term:
+	default:
+		close(p.term)
+	}
+	return p.termTrap != nil && *p.termTrap != ""
+}
+
+// pendingTrap returns the TERM trap's command once, after SIGTERM arrived.
+func (p *signals) pendingTrap() (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.term:
+	default:
+		return "", false
+	}
+	if p.termDone || p.termTrap == nil || *p.termTrap == "" {
+		return "", false
+	}
+	p.termDone = true
+	return *p.termTrap, true
+}
+
+// argvScript turns a container's argv into a script: `sh -c SCRIPT [$0
+// args…]` runs SCRIPT; anything else runs as one simple command.
+func argvScript(argv []string) (script string, params []string, err error) {
+	if len(argv) >= 3 && isShell(argv[0]) && argv[1] == "-c" {
+		return argv[2], argv[3:], nil
+	}
+	if len(argv) == 1 && isShell(argv[0]) {
+		return "", nil, nil // a shell with no terminal and no script exits at once
+	}
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		if quoted[i], err = syntax.Quote(a, syntax.LangPOSIX); err != nil {
+			return "", nil, fmt.Errorf("argument %q: %w", a, err)
+		}
+	}
+	return strings.Join(quoted, " "), nil, nil
+}
+
+func isShell(name string) bool {
+	switch utilityName(name) {
+	case "sh", "bash", "ash":
+		return true
+	}
+	return false
+}
+
+// utilityName is the command name without a /bin-like directory.
+func utilityName(name string) string {
+	for _, dir := range []string{"/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/"} {
+		if n, ok := strings.CutPrefix(name, dir); ok && !strings.Contains(n, "/") {
+			return n
+		}
+	}
+	return name
+}
+
+// run runs script with positional parameters params ($0 first) and returns
+// its exit code. A cancelled ctx is a SIGKILL: 137.
+func (p *proc) run(ctx context.Context, script string, params []string) int {
+	file, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(script), "")
+	if err != nil {
+		fmt.Fprintf(p.stderr, "sh: %v\n", err)
+		return 2
+	}
+	opts := []interp.RunnerOption{
+		interp.Env(expand.ListEnviron(p.env...)),
+		interp.Dir("/"), // the container's /, as every handler below sees it
+		interp.StdIO(nil, p.stdout, p.stderr),
+		interp.CallHandler(p.call),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return p.exec }),
+		interp.OpenHandler(p.open),
+		interp.ReadDirHandler2(p.readDir),
+		interp.StatHandler(p.stat),
+		interp.AccessHandler(p.access),
+	}
+	if len(params) > 0 {
+		opts = append(opts, interp.Params(append([]string{"--"}, params[1:]...)...))
+	}
+	runner, err := interp.New(opts...)
+	if err != nil {
+		fmt.Fprintf(p.stderr, "sh: %v\n", err)
+		return 2
+	}
+	if p.workDir != "" {
+		runner.Dir = path.Clean("/" + p.workDir) // a path in the container, which interp.Dir would look up on the host
+	}
+	err = runner.Run(ctx, file)
+	if ctx.Err() != nil {
+		return ExitCodeSIGKILL
+	}
+	if err == nil {
+		return 0
+	}
+	if code, ok := interp.IsExitStatus(err); ok {
+		return int(code)
+	}
+	fmt.Fprintf(p.stderr, "sh: %v\n", err)
+	return 1
+}
+
+// call runs before every simple command. It keeps the TERM trap, which
+// the interpreter does not implement (it knows EXIT and ERR only), and runs
+// it before the next command once SIGTERM has arrived.
+func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
+	if trap, ok := p.pendingTrap(); ok {
+		// Run the trap, then the command, as one eval.
+		quoted := make([]string, len(args))
+		for i, a := range args {
+			q, err := syntax.Quote(a, syntax.LangPOSIX)
+			if err != nil {
+				q = "false" // unquotable (a NUL byte): cannot run it anyway
+			}
+			quoted[i] = q
+		}
+		return []string{"eval", trap + "\n" + strings.Join(quoted, " ")}, nil
+	}
+	switch args[0] {
+	case "type", "hash", "command":
+		// These search PATH with os.Stat on the host's file system: answer
+		// them here instead, from the builtins and the utilities.
+		if args[0] != "command" || (len(args) > 1 && (args[1] == "-v" || args[1] == "-V")) {
+			return append([]string{lookupCommand}, args...), nil
+		}
+	}
+	if args[0] != "trap" || len(args) < 3 {
+		return args, nil
+	}
+	action, sigs := args[1], args[2:]
+	rest := []string{"trap", action}
+	for _, s := range sigs {
+		switch s {
+		case "TERM", "SIGTERM", "15":
+			p.mu.Lock()
+			if action == "-" {
+				p.termTrap = nil
+			} else {
+				a := action
+				p.termTrap = &a
+			}
+			p.mu.Unlock()
+		default:
+			rest = append(rest, s)
+		}
+	}
+	if len(rest) == 2 {
+		return []string{"true"}, nil
+	}
+	return rest, nil
+}
+
+// exec runs the utilities; any other command is not found.
+func (p *proc) exec(ctx context.Context, args []string) error {
+	hc := interp.HandlerCtx(ctx)
+	name := utilityName(args[0])
+	p.running.add(name, 1)
+	defer p.running.add(name, -1)
+	switch name {
+	case lookupCommand:
+		return p.lookup(hc, args[1:])
+	case "pgrep":
+		// There are no PIDs: one line per running utility of that name.
+		if len(args) != 2 {
+			fmt.Fprintln(hc.Stderr, "pgrep: usage: pgrep NAME")
+			return interp.NewExitStatus(2)
+		}
+		n := p.running.count(args[1])
+		for i := range n {
+			fmt.Fprintln(hc.Stdout, i+2) // 1 is the container's main process
+		}
+		if n == 0 {
+			return interp.NewExitStatus(1)
+		}
+		return nil
+	case "sleep":
+		return p.sleep(ctx, hc, args[1:])
+	case "cat":
+		return p.cat(ctx, hc, args[1:])
+	case "touch":
+		return p.each(hc, args, func(rel string) error {
+			f, err := p.root.OpenFile(rel, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			f.Close()
+			now := p.clock.Now()
+			return p.root.Chtimes(rel, now, now)
+		})
+	case "rm":
+		force, recursive, files := false, false, []string{}
+		for _, a := range args[1:] {
+			switch {
+			case a == "-f":
+				force = true
+			case a == "-r" || a == "-R":
+				recursive = true
+			case a == "-rf" || a == "-fr":
+				force, recursive = true, true
+			default:
+				files = append(files, a)
+			}
+		}
+		return p.each(hc, append([]string{"rm"}, files...), func(rel string) error {
+			var err error
+			if recursive {
+				if _, err = p.root.Lstat(rel); err == nil {
+					err = p.root.RemoveAll(rel)
+				}
+			} else {
+				err = p.root.Remove(rel)
+			}
+			if force && errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		})
+	case "mkdir":
+		parents := slices.Contains(args[1:], "-p")
+		dirs := slices.DeleteFunc(slices.Clone(args[1:]), func(a string) bool { return a == "-p" })
+		return p.each(hc, append([]string{"mkdir"}, dirs...), func(rel string) error {
+			if parents {
+				return p.root.MkdirAll(rel, 0o755)
+			}
+			return p.root.Mkdir(rel, 0o755)
+		})
+	case "ls":
+		return p.ls(hc, args[1:])
+	case "date":
+		now := p.clock.Now().UTC()
+		if len(args) > 1 && args[1] == "+%s" {
+			fmt.Fprintln(hc.Stdout, now.Unix())
+		} else {
+			fmt.Fprintln(hc.Stdout, now.Format("Mon Jan _2 15:04:05 UTC 2006"))
+		}
+		return nil
+	case "env", "printenv":
+		return p.printenv(hc, name, args[1:])
+	case "hostname":
+		fmt.Fprintln(hc.Stdout, p.hostname)
+		return nil
+	case "top":
+		// A process that runs until killed, as busybox's top does in a
+		// container with no terminal; it ends on SIGTERM.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.term:
+			return interp.NewExitStatus(ExitCodeSIGTERM)
+		}
+	case "sh", "bash", "ash":
+		script, params, err := argvScript(append([]string{"sh"}, args[1:]...))
+		if err != nil || (len(args) > 1 && args[1] != "-c") {
+			fmt.Fprintf(hc.Stderr, "%s: only %s -c SCRIPT is supported\n", name, name)
+			return interp.NewExitStatus(2)
+		}
+		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running}
+		code := sub.run(ctx, script, params)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return interp.NewExitStatus(uint8(code))
+	}
+	fmt.Fprintf(hc.Stderr, "sh: %s: command not found (the fake runtime runs no programs: see fakeruntime.Utilities)\n", args[0])
+	return interp.NewExitStatus(ExitCodeNotFound)
+}
+
+// lookupCommand is the internal name under which call hands type, hash
+// and command -v to exec (a name no script can type: it has a NUL byte).
+const lookupCommand = "\x00lookup"
+
+// lookup answers type, hash and command -v/-V: a builtin or a utility is
+// found, anything else is not (there is no PATH to search).
+func (p *proc) lookup(hc interp.HandlerContext, args []string) error {
+	cmd, names := args[0], args[1:]
+	if cmd == "command" || (len(names) > 0 && strings.HasPrefix(names[0], "-")) {
+		names = names[1:]
+	}
+	failed := false
+	for _, n := range names {
+		switch {
+		case interp.IsBuiltin(n) && cmd == "type":
+			fmt.Fprintf(hc.Stdout, "%s is a shell builtin\n", n)
+		case slices.Contains(Utilities, utilityName(n)) && cmd == "type":
+			fmt.Fprintf(hc.Stdout, "%s is /bin/%s\n", n, utilityName(n))
+		case interp.IsBuiltin(n):
+			fmt.Fprintln(hc.Stdout, n)
+		case slices.Contains(Utilities, utilityName(n)):
+			if cmd == "command" {
+				fmt.Fprintln(hc.Stdout, "/bin/"+utilityName(n))
+			}
+		default:
+			if cmd != "command" {
+				fmt.Fprintf(hc.Stderr, "%s: %s: not found\n", cmd, n)
+			}
+			failed = true
+		}
+	}
+	if failed {
+		return interp.NewExitStatus(1)
+	}
+	return nil
+}
+
+// environ lists the exported variables of env as NAME=value.
+func environ(env expand.Environ) []string {
+	var out []string
+	env.Each(func(name string, vr expand.Variable) bool {
+		if vr.Exported && vr.IsSet() {
+			out = append(out, name+"="+vr.String())
+		}
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
+
+func (p *proc) printenv(hc interp.HandlerContext, name string, args []string) error {
+	if len(args) == 0 {
+		for _, kv := range environ(hc.Env) {
+			fmt.Fprintln(hc.Stdout, kv)
+		}
+		return nil
+	}
+	if name == "env" {
+		fmt.Fprintln(hc.Stderr, "env: running a command with env is not supported")
+		return interp.NewExitStatus(125)
+	}
+	missing := false
+	for _, a := range args {
+		if vr := hc.Env.Get(a); vr.Exported && vr.IsSet() {
+			fmt.Fprintln(hc.Stdout, vr.String())
+		} else {
+			missing = true
+		}
+	}
+	if missing {
+		return interp.NewExitStatus(1)
+	}
+	return nil
+}
+
+// sleep waits on the runtime's clock. A SIGKILL ends it (and the script);
+// a trapped SIGTERM interrupts it and runs the trap.
+func (p *proc) sleep(ctx context.Context, hc interp.HandlerContext, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintln(hc.Stderr, "sleep: missing operand")
+		return interp.NewExitStatus(1)
+	}
+	var total time.Duration
+	for _, a := range args {
+		d, err := parseSleep(a)
+		if err != nil {
+			fmt.Fprintf(hc.Stderr, "sleep: invalid time interval %q\n", a)
+			return interp.NewExitStatus(1)
+		}
+		total += d
+	}
+	timer := p.clock.NewTimer(total)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C():
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.term:
+			if trap, ok := p.pendingTrap(); ok {
+				if err := hc.Builtin(ctx, []string{"eval", trap}); err != nil {
+					return err
+				}
+				return interp.NewExitStatus(ExitCodeSIGTERM)
+			}
+			// Ignored: keep sleeping, but stop watching the closed channel.
+			select {
+			case <-timer.C():
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// parseSleep reads sleep's argument: a number of seconds, possibly
+// fractional, with an optional suffix s, m, h or d.
+func parseSleep(s string) (time.Duration, error) {
+	unit := time.Second
+	switch {
+	case strings.HasSuffix(s, "s"):
+		s = s[:len(s)-1]
+	case strings.HasSuffix(s, "m"):
+		s, unit = s[:len(s)-1], time.Minute
+	case strings.HasSuffix(s, "h"):
+		s, unit = s[:len(s)-1], time.Hour
+	case strings.HasSuffix(s, "d"):
+		s, unit = s[:len(s)-1], 24*time.Hour
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f > 1e9 || f != f {
+		return 0, errors.New("invalid")
+	}
+	return time.Duration(f * float64(unit)), nil
+}
+
+func (p *proc) cat(ctx context.Context, hc interp.HandlerContext, files []string) error {
+	if len(files) == 0 {
+		if hc.Stdin != nil {
+			_, _ = io.Copy(hc.Stdout, hc.Stdin) // a closed stdout ends cat, as in a shell
+		}
+		return nil
+	}
+	failed := false
+	for _, f := range files {
+		r, err := p.open(ctx, f, os.O_RDONLY, 0)
+		if err != nil {
+			fmt.Fprintf(hc.Stderr, "cat: %s: %v\n", f, cause(err))
+			failed = true
+			continue
+		}
+		_, err = io.Copy(hc.Stdout, r)
+		r.Close()
+		if err != nil {
+			fmt.Fprintf(hc.Stderr, "cat: %s: %v\n", f, cause(err))
+			failed = true
+		}
+	}
+	if failed {
+		return interp.NewExitStatus(1)
+	}
+	return nil
+}
+
+func (p *proc) ls(hc interp.HandlerContext, args []string) error {
+	long, all := false, false
+	var paths []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			long = long || strings.Contains(a, "l")
+			all = all || strings.Contains(a, "a")
+			continue
+		}
+		paths = append(paths, a)
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	failed := false
+	for _, name := range paths {
+		rel := p.rel(hc.Dir, name)
+		fi, err := p.root.Stat(rel)
+		if err != nil {
+			fmt.Fprintf(hc.Stderr, "ls: %s: %v\n", name, cause(err))
+			failed = true
+			continue
+		}
+		infos := []fs.FileInfo{fi}
+		if fi.IsDir() {
+			if infos, err = p.readInfos(rel); err != nil {
+				fmt.Fprintf(hc.Stderr, "ls: %s: %v\n", name, cause(err))
+				failed = true
+				continue
+			}
+		}
+		for _, i := range infos {
+			if !all && strings.HasPrefix(i.Name(), ".") {
+				continue
+			}
+			if long {
+				fmt.Fprintf(hc.Stdout, "%s %8d %s %s\n", i.Mode(), i.Size(), i.ModTime().UTC().Format("Jan _2 15:04"), i.Name())
+			} else {
+				fmt.Fprintln(hc.Stdout, i.Name())
+			}
+		}
+	}
+	if failed {
+		return interp.NewExitStatus(1)
+	}
+	return nil
+}
+
+func (p *proc) readInfos(rel string) ([]fs.FileInfo, error) {
+	d, err := p.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	infos, err := d.Readdir(-1)
+	slices.SortFunc(infos, func(a, b fs.FileInfo) int { return strings.Compare(a.Name(), b.Name()) })
+	return infos, err
+}
+
+// each runs fn on each operand of a file utility (args[0] is its name),
+// reports failures as the utility does, and exits 1 if one failed.
+func (p *proc) each(hc interp.HandlerContext, args []string, fn func(rel string) error) error {
+	if len(args) < 2 {
+		fmt.Fprintf(hc.Stderr, "%s: missing operand\n", args[0])
+		return interp.NewExitStatus(1)
+	}
+	failed := false
+	for _, a := range args[1:] {
+		if err := fn(p.rel(hc.Dir, a)); err != nil {
+			fmt.Fprintf(hc.Stderr, "%s: %s: %v\n", args[0], a, cause(err))
+			failed = true
+		}
+	}
+	if failed {
+		return interp.NewExitStatus(1)
+	}
+	return nil
+}
+
+// cause is the reason of a file error without the path, which would show
+// the root-relative name.
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// rel turns a path as the script sees it (absolute, or relative to dir)
+// into a name inside the container's root. ".." stops at the root, as it
+// does at a real "/"; symlinks are checked by os.Root.
+func (p *proc) rel(dir, name string) string {
+	if !path.IsAbs(name) {
+		name = path.Join(dir, name)
+	}
+	r := strings.TrimPrefix(path.Clean(name), "/")
+	if r == "" {
+		return "."
+	}
+	return r
+}
+
+func (p *proc) dir(ctx context.Context) string {
+	defer func() { _ = recover() }() // a context without a HandlerContext: the root
+	return interp.HandlerCtx(ctx).Dir
+}
+
+func (p *proc) open(ctx context.Context, name string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
+	if name == "/dev/null" {
+		return devNull{}, nil
+	}
+	f, err := p.root.OpenFile(p.rel(p.dir(ctx), name), flag, perm)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: cause(err)}
+	}
+	return f, nil
+}
+
+func (p *proc) readDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	d, err := p.root.Open(p.rel(p.dir(ctx), name))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
+}
+
+func (p *proc) stat(ctx context.Context, name string, followSymlinks bool) (fs.FileInfo, error) {
+	if followSymlinks {
+		return p.root.Stat(p.rel(p.dir(ctx), name))
+	}
+	return p.root.Lstat(p.rel(p.dir(ctx), name))
+}
+
+// access allows what exists, and execution only of directories (to cd):
+// there are no programs to execute.
+func (p *proc) access(ctx context.Context, name string, mode interp.AccessMode) error {
+	fi, err := p.root.Stat(p.rel(p.dir(ctx), name))
+	if err != nil {
+		return err
+	}
+	if mode&interp.AccessExec != 0 && !fi.IsDir() {
+		return fs.ErrPermission
+	}
+	return nil
+}
+
+// devNull is /dev/null, the one device a container gets.
+type devNull struct{}
+
+func (devNull) Read([]byte) (int, error)    { return 0, io.EOF }
+func (devNull) Write(b []byte) (int, error) { return len(b), nil }
+func (devNull) Close() error                { return nil }
