@@ -11,12 +11,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mykubelet/mylib/bootstrap"
-	"mykubelet/mylib/bootstrap/bootstraptoken"
+	"mykubelet/mylib/bootstraptoken"
 	"mykubelet/mylib/options"
 	"mykubelet/mylib/statedir"
 )
@@ -57,12 +56,6 @@ func main() {
 		if err != nil {
 			return fmt.Errorf("load %s: %w", path, err)
 		}
-		who, err := bootstrap.WhoAmI(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("whoami: username %s\n", who.Username)
-		fmt.Printf("whoami: groups %s\n", strings.Join(who.Groups, " "))
-		return nil
+		return bootstrap.PrintWhoAmI(ctx, os.Stdout, cfg)
 	})
 }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,6 +40,7 @@ func main() {
 		// 1. Reuse a valid node kubeconfig, or bootstrap one.
 		if _, err := bootstrap.LoadClientCert(ctx, bootstrap.Config{
 			BootstrapKubeconfig: *bootstrapKubeconfig,
+			BootstrapCommand:    "go run ./chapters/02-bootstrap-token",
 			Kubeconfig:          nodeKubeconfig,
 			CertDir:             filepath.Dir(statedir.Path(o.StateDir, statedir.ClientCertCurrent)),
 			NodeName:            o.NodeName,
@@ -56,12 +56,6 @@ func main() {
 			return fmt.Errorf("load %s: %w", nodeKubeconfig, err)
 		}
 		cfg.Timeout = 10 * time.Second
-		who, err := bootstrap.WhoAmI(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("whoami: username %s\n", who.Username)
-		fmt.Printf("whoami: groups %s\n", strings.Join(who.Groups, " "))
-		return nil
+		return bootstrap.PrintWhoAmI(ctx, os.Stdout, cfg)
 	})
 }

@@ -141,7 +141,7 @@ func TestChapter03EndToEnd(t *testing.T) {
 		_, errOut, code := chaptertest.Run(t, ch03, "--state-dir", empty, "--node-name", "n")
 		assert.Equal(t, 1, code)
 		assert.Equal(t, "03-tls-bootstrap: error: no bootstrap kubeconfig at "+statedir.Path(empty, statedir.BootstrapKubeconfig)+
-			" (chapter 02 writes it: go run ./chapters/02-bootstrap-token): stat "+statedir.Path(empty, statedir.BootstrapKubeconfig)+": no such file or directory\n", lastLine(errOut))
+			" (run `go run ./chapters/02-bootstrap-token` first): stat "+statedir.Path(empty, statedir.BootstrapKubeconfig)+": no such file or directory\n", lastLine(errOut))
 	})
 
 	t.Run("an unknown token is Unauthorized", func(t *testing.T) {

@@ -7,13 +7,9 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,15 +25,15 @@ import (
 	"mykubelet/mylib/nodelease"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
-	"mykubelet/mylib/statedir"
 )
 
 func main() {
 	o := options.New("04-register-node")
+	o.UseNodeKubeconfig("go run ./chapters/03-tls-bootstrap")
 	var (
-		nodeIP         = o.Flags.String("node-ip", "", "the node's InternalIP (default: the address of the interface with the default route)")
-		maxPods        = o.Flags.Int("max-pods", nodestatus.DefaultMaxPods, "pods this node can run (capacity pods)")
-		port           = o.Flags.Int("port", int(nodestatus.DefaultKubeletPort), "kubelet port reported in status.daemonEndpoints (nothing listens on it yet)")
+		nodeIP         net.IP
+		maxPods        = o.MaxPods(nodestatus.DefaultMaxPods)
+		port           = o.Port("port", int(nodestatus.DefaultKubeletPort), "kubelet port reported in status.daemonEndpoints (nothing listens on it yet)")
 		runtimeVersion = o.Flags.String("container-runtime-version", "mock://0.1.0", "the <type>://<version> reported as the container runtime until the CRI runtime (chapter 05) answers")
 		updateFreq     = o.Flags.Duration("node-status-update-frequency", kubelet.DefaultNodeStatusUpdateFrequency, "how often the node status is computed")
 		reportFreq     = o.Flags.Duration("node-status-report-frequency", kubelet.DefaultNodeStatusReportFrequency, "how often the status is written when nothing changed")
@@ -45,41 +41,27 @@ func main() {
 		systemReserved nodestatus.ResourceListFlag
 		leaseDuration  = nodelease.DurationSeconds(nodelease.DefaultLeaseDurationSeconds)
 	)
+	o.Flags.TextVar(&nodeIP, "node-ip", net.IP(nil), "the node's InternalIP (default: the address of the interface with the default route)")
 	o.Flags.Var(&capacity, "capacity", "override measured capacity, e.g. cpu=8,memory=16Gi (default: this host's)")
 	o.Flags.Var(&systemReserved, "system-reserved", "resources kept for the system, subtracted from allocatable, e.g. cpu=500m,memory=1Gi")
 	o.Flags.Var(&leaseDuration, "lease-duration", "the Lease's leaseDurationSeconds; renewed every quarter of it")
 
 	o.Main(os.Args[1:], func(ctx context.Context) error {
-		// Unless --kubeconfig says otherwise, use the node's own credentials,
-		// not $KUBECONFIG (which is usually the admin's).
-		if !flagSet(o, "kubeconfig") {
-			o.Kubeconfig = statedir.Path(o.StateDir, statedir.NodeKubeconfig)
-			if _, err := os.Stat(o.Kubeconfig); errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("no node kubeconfig at %s: run chapter 03 first (go run ./chapters/03-tls-bootstrap) or pass --kubeconfig", o.Kubeconfig)
-			}
-		}
-		var ip net.IP
-		if *nodeIP != "" {
-			if ip = net.ParseIP(*nodeIP); ip == nil {
-				return fmt.Errorf("--node-ip %q is not an IP address", *nodeIP)
-			}
-		}
 		cs, cfg, err := o.Clientset(ctx)
 		if err != nil {
 			return err
 		}
 		// Who the API server thinks we are (kubectl auth whoami).
-		me, err := bootstrap.WhoAmI(ctx, cfg)
+		me, err := bootstrap.WhoAmILine(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		groups := slices.Sorted(slices.Values(me.Groups))
-		fmt.Printf("kubeconfig %s: user %s, groups %s\n", o.Kubeconfig, me.Username, strings.Join(groups, ","))
+		fmt.Printf("kubeconfig %s: %s\n", o.Kubeconfig, me)
 
 		kl, err := newAgent(cs, clock.RealClock{}, agentConfig{
 			nodeName:       o.NodeName,
 			stateDir:       o.StateDir,
-			nodeIP:         ip,
+			nodeIP:         nodeIP,
 			maxPods:        *maxPods,
 			port:           int32(*port),
 			runtimeVersion: *runtimeVersion,
@@ -153,7 +135,7 @@ func newAgent(cs kubernetes.Interface, clk clock.WithTicker, c agentConfig) (*ku
 			fmt.Printf("node %s: registered (%s)\n", n.Name, how)
 		},
 		OnStatusPatched: func(n *v1.Node, patch []byte, reason string) {
-			fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, summary(n))
+			fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, nodestatus.Summary(n))
 			klog.V(2).InfoS("Node status patch", "node", n.Name, "patch", string(patch))
 		},
 		LeaseDurationSeconds: c.leaseDuration,
@@ -165,23 +147,4 @@ func newAgent(cs kubernetes.Interface, clk clock.WithTicker, c agentConfig) (*ku
 			fmt.Printf("lease %s/%s: %s, renewTime %s\n", l.Namespace, l.Name, verb, l.Spec.RenewTime.UTC().Format(time.RFC3339))
 		},
 	}})
-}
-
-// flagSet reports whether the flag was given on the command line.
-func flagSet(o *options.Options, name string) bool {
-	set := false
-	o.Flags.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
-// summary is a one-line view of the status: conditions and capacity.
-func summary(n *v1.Node) string {
-	var parts []string
-	for _, t := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeReady} {
-		if _, c := nodestatus.GetNodeCondition(&n.Status, t); c != nil {
-			parts = append(parts, fmt.Sprintf("%s=%s", t, c.Status))
-		}
-	}
-	cpu, mem, pods := n.Status.Capacity[v1.ResourceCPU], n.Status.Capacity[v1.ResourceMemory], n.Status.Capacity[v1.ResourcePods]
-	return fmt.Sprintf("%s; capacity cpu=%s memory=%s pods=%s", strings.Join(parts, " "), cpu.String(), mem.String(), pods.String())
 }

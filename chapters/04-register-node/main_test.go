@@ -49,7 +49,15 @@ func TestChapter04(t *testing.T) {
 	out, err := exec.Command(bin, "--state-dir", empty, "--node-name", node).CombinedOutput()
 	require.Error(t, err)
 	assert.Equal(t, 1, err.(*exec.ExitError).ExitCode())
-	assert.Equal(t, "04-register-node: error: no node kubeconfig at "+filepath.Join(empty, statedir.NodeKubeconfig)+": run chapter 03 first (go run ./chapters/03-tls-bootstrap) or pass --kubeconfig\n", string(out))
+	assert.Equal(t, "04-register-node: error: no node kubeconfig at "+filepath.Join(empty, statedir.NodeKubeconfig)+": run `go run ./chapters/03-tls-bootstrap` first, or pass --kubeconfig to use another one\n", string(out))
+	// Bad numbers are refused locally, in one line, before any request.
+	for _, args := range [][]string{{"--max-pods=-1"}, {"--port=99999"}, {"--node-status-update-frequency=0"}} {
+		out, err := exec.Command(bin, append([]string{"--state-dir", empty}, args...)...).CombinedOutput()
+		require.Error(t, err, args)
+		assert.Equal(t, 2, err.(*exec.ExitError).ExitCode(), args)
+		assert.Equal(t, 1, strings.Count(string(out), "\n"), "one line: %q", out)
+		assert.Contains(t, string(out), "(see --help)", args)
+	}
 	trouble, err := docscheck.ExpectedOutputOf(string(markdown), "Troubleshooting")
 	require.NoError(t, err)
 	require.Len(t, trouble, 2)

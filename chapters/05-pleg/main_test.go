@@ -129,12 +129,12 @@ func TestErrors(t *testing.T) {
 	assert.Equal(t, `05-pleg: error: control API: address "0.0.0.0:17356" is not on loopback: the control API has no authentication, so it listens only on 127.0.0.1, ::1 or localhost`, strings.TrimSpace(stderr))
 
 	code, stderr = run("--relist-period", "0s")
-	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "--relist-period must be positive")
+	assert.Equal(t, 2, code, "a bad flag")
+	assert.Equal(t, "05-pleg: --relist-period must be positive (got 0s) (see --help)\n", stderr)
 
 	code, stderr = run("--no-such-flag")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, "flag provided but not defined: -no-such-flag")
+	assert.Equal(t, "05-pleg: flag provided but not defined: -no-such-flag (see --help)\n", stderr, "one line, no usage")
 
 	code, stderr = run("--kubeconfig", "/nonexistent", "--state-dir", dir, "--fake-runtime=false")
 	assert.Equal(t, 1, code)

@@ -3,10 +3,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"time"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,41 +13,40 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/config"
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/options"
 	kubepod "mykubelet/mylib/pod"
-	"mykubelet/mylib/statedir"
 )
 
 func main() {
 	o := options.New("06-static-pods")
-	manifestPath := o.Flags.String("pod-manifest-path", "", "directory of static pod manifests (default: <state-dir>/manifests)")
-	fileCheck := o.Flags.Duration("file-check-frequency", config.DefaultFileCheckFrequency, "how often to relist the manifests even when nothing changed")
-	housekeeping := o.Flags.Duration("housekeeping-interval", 2*time.Second, "how often to check the mirror pods in the API server")
+	o.UseNodeKubeconfig("go run ./chapters/03-tls-bootstrap")
+	sources := o.PodSources()
 	o.Main(os.Args[1:], func(ctx context.Context) error {
-		o.UseNodeKubeconfig()
-		if *manifestPath == "" {
-			*manifestPath = statedir.Path(o.StateDir, statedir.ManifestDir)
-		}
-		if err := os.MkdirAll(*manifestPath, 0o700); err != nil {
-			return err
-		}
-		client, _, err := o.Clientset(ctx)
+		client, err := o.NodeClientset(ctx, "go run ./chapters/04-register-node")
 		if err != nil {
 			return err
 		}
-		if err := kubepod.CheckNodeRegistered(ctx, client, o.NodeName); err != nil {
+		fmt.Printf("watching %s for static pods of node %s\n", sources.ManifestPath, o.NodeName)
+
+		clk := clock.RealClock{}
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		updates := make(chan kubetypes.PodUpdate)
+		files, err := config.NewSourceFile(config.SourceFileConfig{Path: sources.ManifestPath, NodeName: o.NodeName,
+			Period: sources.FileCheckFrequency, Updates: updates, Clock: clk})
+		if err != nil {
 			return err
 		}
-		fmt.Printf("watching %s for static pods of node %s\n", *manifestPath, o.NodeName)
-
-		updates := make(chan kubetypes.PodUpdate)
-		go config.NewSourceFile(*manifestPath, o.NodeName, *fileCheck, updates).Run(ctx)
+		wg.Go(func() { files.Run(ctx) })
 		mc := kubepod.NewBasicMirrorClient(client, o.NodeName, nil)
 
-		tick := time.NewTicker(*housekeeping)
+		tick := clk.NewTicker(sources.HousekeepingInterval)
 		defer tick.Stop()
 		var staticPods []*v1.Pod
 		sourceReady := false            // no housekeeping before the first list: it would see every mirror pod as orphaned
@@ -59,9 +57,11 @@ func main() {
 				fmt.Println("stopped")
 				return nil
 			case u := <-updates:
-				staticPods, sourceReady = u.Pods, true
+				// Two manifests naming the same pod: the first wins, as in
+				// the kubelet's pod config.
+				staticPods, sourceReady = config.FilterDuplicateNames(u.Pods, kubetypes.FileSource), true
 				reportChanges(known, staticPods)
-			case <-tick.C:
+			case <-tick.C():
 			}
 			if !sourceReady {
 				continue
@@ -97,9 +97,9 @@ func reportChanges(known map[string]types.UID, pods []*v1.Pod) {
 }
 
 // syncMirrorPods is this chapter's housekeeping: it lists the pods bound to
-// the node, makes each static pod's mirror pod right (SyncMirrorPod) and
-// deletes mirror pods whose manifest is gone. Chapter 07 replaces the list
-// with a watch.
+// the node and hands them to kubepod.SyncMirrorPods, which makes each static
+// pod's mirror pod right and deletes mirror pods whose manifest is gone.
+// The next chapter replaces the list with a watch.
 func syncMirrorPods(ctx context.Context, client kubernetes.Interface, mc kubepod.MirrorClient, node string, staticPods []*v1.Pod) error {
 	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
@@ -107,31 +107,11 @@ func syncMirrorPods(ctx context.Context, client kubernetes.Interface, mc kubepod
 	if err != nil {
 		return fmt.Errorf("list pods of node %s: %w", node, err)
 	}
-	mirrors := map[string]*v1.Pod{}
 	var mirrorPods []*v1.Pod
 	for i := range list.Items {
 		if p := &list.Items[i]; kubetypes.IsMirrorPod(p) {
-			mirrors[kubetypes.GetPodFullName(p)] = p
 			mirrorPods = append(mirrorPods, p)
 		}
 	}
-	var errs []error
-	for _, p := range staticPods {
-		action, err := kubepod.SyncMirrorPod(ctx, mc, p, mirrors[kubetypes.GetPodFullName(p)])
-		if err != nil {
-			errs = append(errs, err)
-		} else if action != kubepod.MirrorUnchanged {
-			fmt.Printf("mirror pod %s/%s %s\n", p.Namespace, p.Name, action)
-		}
-	}
-	for _, name := range kubepod.OrphanedMirrorPods(staticPods, mirrorPods) {
-		deleted, err := mc.DeleteMirrorPod(ctx, name, nil)
-		if err != nil {
-			errs = append(errs, err)
-		} else if deleted {
-			n, ns, _ := kubetypes.ParsePodFullName(name)
-			fmt.Printf("mirror pod %s/%s deleted (its manifest is gone)\n", ns, n)
-		}
-	}
-	return errors.Join(errs...)
+	return kubepod.SyncMirrorPods(ctx, mc, staticPods, mirrorPods, os.Stdout)
 }

@@ -95,6 +95,22 @@ func TestChapter06EndToEnd(t *testing.T) {
 		p.WaitForOutput("mirror pod default/"+name+" deleted", 10*time.Second)
 	})
 
+	t.Run("two manifests naming one pod: the second is dropped, the mirror pod stays", func(t *testing.T) {
+		for _, copyName := range []string{"a.yaml", "b.yaml"} {
+			require.NoError(t, os.WriteFile(filepath.Join(manifests, copyName), web, 0o600))
+		}
+		p.WaitForLog(`"Pod failed validation due to duplicate pod name, ignoring".*`+name, 30*time.Second)
+		p.WaitForSubmatch("mirror pod default/"+name+" created", 1, 10*time.Second) // the second time
+		replaced := func() int { return strings.Count(p.Stdout(), "mirror pod default/"+name+" replaced") }
+		before := replaced()
+		// Before the fix, each housekeeping (every 2 s) replaced the mirror
+		// pod with the other manifest's; three periods show whether it flaps.
+		require.Never(t, func() bool { return replaced() != before }, 6*time.Second, 200*time.Millisecond)
+		for _, copyName := range []string{"a.yaml", "b.yaml"} {
+			require.NoError(t, os.Remove(filepath.Join(manifests, copyName)))
+		}
+	})
+
 	t.Run("Ctrl-C stops it; the output is the README's", func(t *testing.T) {
 		assert.Equal(t, 0, p.Stop())
 		assert.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, filepath.Join(root, "chapters/06-static-pods/README.md")), p.Stdout()))
@@ -103,17 +119,27 @@ func TestChapter06EndToEnd(t *testing.T) {
 	t.Run("an unregistered node is one clear line", func(t *testing.T) {
 		_, out, code := chaptertest.Run(t, bin, "--kubeconfig", c.AdminKubeconfig, "--node-name", "ghost", "--state-dir", t.TempDir())
 		assert.Equal(t, 1, code)
-		assert.Equal(t, `06-static-pods: error: node "ghost" is not registered; mirror pods need their Node: run chapter 04 first (go run ./chapters/04-register-node --node-name ghost)`+"\n", out)
+		assert.Equal(t, "06-static-pods: error: node \"ghost\" is not registered; mirror pods need their Node: run `go run ./chapters/04-register-node --node-name ghost` first\n", out)
 	})
 }
 
 // TestChapter06NoKubeconfig needs no cluster.
 func TestChapter06NoKubeconfig(t *testing.T) {
 	bin := testcluster.BuildChapter(t, "./chapters/06-static-pods")
-	_, out, code := chaptertest.Run(t, bin, "--state-dir", t.TempDir())
+	state := t.TempDir()
+	_, out, code := chaptertest.Run(t, bin, "--state-dir", state)
 	assert.Equal(t, 1, code)
-	assert.True(t, strings.HasPrefix(out, "06-static-pods: error: no kubeconfig found:"), out)
-	assert.Equal(t, 1, strings.Count(out, "\n"), "one line")
+	assert.Equal(t, "06-static-pods: error: no node kubeconfig at "+filepath.Join(state, "kubelet.kubeconfig")+
+		": run `go run ./chapters/03-tls-bootstrap` first, or pass --kubeconfig to use another one\n", out)
+
+	// A zero or negative interval is refused in one line, not a ticker's panic.
+	for _, arg := range []string{"--housekeeping-interval=0", "--file-check-frequency=-1s"} {
+		_, out, code := chaptertest.Run(t, bin, "--state-dir", state, arg)
+		assert.Equal(t, 2, code, arg)
+		assert.Equal(t, 1, strings.Count(out, "\n"), "one line: %q", out)
+		assert.Contains(t, out, "must be positive", arg)
+		assert.NotContains(t, out, "goroutine", arg)
+	}
 }
 
 func waitForMirror(t *testing.T, cs kubernetes.Interface, name string, ok func(*v1.Pod) bool) *v1.Pod {

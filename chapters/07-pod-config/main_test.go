@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"mykubelet/scripts/docscheck"
 	"mykubelet/scripts/testkit/chaptertest"
@@ -93,7 +94,7 @@ func TestChapter07EndToEnd(t *testing.T) {
 
 func TestChapter07RefusesNonLoopbackDebugAddress(t *testing.T) {
 	bin := testcluster.BuildChapter(t, "./chapters/07-pod-config")
-	stdout, stderr, code := chaptertest.Run(t, bin, "--state-dir", t.TempDir(), "--debug-address", "0.0.0.0:10255")
+	stdout, stderr, code := chaptertest.Run(t, bin, "--state-dir", stateWithNodeKubeconfig(t), "--debug-address", "0.0.0.0:10255")
 	assert.Equal(t, 1, code)
 	assert.Empty(t, stdout)
 	assert.Equal(t, `07-pod-config: error: --debug-address "0.0.0.0:10255": use 127.0.0.1 or localhost; the debug server has no authentication`+"\n", stderr)
@@ -132,8 +133,17 @@ func TestChapter07DebugPortInUse(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer lis.Close()
-	stdout, stderr, code := chaptertest.Run(t, bin, "--state-dir", t.TempDir(), "--debug-address", lis.Addr().String())
+	stdout, stderr, code := chaptertest.Run(t, bin, "--state-dir", stateWithNodeKubeconfig(t), "--debug-address", lis.Addr().String())
 	assert.Equal(t, 1, code)
 	assert.Empty(t, stdout)
 	assert.Equal(t, "07-pod-config: error: --debug-address: listen tcp "+lis.Addr().String()+": bind: address already in use\n", stderr)
+}
+
+// stateWithNodeKubeconfig is a state directory with a node kubeconfig in it
+// (for an API server that is not there): enough to get past the start-up
+// checks that come before the debug server's.
+func stateWithNodeKubeconfig(t *testing.T) string {
+	state := t.TempDir()
+	chaptertest.WriteNodeKubeconfig(t, state, &rest.Config{Host: "https://127.0.0.1:1"})
+	return state
 }

@@ -9,11 +9,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,27 +31,18 @@ import (
 
 func main() {
 	o := options.New("09-sync-pod")
-	manifestPath := o.Flags.String("pod-manifest-path", "", "directory of static pod manifests (default: <state-dir>/manifests)")
-	fileCheck := o.Flags.Duration("file-check-frequency", config.DefaultFileCheckFrequency, "how often to relist the manifests even when nothing changed")
-	endpoint := o.Flags.String("container-runtime-endpoint", "", "the CRI socket, unix:///path (default: unix://<state-dir>/"+statedir.RuntimeSocket+")")
-	fake := o.Flags.Bool("fake-runtime", true, "serve the mock CRI runtime on --container-runtime-endpoint in this process; false: use the runtime already there")
-	relistPeriod := o.Flags.Duration("relist-period", pleg.RelistPeriod, "time between two PLEG relists")
+	o.UseNodeKubeconfig("go run ./chapters/03-tls-bootstrap")
+	sources := o.PodSources()
+	rt := o.Runtime(pleg.RelistPeriod)
+	maxPods := o.MaxPods(nodestatus.DefaultMaxPods)
+	var nodeIP net.IP
+	o.Flags.TextVar(&nodeIP, "node-ip", net.IP(nil), "the node's InternalIP, the pods' hostIP (default: the address of the interface with the default route)")
 	podLogs := o.Flags.String("pod-logs-dir", "", "where containers' logs go (default: <state-dir>/pod-logs)")
-	maxPods := o.Flags.Int("max-pods", nodestatus.DefaultMaxPods, "pods this node can run (capacity pods)")
-	nodeIP := o.Flags.String("node-ip", "", "the node's InternalIP, the pods' hostIP (default: the address of the interface with the default route)")
 	o.Main(os.Args[1:], func(ctx context.Context) error {
-		if *relistPeriod <= 0 || *fileCheck <= 0 {
-			return fmt.Errorf("--relist-period and --file-check-frequency must be positive (got %s, %s)", *relistPeriod, *fileCheck)
+		if *podLogs == "" {
+			*podLogs = statedir.Path(o.StateDir, "pod-logs")
 		}
-		ip := net.ParseIP(*nodeIP)
-		if *nodeIP != "" && ip == nil {
-			return fmt.Errorf("--node-ip %q is not an IP address", *nodeIP)
-		}
-		o.UseNodeKubeconfig()
-		*manifestPath = orDefault(*manifestPath, statedir.Path(o.StateDir, statedir.ManifestDir))
-		*endpoint = orDefault(*endpoint, "unix://"+statedir.Path(o.StateDir, statedir.RuntimeSocket))
-		*podLogs = orDefault(*podLogs, statedir.Path(o.StateDir, "pod-logs"))
-		if err := errors.Join(os.MkdirAll(*manifestPath, 0o700), os.MkdirAll(*podLogs, 0o700)); err != nil {
+		if err := os.MkdirAll(*podLogs, 0o700); err != nil {
 			return err
 		}
 		// The node's credentials: a client for pods and the node, one for
@@ -73,18 +62,12 @@ func main() {
 		defer cancel()
 
 		// Chapter 05: the runtime, served here unless --fake-runtime=false.
-		if *fake {
-			path, ok := strings.CutPrefix(*endpoint, "unix://")
-			if !ok {
-				return fmt.Errorf("--container-runtime-endpoint %q: the mock runtime serves only unix:// endpoints", *endpoint)
-			}
-			lis, err := fakeruntime.ListenUnix(path)
-			if err != nil {
+		if rt.Fake {
+			if err := fakeruntime.ServeEndpoint(ctx, &wg, fakeruntime.New(clk), rt.Endpoint); err != nil {
 				return err
 			}
-			wg.Go(func() { _ = fakeruntime.New(clk).Serve(ctx, lis) }) // nil after ctx ends
 		}
-		runtime, err := kuberuntime.Connect(ctx, *endpoint, clk)
+		runtime, err := kuberuntime.Connect(ctx, rt.Endpoint, clk)
 		if err != nil {
 			return err
 		}
@@ -92,38 +75,41 @@ func main() {
 
 		// Chapter 07: the pod sources, merged.
 		podConfig := config.NewPodConfig(clk)
-		wg.Go(func() {
-			config.NewSourceFile(*manifestPath, o.NodeName, *fileCheck, podConfig.Channel(ctx, kubetypes.FileSource)).Run(ctx)
-		})
+		files, err := config.NewSourceFile(config.SourceFileConfig{Path: sources.ManifestPath, NodeName: o.NodeName,
+			Period: sources.FileCheckFrequency, Updates: podConfig.Channel(ctx, kubetypes.FileSource), Clock: clk})
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { files.Run(ctx) })
 		wg.Go(func() {
 			config.NewSourceApiserver(client, o.NodeName, podConfig.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
 		})
 
-		// Events as the kubelet records them: source "kubelet, <node>".
+		// Events as the kubelet records them: source "kubelet", host the node.
 		recorder, stopEvents := events.NewRecorder(ctx, eventClient, o.NodeName)
 		defer stopEvents()
 
 		// This chapter: both halves in one Kubelet, and SyncPod for real.
 		kl, err := kubelet.New(kubelet.Config{Client: client, NodeName: o.NodeName, Clock: clk,
 			Node: &kubelet.NodeConfig{
-				Status:       &kubelet.NodeStatusOptions{RootDir: o.StateDir, MaxPods: *maxPods, NodeIP: ip},
+				Status:       &kubelet.NodeStatusOptions{RootDir: o.StateDir, MaxPods: *maxPods, NodeIP: nodeIP},
 				OnRegistered: func(n *v1.Node, created bool) { fmt.Printf("node %s: registered (created %t)\n", n.Name, created) },
 				OnStatusPatched: func(n *v1.Node, _ []byte, reason string) {
 					fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, ready(n))
 				},
 			},
 			Pods: &kubelet.PodsConfig{
-				Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: runtime, RelistPeriod: *relistPeriod,
-				RunContainers: true, Recorder: recorder, PodLogsDirectory: *podLogs, Out: os.Stdout,
+				Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: runtime, RelistPeriod: rt.RelistPeriod,
+				HousekeepingPeriod: sources.HousekeepingInterval, RunContainers: true, Recorder: recorder, PodLogsDirectory: *podLogs, Out: os.Stdout,
 			},
 		})
 		if err != nil {
 			return err
 		}
 		fmt.Printf("kubelet %s: pods from %s and the API server, runtime %s %s; Ctrl-C to stop\n",
-			o.NodeName, *manifestPath, runtime.Type(), *endpoint)
+			o.NodeName, sources.ManifestPath, runtime.Type(), rt.Endpoint)
 		err = kl.Run(ctx)
-		if *fake {
+		if rt.Fake {
 			fmt.Println("stopped (the mock runtime, and its containers, with it)")
 		} else {
 			fmt.Println("stopped (the containers keep running in the runtime; started again, the kubelet adopts them)")
@@ -138,11 +124,4 @@ func ready(n *v1.Node) string {
 		return fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
 	}
 	return fmt.Sprintf("Ready=True, runtime %s", n.Status.NodeInfo.ContainerRuntimeVersion)
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }

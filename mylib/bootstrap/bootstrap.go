@@ -1,6 +1,6 @@
 // Package bootstrap is the node side of TLS bootstrapping, after the
 // kubelet's pkg/kubelet/certificate/bootstrap: with nothing but a bootstrap
-// kubeconfig (a low-privilege token, see bootstrap/bootstraptoken), a node
+// kubeconfig (a low-privilege token, see mylib/bootstraptoken), a node
 // generates a private key, asks the API server for a client certificate with
 // a CertificateSigningRequest, waits until it is approved and signed, and
 // writes the kubeconfig it will use from then on.
@@ -57,9 +57,12 @@ const (
 
 // Config says where LoadClientCert reads and writes.
 type Config struct {
-	// BootstrapKubeconfig holds the bootstrap token (chapter 02). It is the
-	// only credential LoadClientCert uses.
+	// BootstrapKubeconfig holds the bootstrap token. It is the only
+	// credential LoadClientCert uses.
 	BootstrapKubeconfig string
+	// BootstrapCommand, when set, is the command that writes
+	// BootstrapKubeconfig, named in the error when it is missing.
+	BootstrapCommand string
 	// Kubeconfig is the node kubeconfig to write (and to reuse while its
 	// certificate is valid).
 	Kubeconfig string
@@ -135,7 +138,10 @@ func LoadClientCert(ctx context.Context, cfg Config) (*Result, error) {
 
 	// 2. The bootstrap credentials: nothing else is used from here on.
 	if _, err := os.Stat(cfg.BootstrapKubeconfig); err != nil {
-		return nil, fmt.Errorf("no bootstrap kubeconfig at %s (chapter 02 writes it: go run ./chapters/02-bootstrap-token): %w", cfg.BootstrapKubeconfig, err)
+		if cfg.BootstrapCommand != "" {
+			return nil, fmt.Errorf("no bootstrap kubeconfig at %s (run `%s` first): %w", cfg.BootstrapKubeconfig, cfg.BootstrapCommand, err)
+		}
+		return nil, fmt.Errorf("no bootstrap kubeconfig at %s: %w", cfg.BootstrapKubeconfig, err)
 	}
 	bootstrapConfig, err := clientcmd.BuildConfigFromFlags("", cfg.BootstrapKubeconfig)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mykubelet/mylib/bootstrap"
-	"mykubelet/mylib/bootstrap/bootstraptoken"
+	"mykubelet/mylib/bootstraptoken"
 	"mykubelet/mylib/statedir"
 	"mykubelet/scripts/testkit/testcluster"
 )

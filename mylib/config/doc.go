@@ -2,15 +2,17 @@
 // list of pods (a SET) on a channel; PodConfig merges the sources into one
 // stream of changes: ADD, UPDATE, DELETE, REMOVE and RECONCILE.
 //
-//   - SourceFile (chapter 06): static pods, one manifest per file in a
+//   - SourceFile: static pods, one manifest per file in a
 //     directory, given the kubelet's static-pod defaults (applyDefaults).
-//   - SourceApiserver (chapter 07): pods the scheduler (or you) bound to this
+//   - SourceApiserver: pods the scheduler (or you) bound to this
 //     node, from a ListWatch with field selector spec.nodeName=<node>.
 //
-// Wiring (chapter 07):
+// Wiring:
 //
 //	cfg := config.NewPodConfig(clock.RealClock{})
-//	go config.NewSourceFile(dir, nodeName, 20*time.Second, cfg.Channel(ctx, kubetypes.FileSource)).Run(ctx)
+//	src, err := config.NewSourceFile(config.SourceFileConfig{Path: dir, NodeName: nodeName, Updates: cfg.Channel(ctx, kubetypes.FileSource)})
+//	if err != nil { … }
+//	go src.Run(ctx)
 //	go config.NewSourceApiserver(client, nodeName, cfg.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
 //	for u := range cfg.Updates() { … } // u.Op is ADD, UPDATE, DELETE, REMOVE or RECONCILE
 //

@@ -37,34 +37,66 @@ type SourceFile struct {
 	period   time.Duration
 	updates  chan<- kubetypes.PodUpdate
 
-	// Clock is used for the tickers and the config.seen annotation.
-	Clock clock.WithTicker
-	// PollInterval is how often the listing is checked for changes.
-	PollInterval time.Duration
+	clock        clock.WithTicker
+	pollInterval time.Duration
 
 	firstSeen map[types.UID]time.Time
 }
 
-// NewSourceFile returns a file source for path. Run starts it.
-func NewSourceFile(path, nodeName string, period time.Duration, updates chan<- kubetypes.PodUpdate) *SourceFile {
-	return &SourceFile{
-		path:         strings.TrimRight(path, string(os.PathSeparator)),
-		nodeName:     nodeName,
-		period:       period,
-		updates:      updates,
-		Clock:        clock.RealClock{},
-		PollInterval: ChangePollInterval,
-		firstSeen:    map[types.UID]time.Time{},
+// SourceFileConfig says which directory a SourceFile reads and how often.
+type SourceFileConfig struct {
+	// Path is the manifest directory (--pod-manifest-path). Required.
+	Path string
+	// NodeName is the node the static pods run on. Required.
+	NodeName string
+	// Period is how often the whole directory is relisted even when nothing
+	// changed (--file-check-frequency); zero means DefaultFileCheckFrequency.
+	Period time.Duration
+	// PollInterval is how often the listing is checked for changes; zero
+	// means ChangePollInterval.
+	PollInterval time.Duration
+	// Updates receives the pods (a SET each time). Required for Run.
+	Updates chan<- kubetypes.PodUpdate
+	// Clock is used for the tickers and the config.seen annotation; nil
+	// means the real clock.
+	Clock clock.WithTicker
+}
+
+// NewSourceFile checks cfg and returns a file source. Run starts it.
+func NewSourceFile(cfg SourceFileConfig) (*SourceFile, error) {
+	if cfg.Path == "" || cfg.NodeName == "" {
+		return nil, errors.New("config: SourceFileConfig.Path and NodeName are required")
 	}
+	if cfg.Period == 0 {
+		cfg.Period = DefaultFileCheckFrequency
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = ChangePollInterval
+	}
+	if cfg.Period < 0 || cfg.PollInterval < 0 {
+		return nil, fmt.Errorf("config: file check frequency (%v) and poll interval (%v) must be positive", cfg.Period, cfg.PollInterval)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &SourceFile{
+		path:         strings.TrimRight(cfg.Path, string(os.PathSeparator)),
+		nodeName:     cfg.NodeName,
+		period:       cfg.Period,
+		updates:      cfg.Updates,
+		clock:        cfg.Clock,
+		pollInterval: cfg.PollInterval,
+		firstSeen:    map[types.UID]time.Time{},
+	}, nil
 }
 
 // Run sends the pods at once, then on every change and every period, until
 // ctx ends.
 func (s *SourceFile) Run(ctx context.Context) {
 	klog.V(1).InfoS("Watching path", "path", s.path)
-	relist := s.Clock.NewTicker(s.period)
+	relist := s.clock.NewTicker(s.period)
 	defer relist.Stop()
-	poll := s.Clock.NewTicker(s.PollInterval)
+	poll := s.clock.NewTicker(s.pollInterval)
 	defer poll.Stop()
 
 	last := s.fingerprint()
@@ -190,11 +222,11 @@ func (s *SourceFile) extractFromFile(path string) (*v1.Pod, error) {
 	}
 	pod.Annotations[kubetypes.ConfigSourceAnnotationKey] = kubetypes.FileSource
 	// config.seen: when this UID was first read. Upstream sets it when
-	// PodConfig first merges the pod; we set it here so chapter 06, which has
-	// no PodConfig yet, shows it too (PodConfig keeps it).
+	// PodConfig first merges the pod; we set it here so that a program that
+	// reads the file source without a PodConfig shows it too (PodConfig keeps it).
 	seen, ok := s.firstSeen[pod.UID]
 	if !ok {
-		seen = s.Clock.Now()
+		seen = s.clock.Now()
 		s.firstSeen[pod.UID] = seen
 	}
 	pod.Annotations[kubetypes.ConfigFirstSeenAnnotationKey] = kubetypes.Timestamp(seen)

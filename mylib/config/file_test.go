@@ -38,8 +38,10 @@ func writeFile(t *testing.T, dir, name, data string) string {
 
 func newTestSource(dir string) (*SourceFile, *clocktesting.FakeClock) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))
-	s := NewSourceFile(dir, "Node-1", DefaultFileCheckFrequency, nil)
-	s.Clock = clk
+	s, err := NewSourceFile(SourceFileConfig{Path: dir, NodeName: "Node-1", Clock: clk})
+	if err != nil {
+		panic(err)
+	}
 	return s, clk
 }
 
@@ -89,7 +91,8 @@ func TestStaticPodUIDHash(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "web.yaml", webYAML)
 	uid := func(nodeName string) string {
-		s := NewSourceFile(dir, nodeName, time.Minute, nil)
+		s, err := NewSourceFile(SourceFileConfig{Path: dir, NodeName: nodeName, Period: time.Minute})
+		require.NoError(t, err)
 		pods := s.listConfig()
 		require.Len(t, pods, 1)
 		return string(pods[0].UID)
@@ -204,4 +207,20 @@ func TestRunSendsOnStartChangeAndPeriod(t *testing.T) {
 	clk.Step(ChangePollInterval)
 	u = next()
 	assert.Empty(t, u.Pods, "a removed file is noticed")
+}
+
+func TestNewSourceFileRefusesBadIntervals(t *testing.T) {
+	dir := t.TempDir()
+	for name, cfg := range map[string]SourceFileConfig{
+		"negative period": {Path: dir, NodeName: "n1", Period: -time.Second},
+		"negative poll":   {Path: dir, NodeName: "n1", PollInterval: -time.Second},
+		"no path":         {NodeName: "n1"},
+		"no node":         {Path: dir},
+	} {
+		_, err := NewSourceFile(cfg)
+		assert.Error(t, err, name)
+	}
+	s, err := NewSourceFile(SourceFileConfig{Path: dir, NodeName: "n1"})
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{DefaultFileCheckFrequency, ChangePollInterval}, []time.Duration{s.period, s.pollInterval}, "upstream's defaults")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -65,6 +66,11 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		script:      script,
 		params:      params,
 		hostname:    s.hostname,
+		workDir:     cfg.GetWorkingDir(),
+	}
+	for _, mt := range cfg.GetMounts() {
+		c.mounts = append(c.mounts, &runtimeapi.Mount{ContainerPath: mt.GetContainerPath(), HostPath: mt.GetHostPath(),
+			Readonly: mt.GetReadonly(), Propagation: mt.GetPropagation(), SelinuxRelabel: mt.GetSelinuxRelabel()})
 	}
 	for _, kv := range cfg.GetEnvs() {
 		c.env = append(c.env, kv.GetKey()+"="+string(kv.GetValue()))
@@ -100,6 +106,11 @@ func (r *Runtime) makeRoot(c *container) error {
 	}
 	if c.root, err = os.OpenRoot(rootfs); err != nil {
 		return err
+	}
+	if rel := strings.TrimPrefix(path.Clean("/"+c.workDir), "/"); rel != "" { // made if missing, as containerd does
+		if err := c.root.MkdirAll(rel, 0o755); err != nil {
+			return fmt.Errorf("working directory %q: %w", c.workDir, err)
+		}
 	}
 	if c.log, err = openLog(r.clock, c.logPath); err != nil {
 		return fmt.Errorf("log file: %w", err)
@@ -246,6 +257,7 @@ func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 		Labels:      c.labels,
 		Annotations: c.annotations,
 		LogPath:     c.logPath,
+		Mounts:      c.mounts,
 	}
 	resp := &runtimeapi.ContainerStatusResponse{Status: st}
 	if req.GetVerbose() {

@@ -36,7 +36,8 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		return nil, status.Errorf(codes.FailedPrecondition, "ExecSync %s: container is %s, not running", short(c.id), c.state)
 	}
 	var stdout, stderr lockedBuffer
-	p := newProc(r.clock, c.root, c.hostname, c.env, &stdout, &stderr)
+	p := newProc(r.clock, c.root, c.hostname, c.env, &stdout, &stderr, &c.running)
+	p.workDir = c.workDir
 	killed := c.done // the container's end ends the exec too
 	r.mu.Unlock()
 
@@ -124,4 +125,10 @@ func (r *Runtime) Attach(context.Context, *runtimeapi.AttachRequest) (*runtimeap
 // PortForward is not implemented: see streamingNotYet.
 func (r *Runtime) PortForward(context.Context, *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, streamingNotYet, "PortForward")
+}
+
+// RuntimeConfig answers the runtime's cgroup driver, which the kubelet
+// reads at start to match its own: systemd, as containerd's default.
+func (r *Runtime) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_SYSTEMD}}, nil
 }

@@ -17,6 +17,11 @@ type ImageDefault struct {
 const runUntilStopped = `trap 'exit 0' TERM
 while true; do sleep 3600; done`
 
+const httpdScript = `echo "[mpm_event:notice] AH00489: Apache/2.4 (Unix) configured -- resuming normal operations"
+echo "[core:notice] AH00094: Command line: 'httpd -D FOREGROUND'"
+trap 'exit 0' TERM
+while true; do sleep 3600; done`
+
 // ImageDefaults are the entrypoints of well-known images, by repository
 // (the image name without tag or digest, as PullImage names it). An image
 // not listed runs UnknownImageDefault.
@@ -26,6 +31,14 @@ var ImageDefaults = map[string]ImageDefault{
 		Script: `echo "/docker-entrypoint.sh: Configuration complete; ready for start up"
 trap 'echo "signal 15 (SIGTERM) received, exiting"; exit 0' TERM
 while true; do sleep 3600; done`,
+	},
+	"docker.io/library/httpd": {
+		What:   "serves HTTP until stopped; exits 0 on SIGTERM",
+		Script: httpdScript,
+	},
+	"registry.k8s.io/e2e-test-images/httpd": {
+		What:   "the Kubernetes e2e tests' httpd: as docker.io/library/httpd",
+		Script: httpdScript,
 	},
 	"registry.k8s.io/pause": {
 		What:   "the sandbox's placeholder process: sleeps until stopped; exits 0 on SIGTERM",

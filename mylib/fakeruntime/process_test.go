@@ -144,6 +144,9 @@ func TestScriptsAreConfinedToTheContainerRoot(t *testing.T) {
 		{"id; uname", "sh: id: command not found"},
 		{"x=$(whoami)", "sh: whoami: command not found"},
 		{"bash -i", "bash: only bash -c SCRIPT is supported\n"},
+		{"type passwd sh", "type: passwd: not found\n"},
+		{"command -v go || command -v python3 || echo none >&2; exit 1", "none\n"},
+		{". /etc/passwd", "no such file or directory"},
 	} {
 		resp := execIn(t, r, c, "sh", "-c", tc.cmd)
 		assert.NotZero(t, resp.ExitCode, tc.cmd)
@@ -154,8 +157,11 @@ func TestScriptsAreConfinedToTheContainerRoot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "host secret\n", string(b), "the host file is untouched")
 
+	resp := execIn(t, r, c, "sh", "-c", "command -v sleep; command -v echo; type cat")
+	assert.Equal(t, "/bin/sleep\necho\ncat is /bin/cat\n", string(resp.Stdout), string(resp.Stderr))
+
 	// What is inside works.
-	resp := execIn(t, r, c, "sh", "-c", `mkdir -p /data/x && echo "$HOSTNAME $GREETING" > /data/x/f && cat /data/x/f && ls /data/x && cd /data && cat x/f && rm -r /data && ls /`)
+	resp = execIn(t, r, c, "sh", "-c", `mkdir -p /data/x && echo "$HOSTNAME $GREETING" > /data/x/f && cat /data/x/f && ls /data/x && cd /data && cat x/f && rm -r /data && ls /`)
 	assert.Equal(t, int32(0), resp.ExitCode, string(resp.Stderr))
 	assert.Equal(t, "web \nf\nweb \ndev\netc\nproc\ntmp\nvar\n", string(resp.Stdout))
 }
@@ -177,6 +183,21 @@ func TestEnvironmentIsTheConfigsPlusHostname(t *testing.T) {
 	assert.Equal(t, "web-0\nweb-0\nhi\n", string(out.Stdout))
 }
 
+func TestWorkingDir(t *testing.T) {
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	resp, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
+		Command: []string{"sleep", "1h"}, WorkingDir: "/srv/app"}})
+	require.NoError(t, err)
+	_, err = r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "root"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"}, WorkingDir: "/"}})
+	require.NoError(t, err)
+	startContainer(t, r, resp.ContainerId)
+	out := execIn(t, r, resp.ContainerId, "sh", "-c", "pwd; touch here; ls /srv/app; cd ..; pwd")
+	assert.Equal(t, "/srv/app\nhere\n/srv\n", string(out.Stdout), string(out.Stderr))
+}
+
 func TestStopContainerRunsTheTERMTrap(t *testing.T) {
 	r, clk := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)
@@ -184,8 +205,10 @@ func TestStopContainerRunsTheTERMTrap(t *testing.T) {
 	startContainer(t, r, c)
 	waitSleeping(t, r)
 	clk.Step(time.Second)
-	_, err := r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 30})
-	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := r.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 30})
+	require.NoError(t, err, "the trap ends the script before the timeout (which the fake clock never reaches)")
 	st := containerStatus(t, r, c)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.State)
 	assert.Equal(t, int32(4), st.ExitCode, "the trap's exit code")
@@ -219,7 +242,13 @@ func TestStopContainerKillsAfterTheTimeoutWithoutATrap(t *testing.T) {
 		_, err := r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 30})
 		done <- err
 	}()
-	<-waiting
+	bound, cancelBound := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelBound()
+	select {
+	case <-waiting:
+	case <-bound.Done():
+		t.Fatal("StopContainer never waited on its timeout")
+	}
 	// While it waits, the runtime keeps answering and the container runs.
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
 	clk.Step(29 * time.Second)
@@ -299,6 +328,8 @@ func TestExecSync(t *testing.T) {
 	}
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
 	assert.Contains(t, err.Error(), "timed out after 2s")
+	resp = execIn(t, r, c, "pgrep", "sleep")
+	assert.Equal(t, "2\n", string(resp.Stdout), "the timed-out sleep is gone; the main script's sleep is left")
 
 	_, err = r.ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: c})
 	assert.Equal(t, codes.InvalidArgument, status.Code(err))
@@ -309,7 +340,8 @@ func TestExecSync(t *testing.T) {
 }
 
 func TestIdempotence(t *testing.T) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a stop that waits on the fake clock fails instead of hanging
+	defer cancel()
 	r, _ := fixture(t)
 	cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "u1"}}
 	a, err := r.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})

@@ -198,8 +198,11 @@ type container struct {
 	params   []string
 	env      []string
 	hostname string
-	dir      string   // on the host: the container's directory; rootfs is in it
-	root     *os.Root // the container's "/"; nil once removed
+	workDir  string              // WorkingDir, made at creation
+	mounts   []*runtimeapi.Mount // as asked; reported, never mounted
+	running  procTable           // the utilities running in it (pgrep)
+	dir      string              // on the host: the container's directory; rootfs is in it
+	root     *os.Root            // the container's "/"; nil once removed
 	log      *logFile
 
 	state      runtimeapi.ContainerState
@@ -292,7 +295,8 @@ func (r *Runtime) start(c *container) {
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = r.now()
 	stdout, stderr := c.log.stream(StreamStdout), c.log.stream(StreamStderr)
-	p := newProc(r.clock, c.root, c.hostname, c.env, stdout, stderr)
+	p := newProc(r.clock, c.root, c.hostname, c.env, stdout, stderr, &c.running)
+	p.workDir = c.workDir
 	ctx, cancel := context.WithCancel(context.Background())
 	c.proc, c.cancel, c.done = p, cancel, make(chan struct{})
 	done := c.done

@@ -39,7 +39,7 @@ const ExitCodeSIGTERM = 143
 
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
-var Utilities = []string{"cat", "date", "env", "hostname", "ls", "mkdir", "printenv", "rm", "sh", "sleep", "touch"}
+var Utilities = []string{"cat", "date", "env", "hostname", "ls", "mkdir", "printenv", "rm", "pgrep", "sh", "sleep", "top", "touch"}
 
 // proc is one script running in a container: its main process, or a
 // command run by ExecSync.
@@ -48,10 +48,35 @@ type proc struct {
 	root     *os.Root
 	hostname string
 	env      []string
+	workDir  string // the script's starting directory in the container ("" is /)
 	stdout   io.Writer
 	stderr   io.Writer
 
 	*signals
+	// running counts the utilities running in the container, by name,
+	// for pgrep; shared by the container's main script and its execs.
+	running *procTable
+}
+
+// procTable counts the utilities running in a container.
+type procTable struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (t *procTable) add(name string, d int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == nil {
+		t.n = map[string]int{}
+	}
+	t.n[name] += d
+}
+
+func (t *procTable) count(name string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n[name]
 }
 
 // signals is a process's SIGTERM: its trap and its delivery, shared with
@@ -66,8 +91,8 @@ type signals struct {
 	term     chan struct{}
 }
 
-func newProc(clk clock.Clock, root *os.Root, hostname string, env []string, stdout, stderr io.Writer) *proc {
-	return &proc{clock: clk, root: root, hostname: hostname, env: env, stdout: stdout, stderr: stderr, signals: &signals{term: make(chan struct{})}}
+func newProc(clk clock.Clock, root *os.Root, hostname string, env []string, stdout, stderr io.Writer, running *procTable) *proc {
+	return &proc{clock: clk, root: root, hostname: hostname, env: env, stdout: stdout, stderr: stderr, signals: &signals{term: make(chan struct{})}, running: running}
 }
 
 // sigterm delivers SIGTERM. It reports whether the script traps it (a
@@ -162,6 +187,9 @@ func (p *proc) run(ctx context.Context, script string, params []string) int {
 		fmt.Fprintf(p.stderr, "sh: %v\n", err)
 		return 2
 	}
+	if p.workDir != "" {
+		runner.Dir = path.Clean("/" + p.workDir) // a path in the container, which interp.Dir would look up on the host
+	}
 	err = runner.Run(ctx, file)
 	if ctx.Err() != nil {
 		return ExitCodeSIGKILL
@@ -191,6 +219,14 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 			quoted[i] = q
 		}
 		return []string{"eval", trap + "\n" + strings.Join(quoted, " ")}, nil
+	}
+	switch args[0] {
+	case "type", "hash", "command":
+		// These search PATH with os.Stat on the host's file system: answer
+		// them here instead, from the builtins and the utilities.
+		if args[0] != "command" || (len(args) > 1 && (args[1] == "-v" || args[1] == "-V")) {
+			return append([]string{lookupCommand}, args...), nil
+		}
 	}
 	if args[0] != "trap" || len(args) < 3 {
 		return args, nil
@@ -222,7 +258,25 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 func (p *proc) exec(ctx context.Context, args []string) error {
 	hc := interp.HandlerCtx(ctx)
 	name := utilityName(args[0])
+	p.running.add(name, 1)
+	defer p.running.add(name, -1)
 	switch name {
+	case lookupCommand:
+		return p.lookup(hc, args[1:])
+	case "pgrep":
+		// There are no PIDs: one line per running utility of that name.
+		if len(args) != 2 {
+			fmt.Fprintln(hc.Stderr, "pgrep: usage: pgrep NAME")
+			return interp.NewExitStatus(2)
+		}
+		n := p.running.count(args[1])
+		for i := range n {
+			fmt.Fprintln(hc.Stdout, i+2) // 1 is the container's main process
+		}
+		if n == 0 {
+			return interp.NewExitStatus(1)
+		}
+		return nil
 	case "sleep":
 		return p.sleep(ctx, hc, args[1:])
 	case "cat":
@@ -289,13 +343,22 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	case "hostname":
 		fmt.Fprintln(hc.Stdout, p.hostname)
 		return nil
+	case "top":
+		// A process that runs until killed, as busybox's top does in a
+		// container with no terminal; it ends on SIGTERM.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.term:
+			return interp.NewExitStatus(ExitCodeSIGTERM)
+		}
 	case "sh", "bash", "ash":
 		script, params, err := argvScript(append([]string{"sh"}, args[1:]...))
 		if err != nil || (len(args) > 1 && args[1] != "-c") {
 			fmt.Fprintf(hc.Stderr, "%s: only %s -c SCRIPT is supported\n", name, name)
 			return interp.NewExitStatus(2)
 		}
-		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals}
+		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running}
 		code := sub.run(ctx, script, params)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -304,6 +367,43 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(hc.Stderr, "sh: %s: command not found (the fake runtime runs no programs: see fakeruntime.Utilities)\n", args[0])
 	return interp.NewExitStatus(ExitCodeNotFound)
+}
+
+// lookupCommand is the internal name under which call hands type, hash
+// and command -v to exec (a name no script can type: it has a NUL byte).
+const lookupCommand = "\x00lookup"
+
+// lookup answers type, hash and command -v/-V: a builtin or a utility is
+// found, anything else is not (there is no PATH to search).
+func (p *proc) lookup(hc interp.HandlerContext, args []string) error {
+	cmd, names := args[0], args[1:]
+	if cmd == "command" || (len(names) > 0 && strings.HasPrefix(names[0], "-")) {
+		names = names[1:]
+	}
+	failed := false
+	for _, n := range names {
+		switch {
+		case interp.IsBuiltin(n) && cmd == "type":
+			fmt.Fprintf(hc.Stdout, "%s is a shell builtin\n", n)
+		case slices.Contains(Utilities, utilityName(n)) && cmd == "type":
+			fmt.Fprintf(hc.Stdout, "%s is /bin/%s\n", n, utilityName(n))
+		case interp.IsBuiltin(n):
+			fmt.Fprintln(hc.Stdout, n)
+		case slices.Contains(Utilities, utilityName(n)):
+			if cmd == "command" {
+				fmt.Fprintln(hc.Stdout, "/bin/"+utilityName(n))
+			}
+		default:
+			if cmd != "command" {
+				fmt.Fprintf(hc.Stderr, "%s: %s: not found\n", cmd, n)
+			}
+			failed = true
+		}
+	}
+	if failed {
+		return interp.NewExitStatus(1)
+	}
+	return nil
 }
 
 // environ lists the exported variables of env as NAME=value.

@@ -66,8 +66,14 @@ type PodsConfig struct {
 	// (PodConfig.SeenAllSources); housekeeping waits for it, since before
 	// that every mirror pod would look orphaned. Nil means always ready.
 	SourcesReady func() bool
-	// Runtime is the container runtime the PLEG relists. Required.
+	// Runtime is the container runtime the PLEG relists. Required, unless
+	// WithoutWorkers.
 	Runtime kubecontainer.Runtime
+	// WithoutWorkers leaves out the PLEG and the pod workers: the sync loop
+	// then keeps the pod manager up to date and, at housekeeping, the mirror
+	// pods of static pods (which SyncPod does otherwise). A kubelet that
+	// only watches its pods.
+	WithoutWorkers bool
 	// RelistPeriod is the PLEG's; zero means pleg.RelistPeriod.
 	RelistPeriod time.Duration
 	// HousekeepingPeriod: zero means DefaultHousekeepingPeriod.
@@ -102,7 +108,8 @@ type Kubelet struct {
 
 	node *nodeHalf // nil without Config.Node
 
-	// The pod half; podWorkers is nil without Config.Pods.
+	// The pod half; podManager is nil without Config.Pods, pleg and
+	// podWorkers without workers.
 	updates            <-chan kubetypes.PodUpdate
 	sourcesReady       func() bool
 	podManager         kubepod.Manager
@@ -113,8 +120,7 @@ type Kubelet struct {
 	workQueue          podworkers.WorkQueue
 	housekeepingPeriod time.Duration
 
-	outMu sync.Mutex
-	out   io.Writer
+	out   io.Writer            // a lineWriter: one Write per line, whole
 	known map[types.UID]string // workers alive at the last housekeeping
 
 	// The runtime's health (runtime.go); cri is nil without a pod half.
@@ -145,7 +151,7 @@ func New(cfg Config) (*Kubelet, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	kl := &Kubelet{client: cfg.Client, nodeName: cfg.NodeName, clock: cfg.Clock, out: io.Discard, known: map[types.UID]string{}}
+	kl := &Kubelet{client: cfg.Client, nodeName: cfg.NodeName, clock: cfg.Clock, out: &lineWriter{w: io.Discard}, known: map[types.UID]string{}}
 	if cfg.Node != nil {
 		if err := kl.newNodeHalf(*cfg.Node); err != nil {
 			return nil, err
@@ -163,8 +169,11 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	if cfg.Updates == nil {
 		return errors.New("kubelet: Config.Pods.Updates is required (PodConfig.Updates())")
 	}
-	if cfg.Runtime == nil {
-		return errors.New("kubelet: Config.Pods.Runtime is required")
+	if cfg.Runtime == nil && !cfg.WithoutWorkers {
+		return errors.New("kubelet: Config.Pods.Runtime is required (or WithoutWorkers)")
+	}
+	if cfg.Runtime != nil && cfg.WithoutWorkers {
+		return errors.New("kubelet: Config.Pods.Runtime is not used WithoutWorkers")
 	}
 	if cfg.RelistPeriod == 0 {
 		cfg.RelistPeriod = pleg.RelistPeriod
@@ -185,17 +194,20 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		cfg.PodCache = kubecontainer.NewCache()
 	}
 	if cfg.Out != nil {
-		kl.out = cfg.Out
+		kl.out = &lineWriter{w: cfg.Out}
 	}
 	kl.updates = cfg.Updates
 	kl.sourcesReady = cfg.SourcesReady
 	kl.podManager = cfg.PodManager
 	kl.podCache = cfg.PodCache
 	kl.housekeepingPeriod = cfg.HousekeepingPeriod
-	kl.pleg = pleg.NewGenericPLEG(cfg.Runtime, make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity),
-		&pleg.RelistDuration{RelistPeriod: cfg.RelistPeriod, RelistThreshold: pleg.RelistThreshold}, kl.podCache, kl.clock)
 	kl.mirrorPodClient = kubepod.NewBasicMirrorClient(kl.client, kl.nodeName, nil)
 	kl.workQueue = podworkers.NewBasicWorkQueue(kl.clock)
+	if cfg.WithoutWorkers {
+		return nil
+	}
+	kl.pleg = pleg.NewGenericPLEG(cfg.Runtime, make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity),
+		&pleg.RelistDuration{RelistPeriod: cfg.RelistPeriod, RelistThreshold: pleg.RelistThreshold}, kl.podCache, kl.clock)
 	kl.podWorkers = podworkers.New(kl, kl.workQueue, kl.podCache, kl.clock)
 	kl.runtimeState = newRuntimeState(MaxWaitForContainerRuntime, kl.clock)
 	kl.runtimeState.addHealthCheck("PLEG", kl.pleg.Healthy)
@@ -240,7 +252,7 @@ func (kl *Kubelet) Run(ctx context.Context) error {
 			}
 		})
 	}
-	if kl.podWorkers != nil {
+	if kl.podManager != nil {
 		wg.Go(func() { podsErr = kl.RunPods(ctx) })
 	}
 	wg.Wait()
@@ -250,7 +262,7 @@ func (kl *Kubelet) Run(ctx context.Context) error {
 // RunPods is the pod half: the PLEG relists the runtime and the sync loop
 // hands pods to their workers, until ctx ends.
 func (kl *Kubelet) RunPods(ctx context.Context) error {
-	if kl.podWorkers == nil {
+	if kl.podManager == nil {
 		return errors.New("kubelet: RunPods needs Config.Pods")
 	}
 	var wg sync.WaitGroup
@@ -262,27 +274,42 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	if kl.statusManager != nil {
 		wg.Go(func() { kl.statusManager.Run(ctx) })
 	}
-	wg.Go(func() { kl.pleg.Run(ctx) })
-	kl.syncLoop(ctx, kl.updates)
+	var plegCh <-chan *pleg.PodLifecycleEvent // nil without workers: never ready
+	if kl.pleg != nil {
+		plegCh = kl.pleg.Watch()
+		wg.Go(func() { kl.pleg.Run(ctx) })
+	}
+	kl.syncLoop(ctx, kl.updates, plegCh)
 	return nil
 }
 
-// PLEG is the pod half's PLEG, for its health and counters.
+// PLEG is the pod half's PLEG (nil without workers), for its health and
+// counters.
 func (kl *Kubelet) PLEG() *pleg.GenericPLEG { return kl.pleg }
 
 func (kl *Kubelet) printf(format string, args ...any) {
-	kl.outMu.Lock()
-	defer kl.outMu.Unlock()
 	fmt.Fprintf(kl.out, format+"\n", args...)
 }
 
+// lineWriter serializes the writes of the pod workers' goroutines, so that
+// lines (one Write each) do not interleave.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 // syncLoop runs syncLoopIteration until ctx ends.
-func (kl *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
+func (kl *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpdate, plegCh <-chan *pleg.PodLifecycleEvent) {
 	syncTicker := kl.clock.NewTicker(SyncTickerPeriod)
 	defer syncTicker.Stop()
 	housekeepingTicker := kl.clock.NewTicker(kl.housekeepingPeriod)
 	defer housekeepingTicker.Stop()
-	plegCh := kl.pleg.Watch()
 	for kl.syncLoopIteration(ctx, updates, plegCh, syncTicker.C(), housekeepingTicker.C()) {
 	}
 }
@@ -352,14 +379,30 @@ func (kl *Kubelet) HandlePodUpdate(ctx context.Context, u kubetypes.PodUpdate) {
 }
 
 func (kl *Kubelet) dispatchWork(ctx context.Context, pod *v1.Pod, t kubetypes.SyncPodType) {
+	if kl.podWorkers == nil {
+		return // without workers, the pod manager is all there is
+	}
 	mirror, _ := kl.podManager.GetMirrorPodByPod(pod)
 	kl.podWorkers.UpdatePod(ctx, podworkers.UpdatePodOptions{UpdateType: t, StartTime: kl.clock.Now(), Pod: pod, MirrorPod: mirror})
 }
 
 // HandlePodCleanups is housekeeping: workers of pods that are gone are
 // terminated and dropped, and mirror pods without a static pod deleted.
+// Without workers, it also gives each static pod its mirror pod.
 func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
-	pods, _, orphans := kl.podManager.GetPodsAndMirrorPods()
+	pods, mirrorPods, orphans := kl.podManager.GetPodsAndMirrorPods()
+	if kl.podWorkers == nil {
+		var static []*v1.Pod
+		for _, p := range pods {
+			if kubetypes.IsStaticPod(p) {
+				static = append(static, p)
+			}
+		}
+		if err := kubepod.SyncMirrorPods(ctx, kl.mirrorPodClient, static, mirrorPods, kl.out); err != nil {
+			klog.ErrorS(err, "Syncing mirror pods failed; will retry")
+		}
+		return
+	}
 	workers := kl.podWorkers.SyncKnownPods(pods)
 	for uid, name := range kl.known {
 		if _, ok := workers[uid]; !ok {
@@ -384,13 +427,8 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 			}
 		}
 	}
-	for _, name := range orphans {
-		if deleted, err := kl.mirrorPodClient.DeleteMirrorPod(ctx, name, nil); err != nil {
-			klog.ErrorS(err, "Deleting an orphaned mirror pod failed; will retry", "podFullName", name)
-		} else if deleted {
-			n, ns, _ := kubetypes.ParsePodFullName(name)
-			kl.printf("mirror pod %s/%s deleted (its manifest is gone)", ns, n)
-		}
+	if err := kubepod.DeleteOrphanedMirrorPods(ctx, kl.mirrorPodClient, orphans, kl.out); err != nil {
+		klog.ErrorS(err, "Deleting orphaned mirror pods failed; will retry")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/pleg"
 	"mykubelet/mylib/podworkers"
 )
@@ -230,7 +232,8 @@ func TestHandlePodCleanupsReportsWorkersThatWent(t *testing.T) {
 	f.kl.podManager.RemovePod(a)
 	f.workers.alive = map[types.UID]podworkers.PodWorkerSync{}
 	f.kl.HandlePodCleanups(ctx)
-	assert.Contains(t, f.out.String(), "pod worker default/a (uid uid-a) cleaned up\n")
+	f.kl.HandlePodCleanups(ctx)
+	assert.Equal(t, 1, strings.Count(f.out.String(), "pod worker default/a (uid uid-a) cleaned up\n"), "reported once")
 }
 
 func TestHandlePodCleanupsDeletesOrphanedMirrorPods(t *testing.T) {
@@ -307,4 +310,51 @@ func TestRunPodsRunsUntilCancelled(t *testing.T) {
 	require.Eventually(t, f.clock.HasWaiters, 5*time.Second, time.Millisecond)
 	cancel()
 	assert.NoError(t, <-done)
+}
+
+func TestWithoutWorkersHousekeepingKeepsTheMirrorPods(t *testing.T) {
+	web, gone := staticPod("web", "uid-web"), staticPod("gone", "uid-gone")
+	orphan := mirrorPodOf(gone, "uid-orphan")
+	cs := fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "node-uid"}}, orphan)
+	out := &bytes.Buffer{}
+	updates := make(chan kubetypes.PodUpdate, 1)
+	kl, err := New(Config{Client: cs, NodeName: "n1", Clock: testingclock.NewFakeClock(t0), Pods: &PodsConfig{
+		Updates: updates, WithoutWorkers: true, Out: out}})
+	require.NoError(t, err)
+	assert.Nil(t, kl.PLEG(), "no PLEG without workers")
+	ctx := context.Background()
+	kl.HandlePodUpdate(ctx, kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.FileSource, Pods: []*v1.Pod{web}})
+	kl.HandlePodUpdate(ctx, kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{orphan}})
+	kl.HandlePodCleanups(ctx)
+
+	_, err = cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	assert.NoError(t, err, "the static pod got its mirror pod")
+	_, err = cs.CoreV1().Pods("default").Get(ctx, "gone", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the orphan is deleted: %v", err)
+	assert.Equal(t, "SyncLoop ADD source=file pods=[default/web]\nSyncLoop ADD source=api pods=[default/gone]\n"+
+		"mirror pod default/web created\nmirror pod default/gone deleted (its manifest is gone)\n", out.String())
+}
+
+func TestNewWithoutWorkersTakesNoRuntime(t *testing.T) {
+	_, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Pods: &PodsConfig{
+		Updates: make(chan kubetypes.PodUpdate), WithoutWorkers: true, Runtime: emptyRuntime{}}})
+	assert.ErrorContains(t, err, "not used WithoutWorkers")
+}
+
+func TestRunStopsThePodHalfWhenTheNodeCannotRegister(t *testing.T) {
+	cs := fake.NewClientset()
+	forbidden := apierrors.NewForbidden(v1.Resource("nodes"), "n1", fmt.Errorf("not this node"))
+	cs.PrependReactor("*", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
+	kl, err := New(Config{Client: cs, NodeName: "n1", Clock: testingclock.NewFakeClock(t0),
+		Node: &NodeConfig{Setters: []nodestatus.Setter{nodestatus.GoRuntime()}},
+		Pods: &PodsConfig{Updates: make(chan kubetypes.PodUpdate), Runtime: emptyRuntime{}}})
+	require.NoError(t, err)
+	done := make(chan error)
+	go func() { done <- kl.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		assert.True(t, apierrors.IsForbidden(err), "the registration error is returned: %v", err)
+	case <-time.After(time.Minute): // a guard against a hang, not a timing goal
+		t.Fatal("Run did not return after the node half failed")
+	}
 }

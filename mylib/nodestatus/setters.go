@@ -298,3 +298,16 @@ func SetNodeCondition(node *v1.Node, condType v1.NodeConditionType, status v1.Co
 	}
 	c.Status, c.Reason, c.Message, c.LastHeartbeatTime = status, reason, message, t
 }
+
+// Summary is a one-line view of a node's status: its conditions and
+// capacity, as "MemoryPressure=False … Ready=True; capacity cpu=… memory=… pods=…".
+func Summary(n *v1.Node) string {
+	var parts []string
+	for _, t := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeReady} {
+		if _, c := GetNodeCondition(&n.Status, t); c != nil {
+			parts = append(parts, fmt.Sprintf("%s=%s", t, c.Status))
+		}
+	}
+	cpu, mem, pods := n.Status.Capacity[v1.ResourceCPU], n.Status.Capacity[v1.ResourceMemory], n.Status.Capacity[v1.ResourcePods]
+	return fmt.Sprintf("%s; capacity cpu=%s memory=%s pods=%s", strings.Join(parts, " "), cpu.String(), mem.String(), pods.String())
+}

@@ -282,3 +282,14 @@ func TestReadMachine(t *testing.T) {
 	_, err = ReadMachine("/no/such/dir")
 	assert.Error(t, err)
 }
+
+func TestSummaryIsOneLine(t *testing.T) {
+	n := &v1.Node{Status: v1.NodeStatus{
+		Capacity: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourcePods: resource.MustParse("110")},
+		Conditions: []v1.NodeCondition{
+			{Type: v1.NodeReady, Status: v1.ConditionTrue},
+			{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse},
+		},
+	}}
+	assert.Equal(t, "MemoryPressure=False Ready=True; capacity cpu=2 memory=4Gi pods=110", Summary(n))
+}

@@ -79,11 +79,15 @@ type podRecords map[types.UID]*podRecord
 
 // NewGenericPLEG returns a PLEG that sends events on eventChannel (make it
 // ChannelCapacity long) and keeps cache up to date. Panics on a nil runtime,
-// cache or clock: that is a programming error.
+// cache or clock, or a relist period or threshold that is not positive: that
+// is a programming error (flags are checked before they get here).
 func NewGenericPLEG(runtime kubecontainer.Runtime, eventChannel chan *PodLifecycleEvent,
 	relistDuration *RelistDuration, cache kubecontainer.Cache, clk clock.Clock) *GenericPLEG {
 	if runtime == nil || cache == nil || clk == nil || relistDuration == nil || eventChannel == nil {
 		panic("pleg.NewGenericPLEG: runtime, eventChannel, relistDuration, cache and clock are required")
+	}
+	if relistDuration.RelistPeriod <= 0 || relistDuration.RelistThreshold <= 0 {
+		panic(fmt.Sprintf("pleg.NewGenericPLEG: relist period (%v) and threshold (%v) must be positive", relistDuration.RelistPeriod, relistDuration.RelistThreshold))
 	}
 	return &GenericPLEG{
 		runtime:         runtime,

@@ -455,3 +455,12 @@ func TestRunRelistsEveryPeriod(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 }
+
+func TestNewGenericPLEGRefusesPeriodsThatAreNotPositive(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	for _, d := range []RelistDuration{{RelistPeriod: 0, RelistThreshold: RelistThreshold}, {RelistPeriod: RelistPeriod, RelistThreshold: -time.Second}} {
+		assert.Panics(t, func() {
+			NewGenericPLEG(&fakeRuntime{clock: clk}, make(chan *PodLifecycleEvent, 1), &d, kubecontainer.NewCache(), clk)
+		}, "%+v", d)
+	}
+}

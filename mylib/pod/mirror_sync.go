@@ -3,6 +3,8 @@ package pod
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -72,4 +74,44 @@ func OrphanedMirrorPods(staticPods, mirrorPods []*v1.Pod) []string {
 		}
 	}
 	return orphans
+}
+
+// DeleteOrphanedMirrorPods deletes the mirror pods named in podFullNames
+// (their static pod is gone), as the kubelet's housekeeping does, and
+// writes one line to out for each one deleted. Errors are joined; the next
+// housekeeping retries.
+func DeleteOrphanedMirrorPods(ctx context.Context, mc MirrorClient, podFullNames []string, out io.Writer) error {
+	var errs []error
+	for _, name := range podFullNames {
+		deleted, err := mc.DeleteMirrorPod(ctx, name, nil)
+		if err != nil {
+			errs = append(errs, err)
+		} else if deleted {
+			n, ns, _ := kubetypes.ParsePodFullName(name)
+			fmt.Fprintf(out, "mirror pod %s/%s deleted (its manifest is gone)\n", ns, n)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SyncMirrorPods is the mirror pod housekeeping of a kubelet without pod
+// workers: it gives every static pod in staticPods its current mirror pod
+// (SyncMirrorPod) and deletes the mirror pods in mirrorPods that mirror none
+// of them. One line per change goes to out; errors are joined.
+func SyncMirrorPods(ctx context.Context, mc MirrorClient, staticPods, mirrorPods []*v1.Pod, out io.Writer) error {
+	mirrors := map[string]*v1.Pod{}
+	for _, m := range mirrorPods {
+		mirrors[kubetypes.GetPodFullName(m)] = m
+	}
+	var errs []error
+	for _, p := range staticPods {
+		action, err := SyncMirrorPod(ctx, mc, p, mirrors[kubetypes.GetPodFullName(p)])
+		if err != nil {
+			errs = append(errs, err)
+		} else if action != MirrorUnchanged {
+			fmt.Fprintf(out, "mirror pod %s/%s %s\n", p.Namespace, p.Name, action)
+		}
+	}
+	errs = append(errs, DeleteOrphanedMirrorPods(ctx, mc, OrphanedMirrorPods(staticPods, mirrorPods), out))
+	return errors.Join(errs...)
 }

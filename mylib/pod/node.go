@@ -2,6 +2,7 @@ package pod
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -9,12 +10,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+// ErrNodeNotRegistered is CheckNodeRegistered's error when the Node is missing.
+var ErrNodeNotRegistered = errors.New("is not registered")
+
 // CheckNodeRegistered fails clearly when the Node does not exist: a mirror
-// pod is owned by its Node, so chapters 06 and later need chapter 04 first.
+// pod is owned by its Node, so the Node must be registered first.
 func CheckNodeRegistered(ctx context.Context, client kubernetes.Interface, node string) error {
 	_, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("node %q is not registered; mirror pods need their Node: run chapter 04 first (go run ./chapters/04-register-node --node-name %s)", node, node)
+		return fmt.Errorf("node %q %w; mirror pods need their Node", node, ErrNodeNotRegistered)
 	}
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", node, err)

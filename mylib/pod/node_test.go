@@ -15,5 +15,5 @@ func TestCheckNodeRegistered(t *testing.T) {
 	require.NoError(t, CheckNodeRegistered(context.Background(), client, "n1"))
 	err := CheckNodeRegistered(context.Background(), client, "n2")
 	require.ErrorContains(t, err, `node "n2" is not registered`)
-	require.ErrorContains(t, err, "go run ./chapters/04-register-node --node-name n2")
+	require.ErrorIs(t, err, ErrNodeNotRegistered)
 }

@@ -13,7 +13,7 @@
 // never acts on what it already saw. After a sync the pod is queued for a
 // resync: after the resync interval, or after a backoff if the sync failed.
 //
-// Wiring (chapter 08):
+// Wiring (as mylib/kubelet does it):
 //
 //	pw := podworkers.New(syncer, podworkers.NewBasicWorkQueue(clk), cache, clk)
 //	pw.UpdatePod(ctx, podworkers.UpdatePodOptions{UpdateType: kubetypes.SyncPodCreate, Pod: pod})
@@ -28,6 +28,7 @@ package podworkers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -104,7 +105,7 @@ type PodSyncer interface {
 	SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error
 }
 
-// PodCache is the part of the pod cache (chapter 05) the workers read.
+// PodCache is the part of the pod cache (mylib/container) the workers read.
 type PodCache interface {
 	GetNewerThan(uid types.UID, minTime time.Time) (*kubecontainer.PodStatus, error)
 }
@@ -175,10 +176,14 @@ func New(syncer PodSyncer, workQueue WorkQueue, podCache PodCache, clk clock.Clo
 	return NewWithIntervals(syncer, workQueue, podCache, clk, DefaultResyncInterval, DefaultBackOffPeriod)
 }
 
-// NewWithIntervals returns pod workers. Every argument is required.
+// NewWithIntervals returns pod workers. Every argument is required, and the
+// intervals must be positive; anything else is a programming error (panic).
 func NewWithIntervals(syncer PodSyncer, workQueue WorkQueue, podCache PodCache, clk clock.Clock, resyncInterval, backOffPeriod time.Duration) PodWorkers {
 	if syncer == nil || workQueue == nil || podCache == nil || clk == nil {
 		panic("podworkers: syncer, workQueue, podCache and clock are required")
+	}
+	if resyncInterval <= 0 || backOffPeriod <= 0 {
+		panic(fmt.Sprintf("podworkers: resync interval (%v) and backoff period (%v) must be positive", resyncInterval, backOffPeriod))
 	}
 	return &podWorkers{
 		podUpdates:      map[types.UID]chan struct{}{},

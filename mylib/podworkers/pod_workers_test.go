@@ -384,3 +384,13 @@ func TestSyncKnownPodsCleansUp(t *testing.T) {
 	assert.Len(t, e.pw.podUpdates, 1)
 	e.pw.podLock.Unlock()
 }
+
+func TestNewWithIntervalsRefusesIntervalsThatAreNotPositive(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	for _, iv := range [][2]time.Duration{{0, time.Second}, {time.Minute, -time.Second}} {
+		assert.Panics(t, func() {
+			NewWithIntervals(newFakeSyncer(), NewBasicWorkQueue(clk), alwaysFresh{}, clk, iv[0], iv[1])
+		}, "%v", iv)
+	}
+	assert.NotPanics(t, func() { New(newFakeSyncer(), NewBasicWorkQueue(clk), alwaysFresh{}, clk) })
+}

@@ -1,8 +1,8 @@
 // Package server is the kubelet's debug HTTP server, much smaller than
 // upstream's: /pods shows the pod manager's pods (upstream's kubelet serves
 // the same path, pkg/kubelet/server/server.go), as JSON for programs and as
-// an HTML table for a browser; chapter 08 adds /podcache/<uid> to push a
-// pod status into the pod cache by hand.
+// an HTML table for a browser; Handle adds more, such as /podcache/<uid> to
+// push a pod status into the pod cache by hand.
 //
 // Bind it to 127.0.0.1: it has no authentication.
 package server
@@ -22,7 +22,11 @@ import (
 	kubepod "mykubelet/mylib/pod"
 )
 
-// DebugServer is an http.Handler.
+// DebugServer is the http.Handler of the kubelet's read-only debug
+// endpoints. Upstream's type is server.Server, which also serves the
+// authenticated API on port 10250 (exec, logs, metrics); this one serves
+// only what a learner reads on loopback, so it is named for that and keeps
+// upstream's paths (/pods).
 type DebugServer struct {
 	pods kubepod.Manager
 	mux  *http.ServeMux
@@ -36,7 +40,7 @@ func NewDebugServer(pm kubepod.Manager) *DebugServer {
 	return s
 }
 
-// Handle adds a handler (chapter 08 adds /podcache/).
+// Handle adds a handler (e.g. PodCachePattern, /podcache/).
 func (s *DebugServer) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // ServeHTTP answers 404 for unknown paths and 405 for methods other than

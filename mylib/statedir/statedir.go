@@ -83,10 +83,11 @@ func WriteFile(path string, data []byte) error {
 // (/etc/kubernetes/bootstrap-kubelet.conf, /etc/kubernetes/kubelet.conf,
 // /var/lib/kubelet/pki/kubelet-client-current.pem).
 const (
-	// BootstrapKubeconfig is written by chapter 02: token credentials.
+	// BootstrapKubeconfig is written with the bootstrap token: token
+	// credentials.
 	BootstrapKubeconfig = "bootstrap-kubelet.kubeconfig"
-	// NodeKubeconfig is written by chapter 03: the node's own client
-	// certificate. Chapters 04 and later use it by default.
+	// NodeKubeconfig is written by the TLS bootstrap: the node's own client
+	// certificate. Programs acting as the node use it by default.
 	NodeKubeconfig = "kubelet.kubeconfig"
 	// ClientCertCurrent is the node's key and certificate in one PEM file,
 	// like the kubelet's kubelet-client-current.pem.

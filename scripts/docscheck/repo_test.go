@@ -83,3 +83,56 @@ func TestEveryChapterHasItsParts(t *testing.T) {
 		require.NoError(t, err, filepath.Base(d))
 	}
 }
+
+// TestLibraryNamesNoChapterNumber checks every Go comment and string in
+// mylib: none names a chapter by its number (a renumbering would stale it).
+func TestLibraryNamesNoChapterNumber(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	var found []string
+	err := filepath.WalkDir(filepath.Join(root, "mylib"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		found = append(found, docscheck.ChapterNumbers(rel, src)...)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Empty(t, found, "library comments and strings must not name chapter numbers:\n%s", strings.Join(found, "\n"))
+}
+
+// TestReadmesNameOnlyGoIdentifiersThatExist checks every mylib/<pkg>.<Ident>
+// a README names: the package declares it.
+func TestReadmesNameOnlyGoIdentifiersThatExist(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	var missing []string
+	for _, f := range readmes(t, root) {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		require.NoError(t, err)
+		for _, r := range docscheck.GoRefs(string(b)) {
+			ok, err := docscheck.PackageDeclares(filepath.Join(root, r.Pkg), r.Ident)
+			require.NoError(t, err)
+			if !ok {
+				missing = append(missing, f+" names "+r.Pkg+"."+r.Ident+", which does not exist")
+			}
+		}
+	}
+	require.Empty(t, missing, strings.Join(missing, "\n"))
+}
+
+// TestMapOfTheHouseListsEveryPackage checks the top-level README's map of
+// the house: every mylib package is in it, and every row names one.
+func TestMapOfTheHouseListsEveryPackage(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	rows := docscheck.HouseMap(string(b))
+	require.NotEmpty(t, rows, "README.md needs a \"## Map of the house\" table")
+	pkgs, err := docscheck.GoPackages(root, "mylib")
+	require.NoError(t, err)
+	require.ElementsMatch(t, pkgs, rows, "the map of the house lists exactly the mylib packages")
+}

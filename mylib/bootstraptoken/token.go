@@ -13,7 +13,7 @@
 // The id is public (it names the Secret); the secret part is a credential:
 // this package never prints it, and it is written only to files of mode 0600.
 //
-// Setup does it all, as chapter 02 runs it:
+// Setup does it all, as the bootstrap token program runs it:
 //
 //	res, err := bootstraptoken.Setup(ctx, adminClient, adminConfig, bootstraptoken.SetupOptions{
 //		AutoApprove: true,

@@ -30,7 +30,7 @@ const (
 	KeyUsageAuth       = "usage-bootstrap-authentication"
 	KeyUsageSigning    = "usage-bootstrap-signing"
 	DefaultTTL         = 24 * time.Hour // kubeadm token create's default --ttl
-	defaultDescription = "mykubelet bootstrap token (chapters/02-bootstrap-token)"
+	defaultDescription = "mykubelet bootstrap token"
 )
 
 // NewSecret returns the Secret kube-system/bootstrap-token-<id> for tok.
