@@ -147,11 +147,8 @@ func BenchmarkPodStartup(b *testing.B) {
 // events, other) during each half.
 func startupBurst(ctx context.Context, b *testing.B, admin kubernetes.Interface, node string, iter int, writes *writeCounter) ([]time.Duration, [4]int64, [4]int64) {
 	label := fmt.Sprintf("burst-%d", iter)
-	w, err := admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + label})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Stop()
+	w := newPodWatch(ctx, b, admin, "bench="+label)
+	defer w.stop()
 	start := writes.snapshot()
 	var cwg sync.WaitGroup
 	for j := range benchBurst {
@@ -172,10 +169,10 @@ func startupBurst(ctx context.Context, b *testing.B, admin kubernetes.Interface,
 	timeout := time.After(5 * time.Minute)
 	for len(latencies) < benchBurst {
 		select {
-		case e := <-w.ResultChan():
+		case e := <-w.next():
 			pod, ok := e.Object.(*v1.Pod)
 			if !ok {
-				b.Fatalf("watch: %v", e.Object)
+				continue // a bookmark or an error; the watch goes on
 			}
 			if done[pod.Name] {
 				continue
@@ -199,7 +196,7 @@ func startupBurst(ctx context.Context, b *testing.B, admin kubernetes.Interface,
 	}
 	for gone := 0; gone < benchBurst; {
 		select {
-		case e := <-w.ResultChan():
+		case e := <-w.next():
 			if e.Type == watch.Deleted {
 				gone++
 			}
@@ -229,3 +226,49 @@ func allStarted(pod *v1.Pod) bool {
 	}
 	return true
 }
+
+// podWatch is a watch of pods that, when the API server ends it (its
+// request timeout), watches again from the last resource version seen.
+type podWatch struct {
+	events chan watch.Event
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newPodWatch(ctx context.Context, b *testing.B, client kubernetes.Interface, selector string) *podWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &podWatch{events: make(chan watch.Event), cancel: cancel, done: make(chan struct{})}
+	w, err := client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		defer close(p.done)
+		rv := ""
+		for {
+			for e := range w.ResultChan() {
+				if pod, ok := e.Object.(*v1.Pod); ok {
+					rv = pod.ResourceVersion
+				}
+				select {
+				case p.events <- e:
+				case <-ctx.Done():
+					w.Stop()
+					return
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if w, err = client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}()
+	return p
+}
+
+func (p *podWatch) next() <-chan watch.Event { return p.events }
+
+func (p *podWatch) stop() { p.cancel(); <-p.done }
