@@ -4,17 +4,24 @@
 //   - The node half (kubelet_node_status.go) registers the Node, keeps its
 //     status with the nodestatus setters and renews its Lease: RunNode.
 //   - The pod half (kubelet.go) keeps the pod manager, the PLEG and pod
-//     cache, and the pod workers, driven by the sync loop: RunPods. Its
-//     SyncPod says what it would do instead of starting containers; only
-//     mirror pods and the final delete of a pod are real.
+//     cache, and the pod workers, driven by the sync loop: RunPods. With
+//     PodsConfig.RunContainers (kubelet_sync.go), SyncPod runs the pod
+//     through the CRI (mylib/kuberuntime), its status goes to the API
+//     server through the status manager (mylib/status, from
+//     generateAPIPodStatus in kubelet_pods.go) and events are recorded;
+//     without it, SyncPod only says what it would do, and only mirror pods
+//     and the final delete of a pod are real.
+//   - The runtime's health (runtime.go: CRI Status every 5 s, the PLEG's
+//     health) decides the node's Ready condition when both halves run.
 //
 // Run runs both. Wiring:
 //
 //	kl, err := kubelet.New(kubelet.Config{
 //		Client:   client,   // the node's own credentials
 //		NodeName: nodeName,
-//		Node:     &kubelet.NodeConfig{Setters: setters},                        // nil: no node half
-//		Pods:     &kubelet.PodsConfig{Updates: podConfig.Updates(), Runtime: rt}, // nil: no pod half
+//		Node:     &kubelet.NodeConfig{Status: &kubelet.NodeStatusOptions{RootDir: dir}}, // nil: no node half
+//		Pods:     &kubelet.PodsConfig{Updates: podConfig.Updates(), Runtime: rt,         // nil: no pod half
+//			RunContainers: true, Recorder: recorder},
 //	})
 //	if err != nil { … }
 //	err = kl.Run(ctx) // returns when ctx ends
@@ -27,6 +34,15 @@
 //
 // Upstream: pkg/kubelet/kubelet.go (NewMainKubelet, Run, syncLoop,
 // syncLoopIteration, HandlePodAdditions/Updates/Removes, SyncPod,
-// SyncTerminatingPod, SyncTerminatedPod, HandlePodCleanups) and
-// pkg/kubelet/kubelet_node_status.go.
+// SyncTerminatingPod, SyncTerminatedPod, HandlePodCleanups,
+// updateRuntimeUp), pkg/kubelet/runtime.go (runtimeState),
+// pkg/kubelet/kubelet_node_status.go and cmd/kubelet/app/server.go (the
+// clients and their rates).
+//
+// Where the real SyncPod departs from upstream, and why: once it started
+// containers it reads the runtime again and hands that status over at
+// once, instead of waiting up to a relist period for the PLEG (upstream's
+// Evented PLEG has the same effect); a terminating pod's status is read
+// from the runtime directly after KillPod, keeping the pod's IP as the
+// PLEG's cache does.
 package kubelet

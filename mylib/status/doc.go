@@ -23,5 +23,8 @@
 //     a static pod) everywhere; upstream mixes in the static pod's UID in
 //     needsUpdate;
 //   - a 404 on the pod leaves its status for RemoveOrphanedStatuses to drop,
-//     as upstream, but without its log throttling.
+//     as upstream, but without its log throttling;
+//   - a batch writes each pod's newest status, not the one it saw when it
+//     began: under a burst of pods the loop is behind, and a pod whose
+//     Running status came meanwhile gets one write instead of two.
 package status
