@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -150,4 +151,16 @@ func TestDefaultNodeStatusFuncsNeedARootDir(t *testing.T) {
 	require.NotNil(t, ready)
 	assert.Equal(t, v1.ConditionTrue, ready.Status, "no pod half: only the capacity decides")
 	assert.Equal(t, "", node.Status.NodeInfo.ContainerRuntimeVersion, "no runtime to ask")
+}
+
+func TestNewClientsUseTheKubeletRates(t *testing.T) {
+	assert.Equal(t, 50, DefaultKubeAPIQPS, "kubeAPIQPS, not client-go's 5")
+	assert.Equal(t, 100, DefaultKubeAPIBurst)
+	assert.Equal(t, 50, DefaultEventRecordQPS)
+	assert.Equal(t, 100, DefaultEventBurst)
+	client, events, err := NewClients(&rest.Config{Host: "https://127.0.0.1:1"})
+	require.NoError(t, err)
+	assert.InDelta(t, 50, client.CoreV1().RESTClient().GetRateLimiter().QPS(), 0.01)
+	assert.InDelta(t, 50, events.CoreV1().RESTClient().GetRateLimiter().QPS(), 0.01)
+	assert.NotSame(t, client.CoreV1().RESTClient().GetRateLimiter(), events.CoreV1().RESTClient().GetRateLimiter(), "events have a rate limiter of their own")
 }

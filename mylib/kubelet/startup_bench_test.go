@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/config"
@@ -84,6 +87,17 @@ func BenchmarkPodStartup(b *testing.B) {
 	client, eventClient, err := NewClients(nodeCfg)
 	if err != nil {
 		b.Fatal(err)
+	}
+	// MYKUBELET_BENCH_QPS=-1 lifts the pod client's rate limit, to see what
+	// kubeAPIQPS costs; it is not how the kubelet runs.
+	if v := os.Getenv("MYKUBELET_BENCH_QPS"); v != "" {
+		qps, err := strconv.ParseFloat(v, 32)
+		if err != nil {
+			b.Fatalf("MYKUBELET_BENCH_QPS=%q: %v", v, err)
+		}
+		c := rest.CopyConfig(nodeCfg)
+		c.QPS = float32(qps)
+		client = kubernetes.NewForConfigOrDie(c)
 	}
 
 	clk := clock.RealClock{}
