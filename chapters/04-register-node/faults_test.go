@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/testkit/localcluster"
 	"mykubelet/scripts/testkit/testcluster"
 )
 
@@ -46,4 +48,30 @@ func TestNodeDeletedWhileTheAgentRuns(t *testing.T) {
 	_, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err, "a restart registers the node again")
 	assert.Equal(t, 0, p.Stop())
+}
+
+// TestExpiredCertificateIsOneClearLine: the node's client certificate has
+// expired (the node was off longer than its certificate lives, and nothing
+// rotated it). The API server refuses it (401); the chapter says so in one
+// line and exits 1. Chapter 03, run again, sees the expired certificate and
+// bootstraps a new one (TestClientConfigIsValidOnlyWhileTheCertificateIs).
+func TestExpiredCertificateIsOneClearLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	const node = "expired-node"
+	c := testcluster.Start(t)
+	bin := testcluster.BuildChapter(t, "./chapters/04-register-node")
+	crt, key, err := c.CA().Issue(localcluster.CertSpec{CommonName: "system:node:" + node, Organizations: []string{"system:nodes"}, Validity: -30 * time.Minute})
+	require.NoError(t, err)
+	state := t.TempDir()
+	chaptertest.WriteNodeKubeconfig(t, state, &rest.Config{Host: c.Host, TLSClientConfig: rest.TLSClientConfig{CAData: c.CA().CertPEM, CertData: crt, KeyData: key}})
+
+	stdout, stderr, code := chaptertest.Run(t, bin, "--node-name", node, "--state-dir", state, "--node-ip", "127.0.0.1")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	require.Len(t, lines, 1, stderr)
+	assert.Regexp(t, `^04-register-node: error: .*: the server has asked for the client to provide credentials$`, lines[0])
+	t.Logf("the learner sees: %s", lines[0])
 }
