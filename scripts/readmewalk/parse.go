@@ -20,7 +20,7 @@ const (
 	Run        Action = "run"        // run the next block (sh: each command; console: each "$ " command, checked against its output)
 	Background Action = "background" // start the next block's one command in the background, as in a second terminal
 	Expect     Action = "expect"     // the next block is the output of a background program (name=), checked when it stops
-	Wait       Action = "wait"       // wait until a background program prints a line matching for=REGEX
+	Wait       Action = "wait"       // wait until a background program prints a line matching for=REGEX, or (exit) until it exits by itself
 	CtrlC      Action = "ctrl-c"     // press Ctrl-C in the terminal of a background program: SIGINT, wait for it to exit
 	Skip       Action = "skip"       // do not run the next block; reason= says why
 )
@@ -100,8 +100,8 @@ func Parse(markdown string) ([]Step, error) {
 		if (s.Action == Background || s.Action == Wait || s.Action == CtrlC) && s.Name() == "" {
 			return nil, fmt.Errorf("line %d: walk: %s needs name=", i+1, s.Action)
 		}
-		if s.Action == Wait && s.Attrs["for"] == "" {
-			return nil, fmt.Errorf("line %d: walk: wait needs for=REGEX", i+1)
+		if s.Action == Wait && s.Attrs["for"] == "" && s.Attrs["exit"] != "true" {
+			return nil, fmt.Errorf("line %d: walk: wait needs for=REGEX or exit", i+1)
 		}
 		if s.Action == Skip && s.Attrs["reason"] == "" {
 			return nil, fmt.Errorf("line %d: walk: skip needs reason=\"…\"", i+1)

@@ -18,7 +18,9 @@ const sample = "# A chapter\n\n" +
 	"<!-- walk: run -->\n```console\n$ echo \"$GREETING from $NODE_NAME\"\nhello from <node-name>\n$ printf 'NAME   AGE\\nx      3s\\n'\nNAME  AGE\nx     12m\n```\n\n" +
 	"<!-- walk: wait name=prog for=\"world\" -->\n" +
 	"<!-- walk: ctrl-c name=prog -->\n" +
-	"<!-- walk: skip reason=\"not here\" -->\n```sh\nfalse\n```\n"
+	"<!-- walk: skip reason=\"not here\" -->\n```sh\nfalse\n```\n" +
+	"<!-- walk: run -->\n```sh\necho one; echo two\n```\n<!-- walk: expect -->\n```\none\ntwo\n```\n" +
+	"<!-- walk: background name=short -->\n```console\n$ sleep 0.5; echo done\ndone\n```\n<!-- walk: wait name=short exit -->\n"
 
 func TestParseFindsOnlyMarkedBlocks(t *testing.T) {
 	steps, err := Parse(sample)
@@ -27,7 +29,7 @@ func TestParseFindsOnlyMarkedBlocks(t *testing.T) {
 	for _, s := range steps {
 		actions = append(actions, s.Action)
 	}
-	require.Equal(t, []Action{Run, Background, Expect, Run, Wait, CtrlC, Skip}, actions)
+	require.Equal(t, []Action{Run, Background, Expect, Run, Wait, CtrlC, Skip, Run, Expect, Background, Wait}, actions)
 	require.Equal(t, "^started", steps[1].Attrs["ready"])
 	require.Equal(t, "not here", steps[6].Attrs["reason"])
 	require.Equal(t, []string{"false"}, steps[6].Block)
@@ -104,11 +106,13 @@ func TestWalkRunsTheMarkedSteps(t *testing.T) {
 // The walk fails when the README and the commands disagree.
 func TestWalkFailsWhenTheREADMEIsWrong(t *testing.T) {
 	for what, mutated := range map[string]string{
-		"transcript output": strings.Replace(sample, "hello from <node-name>", "hi from <node-name>", 1),
-		"background output": strings.Replace(sample, "\nstopped\n```", "\nbye\n```", 1),
-		"a failing command": strings.Replace(sample, "export GREETING=hello", "export GREETING=hello; false", 1),
-		"a missing program": strings.Replace(sample, "<!-- walk: ctrl-c name=prog -->", "<!-- walk: ctrl-c name=other -->", 1),
-		"a line never seen": strings.Replace(sample, `for="world"`, `for="planet" timeout=1s`, 1),
+		"transcript output":     strings.Replace(sample, "hello from <node-name>", "hi from <node-name>", 1),
+		"background output":     strings.Replace(sample, "\nstopped\n```", "\nbye\n```", 1),
+		"a failing command":     strings.Replace(sample, "export GREETING=hello", "export GREETING=hello; false", 1),
+		"a missing program":     strings.Replace(sample, "<!-- walk: ctrl-c name=prog -->", "<!-- walk: ctrl-c name=other -->", 1),
+		"a command's output":    strings.Replace(sample, "one\ntwo\n```", "one\n2\n```", 1),
+		"a program's last line": strings.Replace(sample, "$ sleep 0.5; echo done\ndone", "$ sleep 0.5; echo done\nfinished", 1),
+		"a line never seen":     strings.Replace(sample, `for="world"`, `for="planet" timeout=1s`, 1),
 	} {
 		err := walkSample(t, mutated)
 		require.Error(t, err, what)

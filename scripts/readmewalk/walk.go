@@ -36,6 +36,7 @@ type Walker struct {
 	scratch string
 	procs   map[string]*proc
 	seq     int
+	last    string // what the last walk: run block printed, for an expect without name
 }
 
 type proc struct {
@@ -268,10 +269,13 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 			}
 			return nil
 		}
+		w.last = ""
 		for _, c := range Commands(st.Block) {
-			if err := w.runOK(s, c, st, timeout, retry); err != nil {
+			out, err := w.runOK(s, c, st, timeout, retry)
+			if err != nil {
 				return err
 			}
+			w.last += out
 		}
 		return nil
 	case Background:
@@ -293,6 +297,10 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 		}
 		return w.startBackground(s, st, command, expect, readme)
 	case Expect:
+		if st.Name() == "" {
+			// The output of the block just run, as the reader sees it.
+			return m().Match(st.Block, w.last, false)
+		}
 		p, ok := w.procs[st.Name()]
 		if !ok {
 			return fmt.Errorf("no background program named %q has been started", st.Name())
@@ -306,13 +314,27 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 		if !ok {
 			return fmt.Errorf("no background program named %q has been started", st.Name())
 		}
-		re, err := regexp.Compile(st.Attrs["for"])
-		if err != nil {
-			return fmt.Errorf("for=: %w", err)
-		}
 		wt, err := st.Duration("timeout", DefaultWaitTimeout)
 		if err != nil {
 			return err
+		}
+		if st.Attrs["exit"] == "true" {
+			// A program that ends by itself: wait for it, then check it.
+			deadline := time.Now().Add(wt)
+			for alive(p.pid) {
+				if time.Now().After(deadline) {
+					o, e := p.output()
+					return fmt.Errorf("%q did not exit within %s; it printed:\n%s%s", p.name, wt, o, e)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			err := w.stop(p, m())
+			delete(w.procs, st.Name())
+			return err
+		}
+		re, err := regexp.Compile(st.Attrs["for"])
+		if err != nil {
+			return fmt.Errorf("for=: %w", err)
 		}
 		return w.waitFor(p, re, wt)
 	case CtrlC:
@@ -331,22 +353,22 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 
 // runOK runs a shell command; it must succeed (or, with retry=, succeed
 // within that time).
-func (w *Walker) runOK(s *session, c string, st Step, timeout, retry time.Duration) error {
+func (w *Walker) runOK(s *session, c string, st Step, timeout, retry time.Duration) (string, error) {
 	deadline := time.Now().Add(retry)
 	for {
 		out, code, err := w.runCommand(s, c, timeout)
 		if err != nil {
-			return fmt.Errorf("%w\n%s", err, out)
+			return out, fmt.Errorf("%w\n%s", err, out)
 		}
 		wantFail := st.Attrs["fails"] == "true"
 		if (code == 0) != wantFail {
-			return nil
+			return out, nil
 		}
 		if time.Now().After(deadline) {
 			if wantFail {
-				return fmt.Errorf("$ %s\n%sexpected a non-zero exit status, got 0", c, out)
+				return out, fmt.Errorf("$ %s\n%sexpected a non-zero exit status, got 0", c, out)
 			}
-			return fmt.Errorf("$ %s\n%sexit status %d", c, out, code)
+			return out, fmt.Errorf("$ %s\n%sexit status %d", c, out, code)
 		}
 		time.Sleep(retryInterval)
 	}
