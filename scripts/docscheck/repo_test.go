@@ -136,3 +136,22 @@ func TestMapOfTheHouseListsEveryPackage(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, pkgs, rows, "the map of the house lists exactly the mylib packages")
 }
+
+// TestUpstreamNamesExistInMylib holds every name a README's "How the real
+// kubelet does it" promises ("same names", "Ours is `mylib/x` (`a`, `b`)")
+// against the Go code of those packages.
+func TestUpstreamNamesExistInMylib(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	claims := 0
+	for _, r := range readmes(t, root) {
+		b, err := os.ReadFile(filepath.Join(root, r))
+		require.NoError(t, err)
+		claims += len(docscheck.NameClaims(string(b)))
+		missing, err := docscheck.MissingNames(root, r)
+		require.NoError(t, err)
+		for _, m := range missing {
+			t.Errorf("%s: %s", r, m)
+		}
+	}
+	require.Greater(t, claims, 20, "the READMEs should promise upstream names; did the parser stop finding them?")
+}

@@ -71,7 +71,7 @@ func Parse(markdown string) ([]Step, error) {
 	for i := 0; i < len(lines); i++ {
 		m := markerRe.FindStringSubmatch(lines[i])
 		if m == nil {
-			if strings.Contains(lines[i], "walk:") && strings.Contains(lines[i], "<!--") {
+			if t := strings.TrimSpace(lines[i]); strings.HasPrefix(t, "<!--") && strings.Contains(t, "walk:") {
 				return nil, fmt.Errorf("line %d: malformed walk marker %q (want <!-- walk: ACTION key=value ... -->)", i+1, lines[i])
 			}
 			continue
@@ -128,7 +128,12 @@ func Parse(markdown string) ([]Step, error) {
 			if k == len(lines) {
 				return nil, fmt.Errorf("line %d: unterminated fenced block", j+1)
 			}
-			s.Block = lines[j+1 : k]
+			// A block in a list item is indented like its fence.
+			indent := len(lines[j]) - len(strings.TrimLeft(lines[j], " "))
+			for _, l := range lines[j+1 : k] {
+				n := min(indent, len(l)-len(strings.TrimLeft(l, " ")))
+				s.Block = append(s.Block, l[n:])
+			}
 			i = k
 		}
 		steps = append(steps, s)

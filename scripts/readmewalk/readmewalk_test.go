@@ -20,7 +20,7 @@ const sample = "# A chapter\n\n" +
 	"<!-- walk: ctrl-c name=prog -->\n" +
 	"<!-- walk: skip reason=\"not here\" -->\n```sh\nfalse\n```\n" +
 	"<!-- walk: run -->\n```sh\necho one; echo two\n```\n<!-- walk: expect -->\n```\none\ntwo\n```\n" +
-	"<!-- walk: background name=short -->\n```console\n$ sleep 0.5; echo done\ndone\n```\n<!-- walk: wait name=short exit -->\n"
+	"1. In a list:\n\n   <!-- walk: background name=short -->\n   ```console\n   $ sleep 0.5; echo done\n   done\n   ```\n<!-- walk: wait name=short exit -->\n"
 
 func TestParseFindsOnlyMarkedBlocks(t *testing.T) {
 	steps, err := Parse(sample)
@@ -111,7 +111,7 @@ func TestWalkFailsWhenTheREADMEIsWrong(t *testing.T) {
 		"a failing command":     strings.Replace(sample, "export GREETING=hello", "export GREETING=hello; false", 1),
 		"a missing program":     strings.Replace(sample, "<!-- walk: ctrl-c name=prog -->", "<!-- walk: ctrl-c name=other -->", 1),
 		"a command's output":    strings.Replace(sample, "one\ntwo\n```", "one\n2\n```", 1),
-		"a program's last line": strings.Replace(sample, "$ sleep 0.5; echo done\ndone", "$ sleep 0.5; echo done\nfinished", 1),
+		"a program's last line": strings.Replace(sample, "   $ sleep 0.5; echo done\n   done", "   $ sleep 0.5; echo done\n   finished", 1),
 		"a line never seen":     strings.Replace(sample, `for="world"`, `for="planet" timeout=1s`, 1),
 	} {
 		err := walkSample(t, mutated)
