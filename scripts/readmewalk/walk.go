@@ -383,9 +383,12 @@ func (w *Walker) runChecked(s *session, cc ConsoleCommand, st Step, timeout, ret
 		if err != nil {
 			return fmt.Errorf("%w\n%s", err, out)
 		}
+		// A transcript is checked by what it prints, as a reader checks it:
+		// `kubectl auth can-i` exits 1 when it prints "no". With fails, the
+		// command must also exit non-zero.
 		merr := m().Match(cc.Output, out, true)
-		if merr == nil && code != 0 && st.Attrs["fails"] != "true" {
-			merr = fmt.Errorf("exit status %d", code)
+		if merr == nil && code == 0 && st.Attrs["fails"] == "true" {
+			merr = fmt.Errorf("expected a non-zero exit status, got 0")
 		}
 		if merr == nil {
 			return nil
