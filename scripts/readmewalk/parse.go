@@ -2,7 +2,8 @@
 // in order, the way a learner types them: one bash session per README,
 // programs "in another terminal" kept in the background, Ctrl-C sent as
 // SIGINT, and every marked output block compared with what the commands
-// printed. README.md (this directory) describes the markers.
+// printed. The top-level README.md ("Writing a chapter: the walk markers")
+// describes the markers for chapter authors.
 package readmewalk
 
 import (
