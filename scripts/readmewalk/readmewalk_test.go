@@ -13,7 +13,8 @@ const sample = "# A chapter\n\n" +
 	"<!-- walk: run -->\n```sh\nexport GREETING=hello   # set once\n```\n\n" +
 	"A prose example stays prose:\n\n```sh\nrm -rf /\n```\n\n" +
 	"<!-- walk: background name=prog ready=\"^started\" -->\n```sh\n" +
-	"bash -c 'trap \"echo stopped; exit 0\" INT; echo started; echo \"$GREETING world\"; while :; do sleep 0.1; done'\n```\n\n" +
+	"bash -c 'trap \"echo stopped; exit 0\" INT; echo started; echo oops >&2; sleep 0.5; echo \"$GREETING world\"; while :; do sleep 0.1; done'\n```\n\n" +
+	"<!-- walk: wait name=prog for=\"oops\" -->\n" +
 	"<!-- walk: expect name=prog -->\n```\nstarted\n<greeting> world\n…\nstopped\n```\n\n" +
 	"<!-- walk: run -->\n```console\n$ echo \"$GREETING from $NODE_NAME\"\nhello from <node-name>\n$ printf 'NAME   AGE\\nx      3s\\n'\nNAME  AGE\nx     12m\n```\n\n" +
 	"<!-- walk: wait name=prog for=\"world\" -->\n" +
@@ -29,10 +30,10 @@ func TestParseFindsOnlyMarkedBlocks(t *testing.T) {
 	for _, s := range steps {
 		actions = append(actions, s.Action)
 	}
-	require.Equal(t, []Action{Run, Background, Expect, Run, Wait, CtrlC, Skip, Run, Expect, Background, Wait}, actions)
+	require.Equal(t, []Action{Run, Background, Wait, Expect, Run, Wait, CtrlC, Skip, Run, Expect, Background, Wait}, actions)
 	require.Equal(t, "^started", steps[1].Attrs["ready"])
-	require.Equal(t, "not here", steps[6].Attrs["reason"])
-	require.Equal(t, []string{"false"}, steps[6].Block)
+	require.Equal(t, "not here", steps[7].Attrs["reason"])
+	require.Equal(t, []string{"false"}, steps[7].Block)
 }
 
 func TestParseRejectsBadMarkers(t *testing.T) {

@@ -45,7 +45,7 @@ type proc struct {
 	out, err string // files with its stdout and stderr
 	expect   *Step  // checked when it stops
 	readme   string
-	waitPos  int // how far walk: wait has read its output
+	waitPos  [2]int // how far walk: wait has read its stdout and its stderr
 	stopped  bool
 	exitCode string
 }
@@ -460,13 +460,15 @@ func (w *Walker) waitFor(p *proc, re *regexp.Regexp, timeout time.Duration) erro
 	deadline := time.Now().Add(timeout)
 	for {
 		o, e := p.output()
-		// Positions count lines of stdout and stderr together; a wait goes
-		// on from the line after the one the last wait found.
-		lines := interleave(o, e)
-		for i := p.waitPos; i < len(lines); i++ {
-			if re.MatchString(lines[i]) {
-				p.waitPos = i + 1
-				return nil
+		// Each stream is read on from the line after the one the last
+		// wait found in it.
+		for i, text := range []string{o, e} {
+			lines := strings.Split(text, "\n")
+			for j := p.waitPos[i]; j < len(lines); j++ {
+				if re.MatchString(lines[j]) {
+					p.waitPos[i] = j + 1
+					return nil
+				}
 			}
 		}
 		if !alive(p.pid) {
@@ -477,13 +479,6 @@ func (w *Walker) waitFor(p *proc, re *regexp.Regexp, timeout time.Duration) erro
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// interleave lists stdout's lines, then stderr's: the order of the two
-// files is all a wait needs, since it searches each line once.
-func interleave(o, e string) []string {
-	lines := strings.Split(o, "\n")
-	return append(lines, strings.Split(e, "\n")...)
 }
 
 // stop presses Ctrl-C: SIGINT to the program's process group, as a
