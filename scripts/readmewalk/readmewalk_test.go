@@ -21,7 +21,7 @@ const sample = "# A chapter\n\n" +
 	"<!-- walk: ctrl-c name=prog -->\n" +
 	"<!-- walk: skip reason=\"not here\" -->\n```sh\nfalse\n```\n" +
 	"<!-- walk: run -->\n```sh\necho one; echo two\n```\n<!-- walk: expect -->\n```\none\ntwo\n```\n" +
-	"1. In a list:\n\n   <!-- walk: background name=short -->\n   ```console\n   $ sleep 0.5; echo done\n   done\n   ```\n<!-- walk: wait name=short exit -->\n"
+	"1. In a list:\n\n   <!-- walk: background name=short -->\n   ```console\n   $ sleep 0.5; echo done\n   done\n   ```\n<!-- walk: wait name=short exit -->\n<!-- walk: expect name=short -->\n```\ndone\n```\n"
 
 func TestParseFindsOnlyMarkedBlocks(t *testing.T) {
 	steps, err := Parse(sample)
@@ -30,7 +30,7 @@ func TestParseFindsOnlyMarkedBlocks(t *testing.T) {
 	for _, s := range steps {
 		actions = append(actions, s.Action)
 	}
-	require.Equal(t, []Action{Run, Background, Wait, Expect, Run, Wait, CtrlC, Skip, Run, Expect, Background, Wait}, actions)
+	require.Equal(t, []Action{Run, Background, Wait, Expect, Run, Wait, CtrlC, Skip, Run, Expect, Background, Wait, Expect}, actions)
 	require.Equal(t, "^started", steps[1].Attrs["ready"])
 	require.Equal(t, "not here", steps[7].Attrs["reason"])
 	require.Equal(t, []string{"false"}, steps[7].Block)
@@ -107,13 +107,14 @@ func TestWalkRunsTheMarkedSteps(t *testing.T) {
 // The walk fails when the README and the commands disagree.
 func TestWalkFailsWhenTheREADMEIsWrong(t *testing.T) {
 	for what, mutated := range map[string]string{
-		"transcript output":     strings.Replace(sample, "hello from <node-name>", "hi from <node-name>", 1),
-		"background output":     strings.Replace(sample, "\nstopped\n```", "\nbye\n```", 1),
-		"a failing command":     strings.Replace(sample, "export GREETING=hello", "export GREETING=hello; false", 1),
-		"a missing program":     strings.Replace(sample, "<!-- walk: ctrl-c name=prog -->", "<!-- walk: ctrl-c name=other -->", 1),
-		"a command's output":    strings.Replace(sample, "one\ntwo\n```", "one\n2\n```", 1),
-		"a program's last line": strings.Replace(sample, "   $ sleep 0.5; echo done\n   done", "   $ sleep 0.5; echo done\n   finished", 1),
-		"a line never seen":     strings.Replace(sample, `for="world"`, `for="planet" timeout=1s`, 1),
+		"transcript output":        strings.Replace(sample, "hello from <node-name>", "hi from <node-name>", 1),
+		"background output":        strings.Replace(sample, "\nstopped\n```", "\nbye\n```", 1),
+		"a failing command":        strings.Replace(sample, "export GREETING=hello", "export GREETING=hello; false", 1),
+		"a missing program":        strings.Replace(sample, "<!-- walk: ctrl-c name=prog -->", "<!-- walk: ctrl-c name=other -->", 1),
+		"a command's output":       strings.Replace(sample, "one\ntwo\n```", "one\n2\n```", 1),
+		"a program's last line":    strings.Replace(sample, "   $ sleep 0.5; echo done\n   done", "   $ sleep 0.5; echo done\n   finished", 1),
+		"an expect after the stop": strings.Replace(sample, "exit -->\n<!-- walk: expect name=short -->\n```\ndone\n", "exit -->\n<!-- walk: expect name=short -->\n```\nnot done\n", 1),
+		"a line never seen":        strings.Replace(sample, `for="world"`, `for="planet" timeout=1s`, 1),
 	} {
 		err := walkSample(t, mutated)
 		require.Error(t, err, what)

@@ -35,6 +35,7 @@ type Walker struct {
 
 	scratch string
 	procs   map[string]*proc
+	stopped map[string]*proc // programs already stopped, by name: an expect after the Ctrl-C checks them at once
 	seq     int
 	last    string // what the last walk: run block printed, for an expect without name
 }
@@ -52,7 +53,7 @@ type proc struct {
 
 // NewWalker returns a walker for dir; scratch holds its logs and scripts.
 func NewWalker(dir, scratch string, env []string, log func(string, ...any)) *Walker {
-	return &Walker{Dir: dir, Env: env, Log: log, scratch: scratch, procs: map[string]*proc{}}
+	return &Walker{Dir: dir, Env: env, Log: log, scratch: scratch, procs: map[string]*proc{}, stopped: map[string]*proc{}}
 }
 
 // session is one bash, fed one command at a time.
@@ -303,6 +304,13 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 		}
 		p, ok := w.procs[st.Name()]
 		if !ok {
+			if done, ok := w.stopped[st.Name()]; ok {
+				o, e := done.output()
+				if err := m().Match(st.Block, o, false); err != nil {
+					return fmt.Errorf("the output of %q: %w\n--- its stderr:\n%s", st.Name(), err, e)
+				}
+				return nil
+			}
 			return fmt.Errorf("no background program named %q has been started", st.Name())
 		}
 		cp := st
@@ -330,6 +338,7 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 			}
 			err := w.stop(p, m())
 			delete(w.procs, st.Name())
+			w.stopped[st.Name()] = p
 			return err
 		}
 		re, err := regexp.Compile(st.Attrs["for"])
@@ -342,11 +351,10 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 		if !ok {
 			return fmt.Errorf("no background program named %q has been started", st.Name())
 		}
-		if err := w.stop(p, m()); err != nil {
-			return err
-		}
+		err := w.stop(p, m())
 		delete(w.procs, st.Name())
-		return nil
+		w.stopped[st.Name()] = p
+		return err
 	}
 	return fmt.Errorf("unknown action %q", st.Action)
 }
