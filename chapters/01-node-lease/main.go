@@ -31,7 +31,7 @@ func main() {
 	o.Flags.Var(&leaseDuration, "lease-duration", "the Lease's leaseDurationSeconds (kubelet config nodeLeaseDurationSeconds); it is renewed every quarter of it")
 
 	o.Main(os.Args[1:], func(ctx context.Context) error {
-		cs, _, err := o.Clientset(ctx) // the admin kubeconfig: see the README
+		cs, cfg, err := o.Clientset(ctx) // the admin kubeconfig: see the README
 		if err != nil {
 			return err
 		}
@@ -62,12 +62,20 @@ func main() {
 		}
 		fmt.Printf("node %s: posted conditions %s\n", node.Name, conditions(node))
 
-		// 3. The heartbeat: the Lease, renewed until Ctrl-C.
+		// 3. The heartbeat: the Lease, renewed until Ctrl-C, with a client
+		// whose requests time out after 10 s (the kubelet's
+		// nodeStatusUpdateFrequency) and whose connections are closed after
+		// repeated failures.
+		hb, err := nodelease.NewHeartbeatClient(cfg, 10*time.Second, time.Duration(leaseDuration)*time.Second)
+		if err != nil {
+			return err
+		}
 		lc, err := nodelease.NewController(nodelease.Config{
-			Client:               cs,
-			NodeName:             o.NodeName,
-			LeaseDurationSeconds: int32(leaseDuration),
-			Clock:                clk,
+			Client:                     hb,
+			OnRepeatedHeartbeatFailure: hb.CloseAllConns,
+			NodeName:                   o.NodeName,
+			LeaseDurationSeconds:       int32(leaseDuration),
+			Clock:                      clk,
 			OnRenewed: func(l *coordinationv1.Lease, created bool) {
 				verb := "renewed"
 				if created {

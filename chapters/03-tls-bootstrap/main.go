@@ -25,7 +25,7 @@ import (
 func main() {
 	o := options.New("03-tls-bootstrap")
 	bootstrapKubeconfig := o.Flags.String("bootstrap-kubeconfig", "", "the bootstrap kubeconfig chapter 02 wrote (default: <state-dir>/"+statedir.BootstrapKubeconfig+")")
-	timeout := o.Flags.Duration("timeout", bootstrap.DefaultCertificateTimeout, "how long to wait for the CSR to be approved and signed")
+	timeout := o.Flags.Duration("timeout", bootstrap.DefaultCertificateTimeout, "how long to wait for the API server to take the CSR and approve and sign it")
 
 	o.Main(os.Args[1:], func(ctx context.Context) error {
 		if o.Kubeconfig != "" {

@@ -57,6 +57,12 @@ func main() {
 			return err
 		}
 		fmt.Printf("kubeconfig %s: %s\n", o.Kubeconfig, me)
+		// The Lease and the status go through their own client, whose
+		// requests time out (upstream's heartbeat client).
+		hb, err := nodelease.NewHeartbeatClient(cfg, *updateFreq, time.Duration(leaseDuration)*time.Second)
+		if err != nil {
+			return err
+		}
 
 		kl, err := newAgent(cs, clock.RealClock{}, agentConfig{
 			nodeName:       o.NodeName,
@@ -70,6 +76,7 @@ func main() {
 			capacity:       v1.ResourceList(capacity),
 			systemReserved: v1.ResourceList(systemReserved),
 			leaseDuration:  int32(leaseDuration),
+			heartbeat:      hb,
 		})
 		if err != nil {
 			return err
@@ -102,6 +109,7 @@ type agentConfig struct {
 	updateFreq, reportFreq             time.Duration
 	capacity, systemReserved           v1.ResourceList
 	leaseDuration                      int32
+	heartbeat                          *nodelease.HeartbeatClient // nil: cs, without a timeout
 }
 
 // newAgent wires the kubelet's node half: the status setters and the lease,
@@ -112,7 +120,14 @@ func newAgent(cs kubernetes.Interface, clk clock.WithTicker, c agentConfig) (*ku
 		return nil, err
 	}
 	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(c.stateDir) })
+	var heartbeatClient kubernetes.Interface
+	var onHeartbeatFailure func()
+	if c.heartbeat != nil {
+		heartbeatClient, onHeartbeatFailure = c.heartbeat, c.heartbeat.CloseAllConns
+	}
 	return kubelet.New(kubelet.Config{Client: cs, NodeName: c.nodeName, Clock: clk, Node: &kubelet.NodeConfig{
+		HeartbeatClient:           heartbeatClient,
+		OnHeartbeatFailure:        onHeartbeatFailure,
 		NodeStatusUpdateFrequency: c.updateFreq,
 		NodeStatusReportFrequency: c.reportFreq,
 		// The order of pkg/kubelet's defaultNodeStatusFuncs; Ready last.

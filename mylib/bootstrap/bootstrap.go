@@ -70,8 +70,9 @@ type Config struct {
 	CertDir string
 	// NodeName goes into the certificate: CN=system:node:<NodeName>.
 	NodeName string
-	// Timeout bounds the wait for approval and signing; 0 means
-	// DefaultCertificateTimeout.
+	// Timeout bounds the whole exchange with the API server: sending the
+	// CSR (connecting included) and waiting for approval and signing; 0
+	// means DefaultCertificateTimeout.
 	Timeout time.Duration
 	// Clock tells whether a certificate is still valid; nil means the real clock.
 	Clock clock.PassiveClock
@@ -172,7 +173,7 @@ func LoadClientCert(ctx context.Context, cfg Config) (*Result, error) {
 
 	// 4. Ask, then wait.
 	res := &Result{CertFile: certFile}
-	certPEM, err := requestNodeCertificate(ctx, client, key, keyPEM, cfg, out, res)
+	certPEM, err := requestNodeCertificate(ctx, client, bootstrapConfig.Host, key, keyPEM, cfg, out, res)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,12 @@ func LoadClientCert(ctx context.Context, cfg Config) (*Result, error) {
 //     name) until it carries both the Approved condition and
 //     status.certificate; it fails at once if the CSR is denied, fails, is
 //     deleted or replaced (another UID).
-func requestNodeCertificate(ctx context.Context, client kubernetes.Interface, key *ecdsa.PrivateKey, keyPEM []byte, cfg Config, out io.Writer, res *Result) ([]byte, error) {
+//
+// cfg.Timeout bounds all of it, the first contact included: a server that
+// accepts the connection and never answers fails the run within the timeout.
+func requestNodeCertificate(parent context.Context, client kubernetes.Interface, server string, key *ecdsa.PrivateKey, keyPEM []byte, cfg Config, out io.Writer, res *Result) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(parent, cfg.Timeout)
+	defer cancel()
 	subject := NodeSubject(cfg.NodeName)
 	csrPEM, err := MakeCSR(key, cfg.NodeName)
 	if err != nil {
@@ -230,7 +236,13 @@ func requestNodeCertificate(ctx context.Context, client kubernetes.Interface, ke
 	existed := getErr == nil
 	reqName, reqUID, err := csr.RequestCertificateWithContext(ctx, client, csrPEM, name,
 		certificatesv1.KubeAPIServerClientKubeletSignerName, nil, NodeUsages, key)
-	if err != nil {
+	switch {
+	case err != nil && parent.Err() != nil:
+		return nil, fmt.Errorf("interrupted while sending certificate signing request %s: %w", name, parent.Err())
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("could not send certificate signing request %s to %s within %s (is the API server up and answering?): %w",
+			name, server, cfg.Timeout, context.DeadlineExceeded)
+	case err != nil:
 		return nil, fmt.Errorf("certificate signing request %s: %w", name, err)
 	}
 	verb := "created"
@@ -241,12 +253,10 @@ func requestNodeCertificate(ctx context.Context, client kubernetes.Interface, ke
 		certificatesv1.KubeAPIServerClientKubeletSignerName, joinUsages(NodeUsages))
 	fmt.Fprintf(out, "csr: waiting up to %s for approval and signing (to approve by hand: kubectl certificate approve %s)\n", cfg.Timeout, reqName)
 
-	waitCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	certPEM, err := csr.WaitForCertificate(waitCtx, client, reqName, reqUID)
+	certPEM, err := csr.WaitForCertificate(ctx, client, reqName, reqUID)
 	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil, fmt.Errorf("interrupted while waiting for certificate signing request %s (it stays; run again to keep waiting for it): %w", reqName, ctx.Err())
+	case err != nil && parent.Err() != nil:
+		return nil, fmt.Errorf("interrupted while waiting for certificate signing request %s (it stays; run again to keep waiting for it): %w", reqName, parent.Err())
 	case err != nil && wait.Interrupted(err):
 		return nil, &NotApprovedError{CSRName: reqName, Timeout: cfg.Timeout}
 	case err != nil:

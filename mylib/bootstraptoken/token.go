@@ -113,7 +113,13 @@ func Parse(s string) (Token, error) {
 	switch {
 	case !found:
 		return Token{}, fmt.Errorf("malformed bootstrap token: want <id>.<secret>, %d and %d characters from [a-z0-9] joined by a dot (like abcdef.0123456789abcdef), got no dot", IDLength, SecretLength)
-	case len(id) != IDLength || !onlyAlphabet(id):
+	case len(id) == SecretLength && len(secret) == IDLength:
+		// Swapped parts: what stands before the dot is the secret; don't echo it.
+		return Token{}, fmt.Errorf("malformed bootstrap token: %d characters before the dot and %d after: the parts look swapped, want <id>.<secret> (like abcdef.0123456789abcdef)", SecretLength, IDLength)
+	case len(id) != IDLength:
+		// Only the length: the part before the dot may be a secret.
+		return Token{}, fmt.Errorf("malformed bootstrap token: the id before the dot must be %d characters from [a-z0-9] (like abcdef.0123456789abcdef), got %d characters", IDLength, len(id))
+	case !onlyAlphabet(id):
 		return Token{}, fmt.Errorf("malformed bootstrap token: the id %q before the dot must be %d characters from [a-z0-9] (like abcdef.0123456789abcdef)", id, IDLength)
 	case len(secret) != SecretLength || !onlyAlphabet(secret):
 		// Don't echo the secret part: it may be a real credential with a typo.

@@ -70,7 +70,7 @@ func TestParseRefusesMalformedTokens(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", "got no dot"},
 		{"abcdef0123456789abcdef", "got no dot"},
-		{"abcde.0123456789abcdef", `the id "abcde" before the dot must be 6 characters`},
+		{"abcde.0123456789abcdef", "the id before the dot must be 6 characters from [a-z0-9] (like abcdef.0123456789abcdef), got 5 characters"},
 		{"ABCDEF.0123456789abcdef", `the id "ABCDEF"`},
 		{"abcdef.0123456789abcde", "the secret after the dot must be 16 characters from [a-z0-9], got 15 characters"},
 		{"abcdef.0123456789ABCDEF", "the secret after the dot must be 16"},
@@ -88,4 +88,17 @@ func TestParseNeverEchoesTheSecret(t *testing.T) {
 	_, err := Parse("abcdef.s3cr3tvalue99XY")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "s3cr3tvalue99XY")
+}
+
+// TestParseOfSwappedPartsNeverEchoesTheSecret: "<secret>.<id>" puts the
+// secret where the id goes; the error must not print it as "the id".
+func TestParseOfSwappedPartsNeverEchoesTheSecret(t *testing.T) {
+	_, err := Parse("s3cr3tvalue99xyz.abcdef")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s3cr3tvalue99xyz")
+	assert.EqualError(t, err, "malformed bootstrap token: 16 characters before the dot and 6 after: the parts look swapped, want <id>.<secret> (like abcdef.0123456789abcdef)")
+	// A secret of another length before the dot is not echoed either.
+	_, err = Parse("s3cr3tvalue99xyz1.abcdef")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s3cr3tvalue99xyz1")
 }

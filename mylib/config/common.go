@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 
 	"mykubelet/mylib/kubetypes"
 )
@@ -76,9 +79,14 @@ func addOrUpdateToleration(pod *v1.Pod, t v1.Toleration) {
 }
 
 // decodeSinglePod turns YAML or JSON into a Pod, applies the static-pod
-// defaults and checks the result.
+// defaults and checks the result. A file holds one pod: of a YAML file
+// with several documents only the first is used, as upstream, and a log
+// line says so (upstream is silent).
 func decodeSinglePod(data []byte, source, nodeName string) (*v1.Pod, error) {
-	js, err := utilyaml.ToJSON(data) // JSON is YAML too
+	if n := extraDocuments(data); n > 0 {
+		klog.InfoS("Static pod manifest holds more than one YAML document; only the first is used, one pod per file", "path", source, "ignoredDocuments", n)
+	}
+	js, err := utilyaml.ToJSON(data) // JSON is YAML too; only the first document
 	if err != nil {
 		return nil, fmt.Errorf("not YAML or JSON: %w", err)
 	}
@@ -102,12 +110,46 @@ func decodeSinglePod(data []byte, source, nodeName string) (*v1.Pod, error) {
 	return pod, nil
 }
 
+// extraDocuments counts the YAML documents after the first that hold more
+// than comments.
+func extraDocuments(data []byte) int {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if err != nil { // io.EOF, or a line too long: ToJSON reports what matters
+			break
+		}
+		if !emptyDocument(doc) {
+			n++
+		}
+	}
+	return max(n-1, 0)
+}
+
+// emptyDocument: only blank lines, comments and document markers.
+func emptyDocument(doc []byte) bool {
+	for line := range bytes.Lines(doc) {
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 && line[0] != '#' && !bytes.Equal(line, []byte("---")) && !bytes.Equal(line, []byte("...")) {
+			return false
+		}
+	}
+	return true
+}
+
 // validateStaticPod is a small part of the API server's pod validation,
 // enough to refuse the mistakes a learner makes, plus the rule that static
 // pods may not reference API objects (the node may not read them for a pod
 // the API server never scheduled).
 func validateStaticPod(pod *v1.Pod) error {
 	var errs []string
+	// The UID names the pod's directories (upstream: /var/lib/kubelet/pods/<uid>)
+	// and log files: "../../../etc/passwd" must never get that far. UUIDs
+	// and the hashes applyDefaults makes are RFC 1123 labels.
+	if e := validation.IsDNS1123Label(string(pod.UID)); len(e) > 0 {
+		errs = append(errs, fmt.Sprintf("metadata.uid %q: %s (use a UUID, or leave it out and the kubelet derives one)", pod.UID, strings.Join(e, "; ")))
+	}
 	if e := validation.IsDNS1123Subdomain(pod.Name); len(e) > 0 {
 		errs = append(errs, fmt.Sprintf("metadata.name %q: %s", pod.Name, strings.Join(e, "; ")))
 	}

@@ -26,14 +26,27 @@ import (
 //	RECONCILE  only the status changed
 //
 // A SET identical to the previous one produces nothing (de-duplication).
+//
+// Three locks, as upstream's podStorage has, so that a reader who is slow to
+// receive never blocks one who only asks a question:
+//
+//   - updateLock serialises whole merges, sends included, so changes leave
+//     in the order they were computed. A merge may wait on a full Updates
+//     channel while holding it; nothing else takes it.
+//   - podLock guards the pods; it is released before any send.
+//   - sourcesLock guards the sources and which of them sent a SET, so
+//     SeenAllSources answers even while a merge waits to send.
 type PodConfig struct {
 	clock   clock.Clock
 	updates chan kubetypes.PodUpdate
 
-	// mu serialises merges so changes leave in the order they were computed.
-	mu          sync.Mutex
-	pods        map[string]map[types.UID]*v1.Pod // source → UID → pod
-	sourcesSeen map[string]bool                  // sources that sent a SET
+	updateLock sync.Mutex
+
+	podLock sync.Mutex
+	pods    map[string]map[types.UID]*v1.Pod // source → UID → pod
+
+	sourcesLock sync.Mutex
+	sourcesSeen map[string]bool // sources that sent a SET
 	channels    map[string]chan kubetypes.PodUpdate
 }
 
@@ -57,16 +70,13 @@ func (c *PodConfig) Channel(ctx context.Context, source string) chan<- kubetypes
 	if source == "" {
 		panic("config: Channel needs a source name")
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.sourcesLock.Lock()
+	defer c.sourcesLock.Unlock()
 	if ch, ok := c.channels[source]; ok {
 		return ch
 	}
 	ch := make(chan kubetypes.PodUpdate)
 	c.channels[source] = ch
-	if _, ok := c.pods[source]; !ok {
-		c.pods[source] = map[types.UID]*v1.Pod{}
-	}
 	go func() {
 		for {
 			select {
@@ -81,10 +91,11 @@ func (c *PodConfig) Channel(ctx context.Context, source string) chan<- kubetypes
 }
 
 // SeenAllSources reports whether every source with a channel has sent at
-// least one SET, i.e. the merged view is complete.
+// least one SET, i.e. the merged view is complete. It never waits for a
+// merge, so the reader of Updates may call it between receives.
 func (c *PodConfig) SeenAllSources() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.sourcesLock.Lock()
+	defer c.sourcesLock.Unlock()
 	for source := range c.channels {
 		if !c.sourcesSeen[source] {
 			return false
@@ -100,11 +111,29 @@ func (c *PodConfig) SeenAllSources() bool {
 // The first SET of a source that changes nothing still sends an empty ADD,
 // so a listener learns that the source is ready.
 func (c *PodConfig) Merge(ctx context.Context, source string, update kubetypes.PodUpdate) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.updateLock.Lock()
+	defer c.updateLock.Unlock()
 
-	seenBefore := c.sourcesSeen[source]
-	var adds, updates, deletes, removes, reconciles []*v1.Pod
+	seenBefore := c.seenSource(source)
+	removes, adds, updates, deletes, reconciles := c.merge(source, update)
+	firstSet := !seenBefore && c.seenSource(source)
+
+	// podLock is free from here on: only updateLock is held while sending.
+	c.send(ctx, kubetypes.REMOVE, source, removes)
+	c.send(ctx, kubetypes.ADD, source, adds)
+	c.send(ctx, kubetypes.UPDATE, source, updates)
+	c.send(ctx, kubetypes.DELETE, source, deletes)
+	if firstSet && len(adds)+len(updates)+len(deletes) == 0 {
+		c.sendAlways(ctx, kubetypes.PodUpdate{Pods: []*v1.Pod{}, Op: kubetypes.ADD, Source: source})
+	}
+	c.send(ctx, kubetypes.RECONCILE, source, reconciles)
+}
+
+// merge folds update into the pods of source under podLock and returns the
+// changes, each as copies the listener may keep.
+func (c *PodConfig) merge(source string, update kubetypes.PodUpdate) (removes, adds, updates, deletes, reconciles []*v1.Pod) {
+	c.podLock.Lock()
+	defer c.podLock.Unlock()
 
 	old := c.pods[source]
 	if old == nil {
@@ -112,7 +141,7 @@ func (c *PodConfig) Merge(ctx context.Context, source string, update kubetypes.P
 	}
 	pods := old
 	if update.Op == kubetypes.SET {
-		c.sourcesSeen[source] = true
+		c.markSourceSet(source)
 		pods = map[types.UID]*v1.Pod{}
 	}
 
@@ -162,27 +191,39 @@ func (c *PodConfig) Merge(ctx context.Context, source string, update kubetypes.P
 		}
 	}
 	c.pods[source] = pods
+	return copyPods(removes), copyPods(adds), copyPods(updates), copyPods(deletes), copyPods(reconciles)
+}
 
-	firstSet := !seenBefore && c.sourcesSeen[source]
-	c.send(ctx, kubetypes.REMOVE, source, removes)
-	c.send(ctx, kubetypes.ADD, source, adds)
-	c.send(ctx, kubetypes.UPDATE, source, updates)
-	c.send(ctx, kubetypes.DELETE, source, deletes)
-	if firstSet && len(adds)+len(updates)+len(deletes) == 0 {
-		c.sendAlways(ctx, kubetypes.PodUpdate{Pods: []*v1.Pod{}, Op: kubetypes.ADD, Source: source})
+func (c *PodConfig) markSourceSet(source string) {
+	c.sourcesLock.Lock()
+	defer c.sourcesLock.Unlock()
+	c.sourcesSeen[source] = true
+}
+
+func (c *PodConfig) seenSource(source string) bool {
+	c.sourcesLock.Lock()
+	defer c.sourcesLock.Unlock()
+	return c.sourcesSeen[source]
+}
+
+// copyPods gives listeners their own copies: the stored pods change on the
+// next merge.
+func copyPods(pods []*v1.Pod) []*v1.Pod {
+	if len(pods) == 0 {
+		return nil
 	}
-	c.send(ctx, kubetypes.RECONCILE, source, reconciles)
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.DeepCopy())
+	}
+	return out
 }
 
 func (c *PodConfig) send(ctx context.Context, op kubetypes.PodOperation, source string, pods []*v1.Pod) {
 	if len(pods) == 0 {
 		return
 	}
-	out := make([]*v1.Pod, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, p.DeepCopy()) // listeners get their own copies
-	}
-	c.sendAlways(ctx, kubetypes.PodUpdate{Pods: out, Op: op, Source: source})
+	c.sendAlways(ctx, kubetypes.PodUpdate{Pods: pods, Op: op, Source: source})
 }
 
 func (c *PodConfig) sendAlways(ctx context.Context, u kubetypes.PodUpdate) {

@@ -203,17 +203,18 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	kl.housekeepingPeriod = cfg.HousekeepingPeriod
 	kl.mirrorPodClient = kubepod.NewBasicMirrorClient(kl.client, kl.nodeName, nil)
 	kl.workQueue = podworkers.NewBasicWorkQueue(kl.clock)
+	kl.runtimeState = &runtimeState{} // no checks without a PLEG
 	if cfg.WithoutWorkers {
 		return nil
 	}
 	kl.pleg = pleg.NewGenericPLEG(cfg.Runtime, make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity),
 		&pleg.RelistDuration{RelistPeriod: cfg.RelistPeriod, RelistThreshold: pleg.RelistThreshold}, kl.podCache, kl.clock)
 	kl.podWorkers = podworkers.New(kl, kl.workQueue, kl.podCache, kl.clock)
-	kl.runtimeState = newRuntimeState(MaxWaitForContainerRuntime, kl.clock)
-	kl.runtimeState.addHealthCheck("PLEG", kl.pleg.Healthy)
-	if cr, ok := cfg.Runtime.(ContainerRuntime); ok {
+	if cr, ok := cfg.Runtime.(ContainerRuntime); ok { // a CRI to ask for its Status
 		kl.cri = cr.RuntimeService()
+		kl.runtimeState = newRuntimeState(MaxWaitForContainerRuntime, kl.clock)
 	}
+	kl.runtimeState.addHealthCheck("PLEG", kl.pleg.Healthy)
 	if !cfg.RunContainers {
 		return nil
 	}
@@ -304,13 +305,35 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// syncLoop runs syncLoopIteration until ctx ends.
+// syncLoop runs syncLoopIteration until ctx ends. While the runtime is
+// unhealthy (the PLEG has not relisted within its threshold) it syncs
+// nothing: it logs "Skipping pod synchronization" with the reason, and
+// looks again after 100 ms, then twice as long each time, up to 5 s, as
+// upstream does. (At start the PLEG has not relisted yet, so that line
+// usually appears once, as it does for the real kubelet.)
 func (kl *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpdate, plegCh <-chan *pleg.PodLifecycleEvent) {
 	syncTicker := kl.clock.NewTicker(SyncTickerPeriod)
 	defer syncTicker.Stop()
 	housekeepingTicker := kl.clock.NewTicker(kl.housekeepingPeriod)
 	defer housekeepingTicker.Stop()
-	for kl.syncLoopIteration(ctx, updates, plegCh, syncTicker.C(), housekeepingTicker.C()) {
+	backoff := runtimeErrorBackoffBase
+	for {
+		if err := kl.runtimeState.runtimeErrors(); err != nil {
+			klog.FromContext(ctx).Error(err, "Skipping pod synchronization")
+			t := kl.clock.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			}
+			backoff = min(2*backoff, runtimeErrorBackoffMax)
+			continue
+		}
+		backoff = runtimeErrorBackoffBase
+		if !kl.syncLoopIteration(ctx, updates, plegCh, syncTicker.C(), housekeepingTicker.C()) {
+			return
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"mykubelet/mylib/nodelease"
@@ -66,6 +67,15 @@ type NodeConfig struct {
 	// LeaseDurationSeconds is the Lease's duration; zero means
 	// nodelease.DefaultLeaseDurationSeconds. It is renewed every quarter of it.
 	LeaseDurationSeconds int32
+	// HeartbeatClient renews the Lease and writes the node status (upstream:
+	// Dependencies.HeartbeatClient): build it with
+	// nodelease.NewHeartbeatClient, whose requests time out after
+	// NodeStatusUpdateFrequency. Nil means Config.Client, which has no timeout.
+	HeartbeatClient kubernetes.Interface
+	// OnHeartbeatFailure is called when a Lease or status write fails again
+	// within one sync (upstream: Dependencies.OnHeartbeatFailure): give it
+	// HeartbeatClient.CloseAllConns, so the next write dials afresh.
+	OnHeartbeatFailure func()
 
 	// OnRegistered, when set, is called once the node is registered: created
 	// is false when an existing Node was adopted.
@@ -88,6 +98,8 @@ type nodeHalf struct {
 	onRegistered              func(*v1.Node, bool)
 	onStatusPatched           func(*v1.Node, []byte, string)
 	nodeLeaseController       *nodelease.Controller
+	heartbeatClient           kubernetes.Interface
+	onHeartbeatFailure        func()
 
 	registrationCompleted bool
 	// lastStatusReportTime is when the status was last written.
@@ -117,12 +129,16 @@ func (kl *Kubelet) newNodeHalf(cfg NodeConfig) error {
 	if cfg.NodeStatusUpdateFrequency < 0 || cfg.NodeStatusReportFrequency < cfg.NodeStatusUpdateFrequency {
 		return fmt.Errorf("kubelet: need 0 < nodeStatusUpdateFrequency (%v) <= nodeStatusReportFrequency (%v)", cfg.NodeStatusUpdateFrequency, cfg.NodeStatusReportFrequency)
 	}
+	if cfg.HeartbeatClient == nil {
+		cfg.HeartbeatClient = kl.client
+	}
 	lc, err := nodelease.NewController(nodelease.Config{
-		Client:               kl.client,
-		NodeName:             kl.nodeName,
-		LeaseDurationSeconds: cfg.LeaseDurationSeconds,
-		Clock:                kl.clock,
-		OnRenewed:            cfg.OnLeaseRenewed,
+		Client:                     cfg.HeartbeatClient,
+		NodeName:                   kl.nodeName,
+		LeaseDurationSeconds:       cfg.LeaseDurationSeconds,
+		Clock:                      kl.clock,
+		OnRenewed:                  cfg.OnLeaseRenewed,
+		OnRepeatedHeartbeatFailure: cfg.OnHeartbeatFailure,
 	})
 	if err != nil {
 		return err
@@ -136,6 +152,8 @@ func (kl *Kubelet) newNodeHalf(cfg NodeConfig) error {
 		onRegistered:              cfg.OnRegistered,
 		onStatusPatched:           cfg.OnStatusPatched,
 		nodeLeaseController:       lc,
+		heartbeatClient:           cfg.HeartbeatClient,
+		onHeartbeatFailure:        cfg.OnHeartbeatFailure,
 	}
 	return nil
 }
@@ -368,7 +386,8 @@ func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node) {
 }
 
 // updateNodeStatus tries tryUpdateNodeStatus up to NodeStatusUpdateRetry
-// times.
+// times; from the second failure on it calls OnHeartbeatFailure, as
+// upstream, so that a dead connection is not tried again.
 func (kl *Kubelet) updateNodeStatus(ctx context.Context) error {
 	var errs []error
 	for i := range NodeStatusUpdateRetry {
@@ -378,6 +397,9 @@ func (kl *Kubelet) updateNodeStatus(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if i > 0 && kl.node.onHeartbeatFailure != nil {
+			kl.node.onHeartbeatFailure()
 		}
 		klog.FromContext(ctx).Error(err, "Error updating node status, will retry", "node", kl.nodeName)
 		errs = append(errs, err)
@@ -391,7 +413,7 @@ func (kl *Kubelet) updateNodeStatus(ctx context.Context) error {
 // the node from an informer's cache on the first try; this reads it from
 // the API server (a read, not a write).
 func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error {
-	original, err := kl.client.CoreV1().Nodes().Get(ctx, kl.nodeName, metav1.GetOptions{})
+	original, err := kl.node.heartbeatClient.CoreV1().Nodes().Get(ctx, kl.nodeName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("get node %s (try %d): %w", kl.nodeName, tryNumber+1, err)
 	}
@@ -411,7 +433,7 @@ func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error
 	// Upstream then picks a random delay of ±50 % of the report frequency
 	// for the next unconditional write, so that nodes do not write in
 	// step; here the period stays fixed so that it is easy to observe.
-	updated, patch, err := nodestatus.PatchNodeStatus(ctx, kl.client.CoreV1(), original, node)
+	updated, patch, err := nodestatus.PatchNodeStatus(ctx, kl.node.heartbeatClient.CoreV1(), original, node)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@
 // RuntimeUpPeriod the kubelet asks the CRI for its Status; a runtime that
 // has not answered for MaxWaitForContainerRuntime is "down", a condition
 // RuntimeReady or NetworkReady that is false says so, and the health checks
-// (the PLEG's) add theirs. The Ready setter reads RuntimeErrors.
+// (the PLEG's) add theirs. The Ready setter reads RuntimeErrors; the sync
+// loop syncs nothing while runtimeErrors says something (upstream's
+// syncLoop).
 
 package kubelet
 
@@ -30,6 +32,10 @@ const (
 	MaxWaitForContainerRuntime = 30 * time.Second
 	// runtimeStatusTimeout bounds one Status call.
 	runtimeStatusTimeout = 2 * time.Minute
+	// The sync loop's wait while the runtime is unhealthy: 100 ms,
+	// doubling up to 5 s (upstream's syncLoop).
+	runtimeErrorBackoffBase = 100 * time.Millisecond
+	runtimeErrorBackoffMax  = 5 * time.Second
 )
 
 // ErrNetworkUnknown is the network's state before the first CRI Status.
@@ -41,7 +47,9 @@ type healthCheck struct {
 	fn   func() (bool, error)
 }
 
-// runtimeState is what the kubelet knows of the runtime's health.
+// runtimeState is what the kubelet knows of the runtime's health. Its zero
+// value has no checks; with a threshold (a CRI to ask for its Status), a
+// runtime without a good Status for that long is down.
 type runtimeState struct {
 	mu                       sync.RWMutex
 	clock                    clock.Clock
@@ -52,8 +60,13 @@ type runtimeState struct {
 	healthChecks             []healthCheck
 }
 
+// newRuntimeState: threshold 0 means no Status to wait for (no CRI).
 func newRuntimeState(threshold time.Duration, clk clock.Clock) *runtimeState {
-	return &runtimeState{clock: clk, baseRuntimeSyncThreshold: threshold, networkError: ErrNetworkUnknown}
+	s := &runtimeState{clock: clk, baseRuntimeSyncThreshold: threshold}
+	if threshold > 0 {
+		s.networkError = ErrNetworkUnknown
+	}
+	return s
 }
 
 func (s *runtimeState) addHealthCheck(name string, fn func() (bool, error)) {
@@ -87,6 +100,7 @@ func (s *runtimeState) runtimeErrors() error {
 	defer s.mu.RUnlock()
 	var errs []error
 	switch {
+	case s.baseRuntimeSyncThreshold == 0: // nothing to ask
 	case s.lastBaseRuntimeSync.IsZero():
 		errs = append(errs, errors.New("container runtime status check may not have completed yet"))
 	case !s.lastBaseRuntimeSync.Add(s.baseRuntimeSyncThreshold).After(s.clock.Now()):
@@ -94,7 +108,7 @@ func (s *runtimeState) runtimeErrors() error {
 	}
 	for _, hc := range s.healthChecks {
 		if ok, err := hc.fn(); !ok {
-			errs = append(errs, fmt.Errorf("%s is not healthy: %v", hc.name, err))
+			errs = append(errs, fmt.Errorf("%s is not healthy: %w", hc.name, err))
 		}
 	}
 	if s.runtimeError != nil {

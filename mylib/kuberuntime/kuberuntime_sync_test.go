@@ -95,6 +95,11 @@ func (f *syncFixture) drain() []string {
 	}
 }
 
+// serveUntilTERM keeps a container of the mock runtime running until it is
+// stopped, and ends it with 0 on SIGTERM (the runtime runs the commands,
+// and its clock is a fake one in these tests).
+const serveUntilTERM = "trap 'exit 0' TERM; sleep 3600"
+
 func webPod() *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web",
@@ -105,10 +110,10 @@ func webPod() *v1.Pod {
 			InitContainers:                []v1.Container{{Name: "setup", Image: "busybox:1.37", ImagePullPolicy: v1.PullIfNotPresent}},
 			Containers: []v1.Container{
 				{Name: "app", Image: "registry.example.com/app:v1", ImagePullPolicy: v1.PullIfNotPresent,
-					Command: []string{"sh", "-c"}, Args: []string{"echo $(GREETING) $$HOME"},
+					Command: []string{"sh", "-c"}, Args: []string{"echo $(GREETING) $$HOME; " + serveUntilTERM},
 					Env:        []v1.EnvVar{{Name: "GREETING", Value: "hello"}},
 					WorkingDir: "/srv", Ports: []v1.ContainerPort{{ContainerPort: 8080, HostPort: 18080, Protocol: v1.ProtocolTCP}}},
-				{Name: "sidecar", Image: "busybox:1.37", ImagePullPolicy: v1.PullIfNotPresent},
+				{Name: "sidecar", Image: "busybox:1.37", ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", serveUntilTERM}},
 			},
 			ImagePullSecrets: []v1.LocalObjectReference{{Name: "regcred"}},
 		},
@@ -210,7 +215,7 @@ func TestSyncPodContainerConfig(t *testing.T) {
 	cfg, err := f.m.generateContainerConfig(context.Background(), &pod.Spec.Containers[0], pod, 2, "10.88.0.2", "sha256:abc", []string{"10.88.0.2"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"sh", "-c"}, cfg.Command)
-	assert.Equal(t, []string{"echo hello $HOME"}, cfg.Args, "$(VAR) expanded, $$ escaped")
+	assert.Equal(t, []string{"echo hello $HOME; " + serveUntilTERM}, cfg.Args, "$(VAR) expanded, $$ escaped")
 	assert.Equal(t, "/srv", cfg.WorkingDir)
 	assert.Equal(t, "app/2.log", cfg.LogPath)
 	assert.EqualValues(t, 2, cfg.Metadata.Attempt)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -29,7 +30,38 @@ const (
 	MaxMsgSize = 16 * 1024 * 1024
 	// ConnectTimeout bounds the first Version call of Connect.
 	ConnectTimeout = 10 * time.Second
+	// DefaultRuntimeRequestTimeout bounds every CRI call, as the kubelet's
+	// --runtime-request-timeout (2 min) does: a runtime that hangs makes the
+	// call fail, and the caller (the PLEG's relist, a pod sync) log it,
+	// instead of waiting for ever. RunPodSandbox gets twice as long,
+	// StopContainer and ExecSync this plus their own timeout, and PullImage
+	// no limit but the caller's, as upstream's CRI client does.
+	DefaultRuntimeRequestTimeout = 2 * time.Minute
 )
+
+// The connection's back-off, as upstream's CRI client (k8s.io/cri-client,
+// NewRemoteRuntimeService): after the runtime goes away, gRPC tries again
+// after 100 ms, then longer, but never waits more than 3 s between tries, so
+// calls work again within a few seconds of the runtime's return. (gRPC's own
+// default grows to 120 s.)
+const (
+	baseBackoffDelay     = 100 * time.Millisecond
+	maxBackoffDelay      = 3 * time.Second
+	minConnectionTimeout = 5 * time.Second
+)
+
+// Option changes how Dial and Connect talk to the runtime.
+type Option func(*dialOptions)
+
+type dialOptions struct {
+	requestTimeout time.Duration
+}
+
+// WithRuntimeRequestTimeout sets the per-call timeout (default
+// DefaultRuntimeRequestTimeout); it must be positive.
+func WithRuntimeRequestTimeout(d time.Duration) Option {
+	return func(o *dialOptions) { o.requestTimeout = d }
+}
 
 // Manager talks to a CRI runtime and answers in mylib/container types. It
 // implements container.Runtime and is safe for concurrent use.
@@ -46,19 +78,70 @@ type Manager struct {
 var _ kubecontainer.Runtime = (*Manager)(nil)
 
 // Dial opens a gRPC connection to a CRI endpoint: "unix:///path/to.sock" or
-// a plain socket path. The connection is lazy; Connect checks it.
-func Dial(endpoint string) (*grpc.ClientConn, error) {
+// a plain socket path. The connection is lazy; Connect checks it. Every
+// unary call on it gets a deadline (see DefaultRuntimeRequestTimeout), and
+// it reconnects with a back-off capped at 3 s.
+func Dial(endpoint string, opts ...Option) (*grpc.ClientConn, error) {
+	o := dialOptions{requestTimeout: DefaultRuntimeRequestTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.requestTimeout <= 0 {
+		return nil, fmt.Errorf("container runtime endpoint %s: the runtime request timeout must be positive, not %v", endpoint, o.requestTimeout)
+	}
 	target, err := grpcTarget(endpoint)
 	if err != nil {
 		return nil, err
 	}
+	params := grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: minConnectionTimeout}
+	params.Backoff.BaseDelay = baseBackoffDelay
+	params.Backoff.MaxDelay = maxBackoffDelay
 	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()), // a unix socket, guarded by file permissions
+		grpc.WithConnectParams(params),
+		grpc.WithUnaryInterceptor(requestTimeoutInterceptor(o.requestTimeout)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)))
 	if err != nil {
 		return nil, fmt.Errorf("container runtime endpoint %s: %w", endpoint, err)
 	}
 	return conn, nil
+}
+
+// requestTimeoutInterceptor gives each unary CRI call the deadline
+// callTimeout picks. Upstream sets it in each method of its CRI client; an
+// interceptor does the same for every caller of the raw clients too.
+func requestTimeoutInterceptor(timeout time.Duration) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if d, ok := callTimeout(method, req, timeout); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+}
+
+// callTimeout is the deadline of one CRI call, given the runtime request
+// timeout, as upstream's CRI client picks it; false means none but the
+// caller's.
+func callTimeout(method string, req any, timeout time.Duration) (time.Duration, bool) {
+	switch method {
+	case runtimeapi.ImageService_PullImage_FullMethodName:
+		return 0, false // a big image takes as long as it takes
+	case runtimeapi.RuntimeService_RunPodSandbox_FullMethodName:
+		return 2 * timeout, true
+	case runtimeapi.RuntimeService_StopContainer_FullMethodName:
+		// Leave the grace period, then time for SIGKILL.
+		grace, _ := req.(*runtimeapi.StopContainerRequest)
+		return timeout + time.Duration(grace.GetTimeout())*time.Second, true
+	case runtimeapi.RuntimeService_ExecSync_FullMethodName:
+		r, _ := req.(*runtimeapi.ExecSyncRequest)
+		if r.GetTimeout() == 0 {
+			return 0, false // the command has no timeout, so neither has the call
+		}
+		return timeout + time.Duration(r.GetTimeout())*time.Second, true
+	}
+	return timeout, true
 }
 
 // grpcTarget turns an endpoint into a gRPC target "unix:///abs/path".
@@ -79,8 +162,8 @@ func grpcTarget(endpoint string) (string, error) {
 
 // Connect dials endpoint and asks the runtime its Version, so that a runtime
 // that is not there is reported once, clearly. Close the Manager when done.
-func Connect(ctx context.Context, endpoint string, clk clock.Clock) (*Manager, error) {
-	conn, err := Dial(endpoint)
+func Connect(ctx context.Context, endpoint string, clk clock.Clock, opts ...Option) (*Manager, error) {
+	conn, err := Dial(endpoint, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -78,16 +78,21 @@ type Config struct {
 	// OnRenewed, when set, is called after every successful create or update
 	// with the Lease the API server returned (the chapters print it).
 	OnRenewed func(lease *coordinationv1.Lease, created bool)
+	// OnRepeatedHeartbeatFailure, when set, is called when an update of the
+	// Lease fails again in the same renewal (not on a conflict), as upstream:
+	// give it HeartbeatClient.CloseAllConns so the next try dials afresh.
+	OnRepeatedHeartbeatFailure func()
 }
 
 // Controller creates and renews one node's Lease.
 type Controller struct {
-	client        kubernetes.Interface
-	nodeName      string
-	leaseDuration int32
-	renewInterval time.Duration
-	clock         clock.Clock
-	onRenewed     func(*coordinationv1.Lease, bool)
+	client                     kubernetes.Interface
+	nodeName                   string
+	leaseDuration              int32
+	renewInterval              time.Duration
+	clock                      clock.Clock
+	onRenewed                  func(*coordinationv1.Lease, bool)
+	onRepeatedHeartbeatFailure func()
 
 	// latestLease is the Lease as the API server last returned it. Renewals
 	// update this copy directly, saving a GET each time (upstream does the
@@ -119,12 +124,13 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Controller{
-		client:        cfg.Client,
-		nodeName:      cfg.NodeName,
-		leaseDuration: cfg.LeaseDurationSeconds,
-		renewInterval: cfg.RenewInterval,
-		clock:         cfg.Clock,
-		onRenewed:     cfg.OnRenewed,
+		client:                     cfg.Client,
+		nodeName:                   cfg.NodeName,
+		leaseDuration:              cfg.LeaseDurationSeconds,
+		renewInterval:              cfg.RenewInterval,
+		clock:                      cfg.Clock,
+		onRenewed:                  cfg.OnRenewed,
+		onRepeatedHeartbeatFailure: cfg.OnRepeatedHeartbeatFailure,
 	}, nil
 }
 
@@ -235,7 +241,7 @@ func (c *Controller) ensureLease(ctx context.Context) (*coordinationv1.Lease, bo
 func (c *Controller) retryUpdateLease(ctx context.Context, base *coordinationv1.Lease) error {
 	leases := c.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	var lastErr error
-	for range MaxUpdateRetries {
+	for i := range MaxUpdateRetries {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -255,6 +261,10 @@ func (c *Controller) retryUpdateLease(ctx context.Context, base *coordinationv1.
 		klog.FromContext(ctx).Error(err, "Failed to update lease", "lease", klog.KRef(corev1.NamespaceNodeLease, c.nodeName))
 		if apierrors.IsConflict(err) {
 			base, _ = c.backoffEnsureLease(ctx)
+			continue
+		}
+		if i > 0 && c.onRepeatedHeartbeatFailure != nil {
+			c.onRepeatedHeartbeatFailure()
 		}
 	}
 	return fmt.Errorf("failed %d attempts to update lease: %w", MaxUpdateRetries, lastErr)

@@ -35,6 +35,9 @@ type RelistDuration struct {
 	// RelistPeriod is the time between two relists.
 	RelistPeriod time.Duration
 	// RelistThreshold must exceed RelistPeriod plus the time a relist takes.
+	// A relist against a hung runtime ends at the CRI client's request
+	// timeout (2 min by default), which is below the default threshold
+	// (3 min): the PLEG logs the failed relist before it turns unhealthy.
 	RelistThreshold time.Duration
 }
 

@@ -21,7 +21,7 @@ func TestPodCacheEndpoint(t *testing.T) {
 	s.Handle(PodCachePattern, NewPodCacheHandler(pm, cache, clk))
 	do := func(method, target string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		s.ServeHTTP(w, httptest.NewRequest(method, target, nil))
+		s.ServeHTTP(w, httptest.NewRequest(method, "http://127.0.0.1:10255"+target, nil))
 		return w
 	}
 

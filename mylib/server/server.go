@@ -4,7 +4,10 @@
 // an HTML table for a browser; Handle adds more, such as /podcache/<uid> to
 // push a pod status into the pod cache by hand.
 //
-// Bind it to 127.0.0.1: it has no authentication.
+// Bind it to 127.0.0.1 (ListenLoopback): it has no authentication. It
+// answers 403 to requests that name another host or come from another site
+// (LoopbackOnly), so that a web page cannot use the learner's browser to
+// reach it.
 package server
 
 import (
@@ -43,9 +46,14 @@ func NewDebugServer(pm kubepod.Manager) *DebugServer {
 // Handle adds a handler (e.g. PodCachePattern, /podcache/).
 func (s *DebugServer) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-// ServeHTTP answers 404 for unknown paths and 405 for methods other than
+// ServeHTTP answers 403 to a request for another host or from another site
+// (see LoopbackOnly), 404 for unknown paths and 405 for methods other than
 // GET and HEAD (except on paths registered with Handle, which decide).
 func (s *DebugServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := checkLoopbackRequest(r); err != nil {
+		httpError(w, http.StatusForbidden, "forbidden: "+err.Error())
+		return
+	}
 	_, pattern := s.mux.Handler(r)
 	if pattern == "" {
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no such page %q: try /pods or /pods/<namespace>/<name>", r.URL.Path))

@@ -31,7 +31,7 @@ func testManager() kubepod.Manager {
 
 func do(t *testing.T, method, target string, header map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
-	r := httptest.NewRequest(method, target, nil)
+	r := httptest.NewRequest(method, "http://127.0.0.1:10255"+target, nil)
 	for k, v := range header {
 		r.Header.Set(k, v)
 	}
@@ -112,7 +112,7 @@ func TestErrors(t *testing.T) {
 
 func TestEmptyList(t *testing.T) {
 	w := httptest.NewRecorder()
-	NewDebugServer(kubepod.NewBasicPodManager()).ServeHTTP(w, httptest.NewRequest("GET", "/pods", nil))
+	NewDebugServer(kubepod.NewBasicPodManager()).ServeHTTP(w, httptest.NewRequest("GET", "http://localhost:10255/pods", nil))
 	assert.Contains(t, w.Body.String(), `"items": []`)
 }
 

@@ -48,9 +48,14 @@ func repoRoot() (string, bool) {
 	}
 }
 
+// fsync is (*os.File).Sync; a test replaces it to see what is synced when.
+var fsync = (*os.File).Sync
+
 // WriteFile writes data to path with mode 0600, creating its directory with
-// mode 0700. It writes a temporary file and renames it, so a reader never sees
-// half a file and an existing file is replaced only by a complete one.
+// mode 0700. It writes a temporary file, flushes it to disk (fsync) and
+// renames it, then flushes the directory, so a reader never sees half a
+// file, and after a crash or power loss path holds either the old content
+// or the new, never an empty or partial file.
 func WriteFile(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -70,11 +75,25 @@ func WriteFile(path string, data []byte) error {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// Without this the rename may reach the disk before the data does.
+	if err := fsync(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: sync: %w", path, err)
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// The rename is an entry in the directory: flush it too.
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write %s: sync directory: %w", path, err)
+	}
+	defer d.Close()
+	if err := fsync(d); err != nil {
+		return fmt.Errorf("write %s: sync directory: %w", path, err)
 	}
 	return nil
 }

@@ -41,3 +41,35 @@ func TestDefault(t *testing.T) {
 	_, err := os.Stat(filepath.Join(filepath.Dir(d), "go.mod"))
 	require.NoError(t, err)
 }
+
+// TestWriteFileSyncsTheDataBeforeTheRenameAndTheDirectoryAfter records
+// every fsync: first the temporary file, complete, while path still holds
+// the old content; then the directory, once path holds the new content.
+func TestWriteFileSyncsTheDataBeforeTheRenameAndTheDirectoryAfter(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kubelet.kubeconfig")
+	require.NoError(t, WriteFile(path, []byte("old")))
+
+	type syncCall struct{ name, content, atPath string }
+	var calls []syncCall
+	fsync = func(f *os.File) error {
+		c := syncCall{name: f.Name()}
+		if b, err := os.ReadFile(f.Name()); err == nil {
+			c.content = string(b)
+		}
+		b, _ := os.ReadFile(path)
+		c.atPath = string(b)
+		calls = append(calls, c)
+		return f.Sync()
+	}
+	t.Cleanup(func() { fsync = (*os.File).Sync })
+
+	require.NoError(t, WriteFile(path, []byte("new")))
+	require.Len(t, calls, 2)
+	require.Equal(t, dir, filepath.Dir(calls[0].name), "the temporary file is next to path")
+	require.NotEqual(t, path, calls[0].name)
+	require.Equal(t, "new", calls[0].content, "the temporary file is complete when synced")
+	require.Equal(t, "old", calls[0].atPath, "and synced before the rename")
+	require.Equal(t, dir, calls[1].name, "then the directory")
+	require.Equal(t, "new", calls[1].atPath, "after the rename")
+}

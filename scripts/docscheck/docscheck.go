@@ -12,6 +12,7 @@ package docscheck
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -87,6 +88,58 @@ func Match(expected []string, output string) error {
 		if !found {
 			return fmt.Errorf("the README's expected line %q is not in the output (in order); the output was:\n%s", e, output)
 		}
+	}
+	return nil
+}
+
+// CheckShape checks a chapter README's shape: "# NN — title", a first
+// paragraph that starts "In this chapter you will", the level-2 sections
+// want in that order (others may come between), a Cleanup with "### Going on
+// to the next chapter" and "### Done for the day", and a last line "Next: …".
+func CheckShape(markdown string, want []string) error {
+	lines := strings.Split(strings.TrimRight(markdown, "\n"), "\n")
+	if len(lines) == 0 || !regexp.MustCompile(`^# \d\d — `).MatchString(lines[0]) {
+		return fmt.Errorf("the first line should be \"# NN — title\", not %q", lines[0])
+	}
+	i := 1
+	for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
+		i++
+	}
+	if i == len(lines) || !strings.HasPrefix(lines[i], "In this chapter you will") {
+		return errors.New(`the first paragraph should start "In this chapter you will"`)
+	}
+	var h2 []string
+	var cleanup []string
+	inCleanup, fence := false, false
+	for _, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			fence = !fence
+		}
+		if fence {
+			continue
+		}
+		if h, ok := strings.CutPrefix(l, "## "); ok {
+			h2 = append(h2, strings.TrimSpace(h))
+			inCleanup = strings.TrimSpace(h) == "Cleanup"
+		}
+		if h, ok := strings.CutPrefix(l, "### "); ok && inCleanup {
+			cleanup = append(cleanup, strings.TrimSpace(h))
+		}
+	}
+	j := 0
+	for _, h := range h2 {
+		if j < len(want) && h == want[j] {
+			j++
+		}
+	}
+	if j < len(want) {
+		return fmt.Errorf("section %q is missing or out of order; the sections are %q, they should include %q in that order", want[j], h2, want)
+	}
+	if strings.Join(cleanup, "|") != "Going on to the next chapter|Done for the day" {
+		return fmt.Errorf(`Cleanup should have "### Going on to the next chapter" and "### Done for the day", has %q`, cleanup)
+	}
+	if !strings.HasPrefix(lines[len(lines)-1], "Next:") {
+		return fmt.Errorf("the last line should be \"Next: …\", not %q", lines[len(lines)-1])
 	}
 	return nil
 }

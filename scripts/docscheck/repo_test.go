@@ -136,3 +136,41 @@ func TestMapOfTheHouseListsEveryPackage(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, pkgs, rows, "the map of the house lists exactly the mylib packages")
 }
+
+// TestUpstreamNamesExistInMylib holds every name a README's "How the real
+// kubelet does it" promises ("same names", "Ours is `mylib/x` (`a`, `b`)")
+// against the Go code of those packages.
+func TestUpstreamNamesExistInMylib(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	claims := 0
+	for _, r := range readmes(t, root) {
+		b, err := os.ReadFile(filepath.Join(root, r))
+		require.NoError(t, err)
+		claims += len(docscheck.NameClaims(string(b)))
+		missing, err := docscheck.MissingNames(root, r)
+		require.NoError(t, err)
+		for _, m := range missing {
+			t.Errorf("%s: %s", r, m)
+		}
+	}
+	require.Greater(t, claims, 20, "the READMEs should promise upstream names; did the parser stop finding them?")
+}
+
+// TestChapterReadmesOpenTheSameWay holds every chapter README to the shape
+// /work/shared/STYLE.md gives (and the top-level README repeats): a title,
+// "In this chapter you will…", then the same sections in the same order,
+// Cleanup split for the path, and a Next: line.
+func TestChapterReadmesOpenTheSameWay(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	want := []string{"Where to run", "Run", "Expected output", "What to observe",
+		"How the real kubelet does it", "Exercise", "Cleanup", "Troubleshooting"}
+	chapters, err := filepath.Glob(filepath.Join(root, "chapters", "[0-9][0-9]-*", "README.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, chapters)
+	for _, c := range chapters {
+		b, err := os.ReadFile(c)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, c)
+		require.NoError(t, docscheck.CheckShape(string(b), want), rel)
+	}
+}

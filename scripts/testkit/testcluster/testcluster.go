@@ -151,3 +151,22 @@ func (c *Cluster) CAPool() *x509.CertPool {
 	p.AddCert(c.CA().Cert)
 	return p
 }
+
+// KillAPIServer sends SIGKILL to the cluster's kube-apiserver and waits until
+// it has exited; etcd and the controllers keep running. RestartAPIServer
+// brings it back.
+func (c *Cluster) KillAPIServer(t testing.TB) {
+	t.Helper()
+	if err := c.Kill("kube-apiserver"); err != nil {
+		t.Fatalf("testcluster: %v", err)
+	}
+}
+
+// RestartAPIServer starts kube-apiserver again on the same port, with the
+// same data (etcd kept it), and waits until /readyz is ok.
+func (c *Cluster) RestartAPIServer(t testing.TB) {
+	t.Helper()
+	if err := c.Restart(context.Background(), "kube-apiserver"); err != nil {
+		t.Fatalf("testcluster: %v", err)
+	}
+}

@@ -132,6 +132,22 @@ func TestControlPlane(t *testing.T) {
 		_, err = nodeA.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-c"}}, metav1.CreateOptions{})
 		require.True(t, apierrors.IsForbidden(err), "node-a creating node-c: got %v", err)
 	})
+
+	// Last: it takes the API server away for a moment.
+	t.Run("APIServerKilledAndRestartedKeepsItsData", func(t *testing.T) {
+		_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "before-the-kill"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		c.KillAPIServer(t)
+		_, err = admin.CoreV1().Namespaces().Get(ctx, "before-the-kill", metav1.GetOptions{})
+		require.Error(t, err, "no API server, no answer")
+		require.Error(t, c.Kill("kube-apiserver"), "it is not running any more")
+
+		c.RestartAPIServer(t)
+		ns, err := admin.CoreV1().Namespaces().Get(ctx, "before-the-kill", metav1.GetOptions{})
+		require.NoError(t, err, "the same address answers again, from the same etcd")
+		require.Equal(t, "before-the-kill", ns.Name)
+		require.Error(t, c.Restart(ctx, "kube-apiserver"), "it runs already")
+	})
 }
 
 func TestMissingBinariesSayHowToBuildThem(t *testing.T) {

@@ -1,0 +1,134 @@
+package readmewalk
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const sample = "# A chapter\n\n" +
+	"<!-- walk: run -->\n```sh\nexport GREETING=hello   # set once\n```\n\n" +
+	"A prose example stays prose:\n\n```sh\nrm -rf /\n```\n\n" +
+	"<!-- walk: background name=prog ready=\"^started\" -->\n```sh\n" +
+	"bash -c 'trap \"echo stopped; exit 0\" INT; echo started; echo oops >&2; sleep 0.5; echo \"$GREETING world\"; while :; do sleep 0.1; done'\n```\n\n" +
+	"<!-- walk: wait name=prog for=\"oops\" -->\n" +
+	"<!-- walk: expect name=prog -->\n```\nstarted\n<greeting> world\n…\nstopped\n```\n\n" +
+	"<!-- walk: run -->\n```console\n$ echo \"$GREETING from $NODE_NAME\"\nhello from <node-name>\n$ printf 'NAME   AGE\\nx      3s\\n'\nNAME  AGE\nx     12m\n```\n\n" +
+	"<!-- walk: wait name=prog for=\"world\" -->\n" +
+	"<!-- walk: ctrl-c name=prog -->\n" +
+	"<!-- walk: skip reason=\"not here\" -->\n```sh\nfalse\n```\n" +
+	"<!-- walk: run -->\n```sh\necho one; echo two\n```\n<!-- walk: expect -->\n```\none\ntwo\n```\n" +
+	"1. In a list:\n\n   <!-- walk: background name=short -->\n   ```console\n   $ sleep 0.5; echo done\n   done\n   ```\n<!-- walk: wait name=short exit -->\n<!-- walk: expect name=short -->\n```\ndone\n```\n"
+
+func TestParseFindsOnlyMarkedBlocks(t *testing.T) {
+	steps, err := Parse(sample)
+	require.NoError(t, err)
+	var actions []Action
+	for _, s := range steps {
+		actions = append(actions, s.Action)
+	}
+	require.Equal(t, []Action{Run, Background, Wait, Expect, Run, Wait, CtrlC, Skip, Run, Expect, Background, Wait, Expect}, actions)
+	require.Equal(t, "^started", steps[1].Attrs["ready"])
+	require.Equal(t, "not here", steps[7].Attrs["reason"])
+	require.Equal(t, []string{"false"}, steps[7].Block)
+}
+
+func TestParseRejectsBadMarkers(t *testing.T) {
+	for _, md := range []string{
+		"<!-- walk: jump -->\n```sh\nx\n```\n",
+		"<!-- walk: run -->\nno block\n",
+		"<!-- walk: background -->\n```sh\nx\n```\n",
+		"<!-- walk: skip -->\n```sh\nx\n```\n",
+		"<!-- walk: wait name=a -->\n",
+		"<!-- walk: run =bad -->\n```sh\nx\n```\n",
+	} {
+		_, err := Parse(md)
+		require.Error(t, err, md)
+	}
+}
+
+func TestCommandsJoinsContinuationsAndDropsComments(t *testing.T) {
+	require.Equal(t, []string{"a \\\n  b", "c # note"}, Commands([]string{"# a comment", "", "a \\", "  b", "c # note"}))
+}
+
+func TestMatch(t *testing.T) {
+	m := Matcher{NodeName: "walker"}
+	ok := []struct {
+		exp  []string
+		out  string
+		ages bool
+	}{
+		{[]string{"node <node-name>: created"}, "node walker: created\n", false},
+		{[]string{"a", "…", "z"}, "a\nb\nc\nz\n", false},
+		{[]string{"a", "…", "z"}, "a\nz\n", false},
+		{[]string{"rbac: <created|unchanged> x"}, "rbac: unchanged x", false},
+		{[]string{"NAME   AGE", "<node-name>   12s"}, "NAME     AGE\nwalker   5m3s\n", true},
+		{[]string{"uid 6f1c2d3e-1111-2222-3333-444455556666 at 2026-01-02T03:04:05Z"}, "uid 0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff at 2026-11-22T19:00:00.5Z", false},
+		{[]string{"Extra: X509SHA256=…"}, "Extra: X509SHA256=abc", false},
+	}
+	for _, c := range ok {
+		require.NoError(t, m.Match(c.exp, c.out, c.ages), "%q vs %q", c.exp, c.out)
+	}
+	bad := []struct {
+		exp []string
+		out string
+	}{
+		{[]string{"node <node-name>: created"}, "node other: created"},
+		{[]string{"a", "z"}, "a\nb\nz"},
+		{[]string{"a"}, "a\nextra"},
+		{[]string{"rbac: <created|unchanged> x"}, "rbac: deleted x"},
+		{[]string{"NAME AGE", "x 12s"}, "NAME AGE\nx 12s extra"},
+		{[]string{"a", "…"}, "b"},
+	}
+	for _, c := range bad {
+		require.Error(t, m.Match(c.exp, c.out, false), "%q vs %q", c.exp, c.out)
+	}
+}
+
+func walkSample(t *testing.T, md string) error {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte(md), 0o600))
+	w := NewWalker(dir, t.TempDir(), append(os.Environ(), "NODE_NAME=walker"), t.Logf)
+	t.Cleanup(func() { _ = w.StopAll() })
+	return w.Walk("README.md")
+}
+
+// TestWalkRunsTheMarkedSteps walks a README with every marker: an export
+// kept for later commands, a program in the background, its output checked
+// after Ctrl-C, a transcript checked line by line.
+func TestWalkRunsTheMarkedSteps(t *testing.T) {
+	require.NoError(t, walkSample(t, sample))
+}
+
+// The walk fails when the README and the commands disagree.
+func TestWalkFailsWhenTheREADMEIsWrong(t *testing.T) {
+	for what, mutated := range map[string]string{
+		"transcript output":        strings.Replace(sample, "hello from <node-name>", "hi from <node-name>", 1),
+		"background output":        strings.Replace(sample, "\nstopped\n```", "\nbye\n```", 1),
+		"a failing command":        strings.Replace(sample, "export GREETING=hello", "export GREETING=hello; false", 1),
+		"a missing program":        strings.Replace(sample, "<!-- walk: ctrl-c name=prog -->", "<!-- walk: ctrl-c name=other -->", 1),
+		"a command's output":       strings.Replace(sample, "one\ntwo\n```", "one\n2\n```", 1),
+		"a program's last line":    strings.Replace(sample, "   $ sleep 0.5; echo done\n   done", "   $ sleep 0.5; echo done\n   finished", 1),
+		"an expect after the stop": strings.Replace(sample, "exit -->\n<!-- walk: expect name=short -->\n```\ndone\n", "exit -->\n<!-- walk: expect name=short -->\n```\nnot done\n", 1),
+		"a line never seen":        strings.Replace(sample, `for="world"`, `for="planet" timeout=1s`, 1),
+	} {
+		err := walkSample(t, mutated)
+		require.Error(t, err, what)
+		t.Logf("%s: %v", what, err)
+	}
+}
+
+// The environment a README exports is there for the next README, as in a
+// learner's terminal.
+func TestWalkKeepsTheEnvironmentAcrossREADMEs(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.md"), []byte("<!-- walk: run -->\n```sh\nexport KEPT=yes\n```\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.md"), []byte("<!-- walk: run -->\n```console\n$ echo $KEPT\nyes\n```\n"), 0o600))
+	w := NewWalker(dir, t.TempDir(), os.Environ(), t.Logf)
+	require.NoError(t, w.Walk("a.md"))
+	require.NoError(t, w.Walk("b.md"))
+}
