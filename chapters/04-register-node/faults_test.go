@@ -72,6 +72,6 @@ func TestExpiredCertificateIsOneClearLine(t *testing.T) {
 	assert.Empty(t, stdout)
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	require.Len(t, lines, 1, stderr)
-	assert.Regexp(t, `^04-register-node: error: .*: the server has asked for the client to provide credentials$`, lines[0])
+	assert.Regexp(t, `^04-register-node: error: the API server at .* refused our credentials \(expired or revoked\?\): the server has asked for the client to provide credentials$`, lines[0])
 	t.Logf("the learner sees: %s", lines[0])
 }

@@ -3,10 +3,8 @@ package bootstrap
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"mykubelet/scripts/testkit/silent"
 )
 
 // TestTimeoutBoundsTheConnectionToASilentServer: the API server accepts
@@ -21,29 +21,7 @@ import (
 // fails within Config.Timeout, saying it could not send the CSR, instead of
 // waiting for client-go's own handshake timeouts.
 func TestTimeoutBoundsTheConnectionToASilentServer(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // never answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		lis.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	srv := silent.Start(t)
 
 	// A bootstrap kubeconfig for that server, with some CA (the handshake
 	// never gets as far as checking it).
@@ -52,7 +30,7 @@ func TestTimeoutBoundsTheConnectionToASilentServer(t *testing.T) {
 	ca := selfSigned(t, key, "ca", time.Now().Add(-time.Hour), 24*time.Hour)
 	dir := t.TempDir()
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://" + lis.Addr().String(), CertificateAuthorityData: ca}
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://" + srv.Addr, CertificateAuthorityData: ca}
 	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "abcdef.0123456789abcdef"}
 	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
 	kc.CurrentContext = "x"
@@ -71,7 +49,7 @@ func TestTimeoutBoundsTheConnectionToASilentServer(t *testing.T) {
 	})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Contains(t, err.Error(), "to https://"+lis.Addr().String()+" within 500ms (is the API server up and answering?)")
+	assert.Contains(t, err.Error(), "to https://"+srv.Addr+" within 500ms (is the API server up and answering?)")
 	assert.NoError(t, ctx.Err(), "the run's own timeout ended it, not the test's")
 	_, statErr := os.Stat(filepath.Join(dir, "pki", TmpPrivateKeyFile))
 	assert.NoError(t, statErr, "the key is kept for the next run")

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	kubecontainer "mykubelet/mylib/container"
 )
 
 // CreateContainer creates a CREATED container in a READY sandbox. The image
@@ -227,7 +229,7 @@ func (r *Runtime) ListContainers(_ context.Context, req *runtimeapi.ListContaine
 		items = append(items, c.listItem())
 	}
 	slices.SortFunc(items, func(a, b *runtimeapi.Container) int {
-		return newestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
+		return kubecontainer.NewestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
 	})
 	return &runtimeapi.ListContainersResponse{Containers: items}, nil
 }

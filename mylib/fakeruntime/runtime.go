@@ -1,7 +1,6 @@
 package fakeruntime
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -489,14 +488,4 @@ func (c *container) listItem() *runtimeapi.Container {
 		}
 	}
 	return c.item
-}
-
-// newestFirst orders list answers newest first, then by ID so that the
-// order is the same on every call. Both lists sort with it: pass it each
-// item's creation time and ID.
-func newestFirst(createdA int64, idA string, createdB int64, idB string) int {
-	if c := cmp.Compare(createdB, createdA); c != 0 {
-		return c
-	}
-	return strings.Compare(idA, idB)
 }

@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	kubecontainer "mykubelet/mylib/container"
 )
 
 // Version reports the runtime's name and versions (`crictl version`).
@@ -186,7 +188,7 @@ func (r *Runtime) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandb
 		items = append(items, s.listItem())
 	}
 	slices.SortFunc(items, func(a, b *runtimeapi.PodSandbox) int {
-		return newestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
+		return kubecontainer.NewestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
 	})
 	return &runtimeapi.ListPodSandboxResponse{Items: items}, nil
 }

@@ -1,7 +1,6 @@
 package kuberuntime
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -237,7 +236,7 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.Pod, 
 	// (The fake runtime already sends that order, which sorts quickly.)
 	sandboxes := sresp.GetItems()
 	slices.SortFunc(sandboxes, func(a, b *runtimeapi.PodSandbox) int {
-		return newestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
+		return kubecontainer.NewestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
 	})
 
 	// One pod per sandbox is the usual case: size the map and list for it.
@@ -269,7 +268,7 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.Pod, 
 	}
 	containers := cresp.GetContainers()
 	slices.SortFunc(containers, func(a, b *runtimeapi.Container) int {
-		return newestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
+		return kubecontainer.NewestFirst(a.CreatedAt, a.Id, b.CreatedAt, b.Id)
 	})
 	for _, c := range containers {
 		if c.GetMetadata() == nil || c.GetId() == "" || c.GetImage() == nil {
@@ -280,14 +279,6 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.Pod, 
 		p.Containers = append(p.Containers, m.toKubeContainer(c))
 	}
 	return order, nil
-}
-
-// newestFirst orders by creation time, newest first, then by ID.
-func newestFirst(createdA int64, idA string, createdB int64, idB string) int {
-	if c := cmp.Compare(createdB, createdA); c != 0 {
-		return c
-	}
-	return strings.Compare(idA, idB)
 }
 
 func (m *Manager) toKubeContainer(c *runtimeapi.Container) *kubecontainer.Container {

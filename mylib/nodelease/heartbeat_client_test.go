@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+
+	"mykubelet/scripts/testkit/silent"
 )
 
 // heldLease is a lease the controller already has (with its owner
@@ -44,40 +46,16 @@ func heartbeatController(t *testing.T, cfg *rest.Config, timeout time.Duration) 
 // heartbeat client's timeout (not the caller's context), and the next
 // attempt comes on a new connection.
 func TestRenewAgainstASilentServerEndsAtTheTimeout(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		lis.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	srv := silent.Start(t)
 
-	c := heartbeatController(t, &rest.Config{Host: "http://" + lis.Addr().String()}, 300*time.Millisecond)
+	c := heartbeatController(t, &rest.Config{Host: "http://" + srv.Addr}, 300*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err = c.retryUpdateLease(ctx, heldLease())
+	err := c.retryUpdateLease(ctx, heldLease())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "the attempts timed out")
 	assert.NoError(t, ctx.Err(), "the heartbeat's own timeout ended each attempt, not the caller's context")
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Len(t, conns, MaxUpdateRetries, "each attempt on a new connection")
+	assert.Equal(t, MaxUpdateRetries, srv.Accepted(), "each attempt on a new connection")
 }
 
 // TestRepeatedHeartbeatFailureClosesTheConnection: over HTTP/2 (as to a

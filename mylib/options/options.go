@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -259,7 +260,11 @@ func NewCheckedClientset(ctx context.Context, cfg *rest.Config) (*kubernetes.Cli
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw(); err != nil {
+	_, err = cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	switch {
+	case apierrors.IsUnauthorized(err): // it answered: the credentials are the problem
+		return nil, fmt.Errorf("the API server at %s refused our credentials (expired or revoked?): %w", cfg.Host, err)
+	case err != nil:
 		return nil, fmt.Errorf("cannot reach the API server at %s: %w", cfg.Host, err)
 	}
 	return cs, nil

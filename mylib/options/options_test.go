@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,6 +86,20 @@ func TestUnreachableAPIServerIsOneClearError(t *testing.T) {
 	l.Close() // nothing listens there now
 	_, err = NewCheckedClientset(context.Background(), &rest.Config{Host: "https://" + addr})
 	require.ErrorContains(t, err, "cannot reach the API server at https://"+addr)
+}
+
+// An API server that answers 401 is reachable: the error says that the
+// credentials were refused, not that the server cannot be reached.
+func TestRefusedCredentialsAreNotReportedAsUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`))
+	}))
+	defer srv.Close()
+	_, err := NewCheckedClientset(context.Background(), &rest.Config{Host: srv.URL})
+	require.ErrorContains(t, err, "the API server at "+srv.URL+" refused our credentials")
+	require.NotContains(t, err.Error(), "cannot reach")
 }
 
 // TestMainExitCodes runs Main in a child process, as a chapter would.
