@@ -33,8 +33,11 @@ show kubectl get pods -l job-name=hello-job
 
 step "A graceful delete: the kubelet stops the container, writes the terminal phase, the pod goes"
 show kubectl delete pod hello
-wait_for_log ch09 '^syncTerminatedPod default/hello' 30 || return 1
+wait_for_log ch09 '^syncTerminatedPod default/hello: ' 30 || return 1
 
+step "Clean up while the kubelet runs: it finishes each deletion"
 show kubectl delete deployment nginx-deployment
 show kubectl delete job hello-job
+show kubectl delete pod -l app=nginx --ignore-not-found
+show kubectl delete pod -l job-name=hello-job --ignore-not-found
 bg_stop ch09
