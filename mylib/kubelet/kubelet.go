@@ -431,6 +431,9 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 		if _, ok := workers[uid]; !ok {
 			kl.printf("pod worker %s (uid %s) cleaned up", name, uid)
 			delete(kl.known, uid)
+			if kl.reasonCache != nil {
+				kl.reasonCache.RemovePod(uid) // its start failures go with it
+			}
 		}
 	}
 	for _, p := range pods {
@@ -438,17 +441,12 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 			kl.known[p.UID] = p.Namespace + "/" + p.Name
 		}
 	}
-	if kl.statusManager != nil { // forget the statuses and failures of pods that are gone
+	if kl.statusManager != nil { // forget the statuses of pods that are gone
 		uids := map[types.UID]bool{}
 		for _, p := range pods {
 			uids[p.UID] = true
 		}
 		kl.statusManager.RemoveOrphanedStatuses(uids)
-		for uid := range kl.known {
-			if !uids[uid] {
-				kl.reasonCache.RemovePod(uid)
-			}
-		}
 	}
 	if err := kubepod.DeleteOrphanedMirrorPods(ctx, kl.mirrorPodClient, orphans, kl.out); err != nil {
 		klog.ErrorS(err, "Deleting orphaned mirror pods failed; will retry")
