@@ -1,10 +1,38 @@
 // Package kuberuntime is the kubelet's side of the CRI: a gRPC client of a
 // container runtime (containerd, CRI-O, or mylib/fakeruntime) that answers
-// in the runtime-neutral types of mylib/container. Named after upstream's
-// pkg/kubelet/kuberuntime, whose kubeGenericRuntimeManager does the same
-// (GetPods, GetPodStatus) over k8s.io/cri-client.
+// in the runtime-neutral types of mylib/container, and makes a pod run.
+// Named after upstream's pkg/kubelet/kuberuntime, whose
+// kubeGenericRuntimeManager does the same over k8s.io/cri-client:
+//
+//   - GetPods, GetPodStatus (runtime.go): what runs, grouped by pod UID;
+//   - SyncPod, KillPod, computePodActions (kuberuntime_manager.go): the
+//     sandbox first, init containers one at a time each to completion,
+//     then the containers the restartPolicy says should run;
+//   - kuberuntime_sandbox.go, kuberuntime_container.go,
+//     kuberuntime_image.go: the sandbox and container configs, the
+//     container's start and stop, images by imagePullPolicy with the pod's
+//     imagePullSecrets as auth;
+//   - labels.go: the labels and annotations written on sandboxes and
+//     containers and read back by GetPodStatus.
+//
+// Wiring:
 //
 //	m, err := kuberuntime.Connect(ctx, "unix:///run/containerd/containerd.sock", clock.RealClock{})
 //	defer m.Close()
+//	m.SetSyncOptions(kuberuntime.SyncOptions{Recorder: recorder, RuntimeHelper: helper})
 //	pods, err := m.GetPods(ctx, true) // sandboxes and containers grouped by pod UID
+//	result := m.SyncPod(ctx, pod, podStatus, pullSecrets, backOff)
+//
+// Where it departs from upstream, and why (one line each):
+//   - no volumes or mounts: this kubelet has no volume manager yet;
+//   - no sidecar (restartable) init containers, ephemeral containers,
+//     probes, lifecycle hooks or in-place resize: not needed to run a pod;
+//   - no security context, cgroup parent or seccomp in the configs: the
+//     mock runtime ignores them;
+//   - the container hash is FNV-32a of the spec's JSON, not upstream's
+//     encoding, so it differs from a real kubelet's (only this kubelet reads it);
+//   - pull secrets match a registry by exact host (upstream's keyring also
+//     knows globs and path prefixes), and image pulls have no back-off;
+//   - init containers that completed are not pruned (garbage collection
+//     is not written yet).
 package kuberuntime

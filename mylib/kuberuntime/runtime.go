@@ -40,6 +40,7 @@ type Manager struct {
 	is          runtimeapi.ImageServiceClient
 	clock       clock.Clock
 	version     *runtimeapi.VersionResponse
+	opts        SyncOptions // what SyncPod needs besides the CRI; see SetSyncOptions
 }
 
 var _ kubecontainer.Runtime = (*Manager)(nil)

@@ -1,0 +1,116 @@
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"hash/fnv"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// EnvVar is one environment variable of a container to run.
+type EnvVar struct {
+	Name  string
+	Value string
+}
+
+// RunContainerOptions is what the kubelet computes for a container before
+// the runtime creates it. Upstream also carries mounts, devices and the
+// like; this kubelet mounts nothing.
+type RunContainerOptions struct {
+	Envs []EnvVar
+}
+
+// RuntimeHelper is what the runtime manager asks the kubelet about a pod:
+// the container's environment, the pod's DNS and hostname (upstream
+// kubecontainer.RuntimeHelper, reduced to these three).
+type RuntimeHelper interface {
+	GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, container *v1.Container, podIP string, podIPs []string) (*RunContainerOptions, error)
+	// GetPodDNS returns the sandbox's DNS configuration; nil leaves it to the runtime.
+	GetPodDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error)
+	GeneratePodHostNameAndDomain(pod *v1.Pod) (hostname, hostDomain string, err error)
+}
+
+// HashContainer hashes a container's spec, so that a change of spec (the
+// pod was edited: a new image) is noticed. Upstream hashes the same spec
+// with another encoder, so the values differ from a real kubelet's.
+func HashContainer(container *v1.Container) uint64 {
+	c := container.DeepCopy()
+	c.Resources = v1.ResourceRequirements{} // resized in place, not restarted
+	b, _ := json.Marshal(c)                 // a v1.Container always marshals
+	h := fnv.New32a()
+	h.Write(b)
+	return uint64(h.Sum32())
+}
+
+// ShouldContainerBeRestarted tells whether a container that is not running
+// should be started (again), by the pod's restartPolicy.
+func ShouldContainerBeRestarted(container *v1.Container, pod *v1.Pod, podStatus *PodStatus) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	status := podStatus.FindContainerStatusByName(container.Name)
+	if status == nil {
+		return true // never started
+	}
+	switch status.State {
+	case ContainerStateRunning:
+		return false
+	case ContainerStateUnknown, ContainerStateCreated:
+		return true
+	}
+	switch pod.Spec.RestartPolicy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return status.ExitCode != 0
+	}
+	return true
+}
+
+// ExpandContainerCommandAndArgs expands $(VAR) in a container's command and
+// args with its environment.
+func ExpandContainerCommandAndArgs(container *v1.Container, envs []EnvVar) (command, args []string) {
+	vars := make(map[string]string, len(envs))
+	for _, e := range envs {
+		vars[e.Name] = e.Value
+	}
+	mapping := MappingFuncFor(vars)
+	for _, c := range container.Command {
+		command = append(command, Expand(c, mapping))
+	}
+	for _, a := range container.Args {
+		args = append(args, Expand(a, mapping))
+	}
+	return command, args
+}
+
+// ConvertPodStatusToRunningPod returns the Pod that KillPod needs from a
+// PodStatus: its running containers and all its sandboxes.
+func ConvertPodStatusToRunningPod(runtimeName string, podStatus *PodStatus) Pod {
+	pod := Pod{ID: podStatus.ID, Name: podStatus.Name, Namespace: podStatus.Namespace}
+	for _, cs := range podStatus.ContainerStatuses {
+		if cs.State != ContainerStateRunning {
+			continue
+		}
+		pod.Containers = append(pod.Containers, &Container{
+			ID: cs.ID, Name: cs.Name, Image: cs.Image, ImageID: cs.ImageID, Hash: cs.Hash, State: cs.State,
+		})
+	}
+	for _, s := range podStatus.SandboxStatuses {
+		state := ContainerStateExited
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			state = ContainerStateRunning
+		}
+		pod.Sandboxes = append(pod.Sandboxes, &Container{
+			ID: ContainerID{Type: runtimeName, ID: s.Id}, State: state, PodSandboxID: s.Id, CreatedAt: s.CreatedAt,
+		})
+	}
+	return pod
+}
+
+// IsHostNetworkPod reports whether the pod uses the node's network.
+func IsHostNetworkPod(pod *v1.Pod) bool {
+	return pod.Spec.HostNetwork
+}

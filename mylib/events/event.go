@@ -1,0 +1,70 @@
+// Package events holds the reasons of the events the kubelet records, as
+// upstream's pkg/kubelet/events, and NewRecorder, which builds client-go's
+// event recorder the way the kubelet does: source component "kubelet", host
+// the node's name, written with the node's own credentials (so the Node
+// authorizer and NodeRestriction decide which events it may create).
+//
+//	recorder, stop := events.NewRecorder(ctx, client, nodeName)
+//	defer stop()
+//	recorder.Eventf(pod, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q", image)
+//
+// Departs from upstream: only the reasons the pod half of this kubelet uses
+// are here (no volume, eviction or probe reasons yet).
+package events
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedv1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+)
+
+// Container event reasons.
+const (
+	CreatedContainer        = "Created"
+	StartedContainer        = "Started"
+	FailedToCreateContainer = "Failed"
+	FailedToStartContainer  = "Failed"
+	KillingContainer        = "Killing"
+	BackOffStartContainer   = "BackOff"
+	ExceededGracePeriod     = "ExceededGracePeriod"
+)
+
+// Pod event reasons.
+const (
+	FailedToKillPod = "FailedKillPod"
+)
+
+// Image event reasons.
+const (
+	PullingImage            = "Pulling"
+	PulledImage             = "Pulled"
+	FailedToPullImage       = "Failed"
+	FailedToInspectImage    = "InspectFailed"
+	ErrImageNeverPullPolicy = "ErrImageNeverPull"
+	BackOffPullImage        = "BackOff"
+)
+
+// Sandbox event reasons.
+const (
+	FailedCreatePodSandBox = "FailedCreatePodSandBox"
+	FailedStatusPodSandBox = "FailedPodSandBoxStatus"
+	SandboxChanged         = "SandboxChanged"
+)
+
+// ComponentKubelet is the event source's component.
+const ComponentKubelet = "kubelet"
+
+// NewRecorder returns an EventRecorder that writes events through client
+// (the node's credentials) as component "kubelet" on host nodeName, and a
+// stop function that flushes and ends the broadcaster.
+func NewRecorder(ctx context.Context, client kubernetes.Interface, nodeName string) (record.EventRecorder, func()) {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedv1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: ComponentKubelet, Host: nodeName})
+	return recorder, broadcaster.Shutdown
+}

@@ -1,0 +1,668 @@
+package kubelet
+
+// This file holds what upstream's pkg/kubelet/kubelet_pods.go does for one
+// pod, as functions of explicit arguments: the pod's API status from what
+// the runtime reports (generateAPIPodStatus, getPhase), and a container's
+// environment (makeEnvironmentVariables). Departs from upstream:
+//   - readiness and startup without probes: a running container is ready
+//     and started (there is no prober yet);
+//   - no service links ($SERVICE_HOST variables): there is no service lister;
+//   - ConfigMaps and Secrets are read with a GET each (upstream caches them
+//     with a watch); the node's credentials decide what may be read;
+//   - no sidecar (restartable) init containers, no pod-level resources;
+//   - the environment is sorted by name (upstream's order is a map's);
+//   - startTime is set by the status manager, as upstream, not here.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/status"
+)
+
+// Waiting reasons the kubelet writes before a container exists.
+const (
+	ContainerCreating = "ContainerCreating"
+	PodInitializing   = "PodInitializing"
+	// ContainerReasonStatusUnknown: a container that ran is gone without a trace.
+	ContainerReasonStatusUnknown = "ContainerStatusUnknown"
+)
+
+// getPhase computes the pod's phase from its spec and its containers'
+// statuses (init and regular, in info). podIsTerminal says the kubelet
+// will run nothing more for this pod.
+func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal bool) v1.PodPhase {
+	spec := pod.Spec
+	pendingInit, failedInit := 0, 0
+	for _, c := range spec.InitContainers {
+		s, ok := findStatus(info, c.Name)
+		if !ok {
+			pendingInit++
+			continue
+		}
+		switch {
+		case s.State.Running != nil:
+			pendingInit++
+		case s.State.Terminated != nil:
+			if s.State.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		case s.State.Waiting != nil:
+			if s.LastTerminationState.Terminated != nil {
+				if s.LastTerminationState.Terminated.ExitCode != 0 {
+					failedInit++
+				}
+			} else {
+				pendingInit++
+			}
+		default:
+			pendingInit++
+		}
+	}
+
+	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	for _, c := range spec.Containers {
+		s, ok := findStatus(info, c.Name)
+		if !ok {
+			unknown++
+			continue
+		}
+		switch {
+		case s.State.Running != nil:
+			running++
+		case s.State.Terminated != nil:
+			stopped++
+			if s.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case s.State.Waiting != nil:
+			if s.LastTerminationState.Terminated != nil {
+				stopped++ // it ran and will run again
+			} else {
+				waiting++
+			}
+		default:
+			unknown++
+		}
+	}
+
+	if failedInit > 0 && spec.RestartPolicy == v1.RestartPolicyNever {
+		return v1.PodFailed
+	}
+	switch {
+	case pendingInit > 0, waiting > 0:
+		return v1.PodPending
+	case running > 0 && unknown == 0:
+		return v1.PodRunning
+	case running == 0 && stopped > 0 && unknown == 0:
+		if podIsTerminal && !kubetypes.IsStaticPod(pod) {
+			// Nothing restarts any more, whatever the policy.
+			if stopped == succeeded {
+				return v1.PodSucceeded
+			}
+			return v1.PodFailed
+		}
+		if spec.RestartPolicy == v1.RestartPolicyAlways {
+			return v1.PodRunning // restarting
+		}
+		if stopped == succeeded {
+			return v1.PodSucceeded
+		}
+		if spec.RestartPolicy == v1.RestartPolicyNever {
+			return v1.PodFailed
+		}
+		return v1.PodRunning // OnFailure, restarting the failed ones
+	}
+	return v1.PodPending
+}
+
+func findStatus(statuses []v1.ContainerStatus, name string) (v1.ContainerStatus, bool) {
+	for _, s := range statuses {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return v1.ContainerStatus{}, false
+}
+
+func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+
+// generateAPIPodStatus turns what the runtime reports about a pod into the
+// status the API shows: container statuses, phase, conditions, IPs and QoS
+// class. oldPodStatus is the last status the kubelet computed (from the
+// status manager, or the pod's own); hostIPs are the node's addresses;
+// reasons may be nil.
+func generateAPIPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, oldPodStatus v1.PodStatus, podIsTerminal bool, hostIPs []string, reasons *ReasonCache) v1.PodStatus {
+	if podStatus == nil { // nothing known from the runtime yet
+		podStatus = &kubecontainer.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	s := convertStatusToAPIStatus(pod, podStatus, oldPodStatus, reasons)
+	all := append(append([]v1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
+	s.Phase = getPhase(pod, all, podIsTerminal)
+
+	// A terminal phase is final.
+	if !isTerminalPhase(s.Phase) {
+		switch {
+		case isTerminalPhase(oldPodStatus.Phase):
+			s.Phase = oldPodStatus.Phase
+		case isTerminalPhase(pod.Status.Phase):
+			s.Phase = pod.Status.Phase
+		}
+	}
+	if s.Phase == oldPodStatus.Phase {
+		s.Reason, s.Message = oldPodStatus.Reason, oldPodStatus.Message
+	}
+
+	// Conditions others own (e.g. readiness gates) are kept.
+	for _, c := range pod.Status.Conditions {
+		if !status.PodConditionByKubelet(c.Type) {
+			s.Conditions = append(s.Conditions, c)
+		}
+	}
+	s.Conditions = append(s.Conditions,
+		status.GeneratePodReadyToStartContainersCondition(pod, podStatus),
+		status.GeneratePodInitializedCondition(pod, all, s.Phase),
+		status.GeneratePodReadyCondition(pod, s.Conditions, all, s.Phase),
+		status.GenerateContainersReadyCondition(pod, all, s.Phase),
+		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+	)
+
+	if len(hostIPs) > 0 {
+		s.HostIP = hostIPs[0]
+		for _, ip := range hostIPs {
+			s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip})
+		}
+		if pod.Spec.HostNetwork && s.PodIP == "" {
+			s.PodIP = hostIPs[0]
+			for _, ip := range hostIPs {
+				s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+			}
+		}
+	}
+	return *s
+}
+
+// convertStatusToAPIStatus fills IPs, QoS class and the container statuses.
+func convertStatusToAPIStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, oldPodStatus v1.PodStatus, reasons *ReasonCache) *v1.PodStatus {
+	s := &v1.PodStatus{QOSClass: GetPodQOS(pod)}
+	ips := podStatus.IPs // only a ready sandbox has them, as upstream
+	for _, ip := range ips {
+		s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+	}
+	if len(s.PodIPs) > 0 {
+		s.PodIP = s.PodIPs[0].IP
+	}
+	s.ContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, oldPodStatus.ContainerStatuses,
+		pod.Spec.Containers, len(pod.Spec.InitContainers) > 0, false, reasons)
+	s.InitContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, oldPodStatus.InitContainerStatuses,
+		pod.Spec.InitContainers, len(pod.Spec.InitContainers) > 0, true, reasons)
+	return s
+}
+
+// convertContainerStatus turns one runtime container status into the API's.
+func convertContainerStatus(cs *kubecontainer.Status) *v1.ContainerStatus {
+	cid := cs.ID.String()
+	st := &v1.ContainerStatus{
+		Name:         cs.Name,
+		RestartCount: int32(cs.RestartCount),
+		Image:        cs.Image,
+		ImageID:      cs.ImageRef,
+		ContainerID:  cid,
+	}
+	if st.ImageID == "" {
+		st.ImageID = cs.ImageID
+	}
+	switch cs.State {
+	case kubecontainer.ContainerStateRunning:
+		st.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.StartedAt)}
+	case kubecontainer.ContainerStateExited:
+		st.State.Terminated = &v1.ContainerStateTerminated{
+			ExitCode: int32(cs.ExitCode), Reason: cs.Reason, Message: cs.Message,
+			StartedAt: metav1.NewTime(cs.StartedAt), FinishedAt: metav1.NewTime(cs.FinishedAt), ContainerID: cid,
+		}
+	default: // created, or unknown: waiting to run
+		st.State.Waiting = &v1.ContainerStateWaiting{}
+	}
+	return st
+}
+
+// convertToAPIContainerStatuses builds the statuses of one list of
+// containers (regular or init): a default waiting state, then the newest
+// runtime status as State and the one before as LastTerminationState, then
+// the reason of a failed start for a container about to be restarted.
+// Ready and Started are set as a prober without probes would.
+func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *kubecontainer.PodStatus, previous []v1.ContainerStatus,
+	containers []v1.Container, hasInitContainers, isInitContainer bool, reasons *ReasonCache) []v1.ContainerStatus {
+	old := make(map[string]v1.ContainerStatus, len(previous))
+	for _, s := range previous {
+		old[s.Name] = s
+	}
+	defaultWaiting := v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: ContainerCreating}}
+	if hasInitContainers { // init containers too, as upstream
+		defaultWaiting = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: PodInitializing}}
+	}
+	statuses := make(map[string]*v1.ContainerStatus, len(containers))
+	for _, c := range containers {
+		st := &v1.ContainerStatus{Name: c.Name, Image: c.Image, State: defaultWaiting}
+		if o, ok := old[c.Name]; ok {
+			if o.State.Terminated != nil {
+				o := o
+				st = &o
+			} else {
+				st.RestartCount, st.LastTerminationState = o.RestartCount, o.LastTerminationState
+			}
+		}
+		statuses[c.Name] = st
+	}
+
+	// A container that was running and has vanished from the runtime
+	// without a trace terminated: say so, instead of "waiting".
+	for _, c := range containers {
+		if podStatus.FindContainerStatusByName(c.Name) != nil {
+			continue
+		}
+		o, ok := old[c.Name]
+		if !ok || o.State.Terminated != nil || o.State.Running == nil {
+			continue
+		}
+		st := statuses[c.Name]
+		if st.State.Waiting == nil || st.State.Waiting.Reason != defaultWaiting.Waiting.Reason || st.LastTerminationState.Terminated != nil {
+			continue
+		}
+		st.LastTerminationState.Terminated = &v1.ContainerStateTerminated{Reason: ContainerReasonStatusUnknown,
+			Message: "The container could not be located when the pod was deleted.  The container used to be Running", ExitCode: 137}
+		if pod.DeletionTimestamp == nil {
+			st.RestartCount++
+		}
+	}
+
+	// Runtime statuses come newest first: the first per name is the
+	// current state, the second the last termination.
+	seen := map[string]int{}
+	for _, cs := range podStatus.ContainerStatuses {
+		if _, ok := statuses[cs.Name]; !ok || seen[cs.Name] >= 2 {
+			continue
+		}
+		st := convertContainerStatus(cs)
+		if seen[cs.Name] == 0 {
+			if o, ok := old[cs.Name]; ok && st.LastTerminationState.Terminated == nil {
+				st.LastTerminationState = o.LastTerminationState
+			}
+			statuses[cs.Name] = st
+		} else {
+			statuses[cs.Name].LastTerminationState = st.State
+		}
+		seen[cs.Name]++
+	}
+
+	// A container that will be restarted and whose last start failed
+	// waits with that failure as its reason.
+	for i := range containers {
+		c := &containers[i]
+		if isInitContainer {
+			if cs := podStatus.FindContainerStatusByName(c.Name); cs != nil && cs.State == kubecontainer.ContainerStateExited && cs.ExitCode == 0 {
+				continue
+			}
+		}
+		if !kubecontainer.ShouldContainerBeRestarted(c, pod, podStatus) {
+			continue
+		}
+		r, ok := reasons.Get(pod.UID, c.Name)
+		if !ok {
+			continue
+		}
+		st := statuses[c.Name]
+		if st.State.Terminated != nil {
+			st.LastTerminationState = st.State
+		}
+		st.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: r.Err.Error(), Message: r.Message}}
+	}
+
+	out := make([]v1.ContainerStatus, 0, len(containers))
+	for _, c := range containers { // the spec's order (upstream sorts regular ones by name; the status manager does)
+		st := statuses[c.Name]
+		running := st.State.Running != nil
+		if isInitContainer {
+			st.Ready = st.State.Terminated != nil && st.State.Terminated.ExitCode == 0
+		} else {
+			st.Ready = running
+		}
+		started := running
+		st.Started = &started
+		out = append(out, *st)
+	}
+	if !isInitContainer {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	}
+	return out
+}
+
+// GetPodQOS computes the pod's QoS class from its containers' requests and
+// limits of cpu and memory (upstream pkg/apis/core/v1/helper/qos):
+// Guaranteed when every container has equal requests and limits for both,
+// BestEffort when none has any, Burstable otherwise.
+func GetPodQOS(pod *v1.Pod) v1.PodQOSClass {
+	if pod.Status.QOSClass != "" {
+		return pod.Status.QOSClass // set once by the API server; it never changes
+	}
+	requests, limits := v1.ResourceList{}, v1.ResourceList{}
+	guaranteed := true
+	add := func(list v1.ResourceList, name v1.ResourceName, q resource.Quantity) {
+		if cur, ok := list[name]; ok {
+			cur.Add(q)
+			list[name] = cur
+		} else {
+			list[name] = q.DeepCopy()
+		}
+	}
+	supported := func(n v1.ResourceName) bool { return n == v1.ResourceCPU || n == v1.ResourceMemory }
+	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		for name, q := range c.Resources.Requests {
+			if supported(name) && q.Sign() > 0 {
+				add(requests, name, q)
+			}
+		}
+		found := 0
+		for name, q := range c.Resources.Limits {
+			if supported(name) && q.Sign() > 0 {
+				add(limits, name, q)
+				found++
+			}
+		}
+		if found < 2 {
+			guaranteed = false
+		}
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return v1.PodQOSBestEffort
+	}
+	if guaranteed {
+		for name, req := range requests {
+			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
+				guaranteed = false
+			}
+		}
+	}
+	if guaranteed && len(requests) == len(limits) {
+		return v1.PodQOSGuaranteed
+	}
+	return v1.PodQOSBurstable
+}
+
+// makeEnvironmentVariables builds a container's environment as the kubelet
+// does: envFrom first (ConfigMaps and Secrets, with prefix, optional ones
+// may be missing), then env in order, later names overriding earlier ones:
+// literal values with $(VAR) expanded from what is defined so far, or
+// valueFrom: the downward API (fieldRef, resourceFieldRef with limits
+// defaulting to nodeAllocatable), configMapKeyRef, secretKeyRef. ConfigMaps
+// and Secrets are read through client, the node's credentials.
+func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, pod *v1.Pod, container *v1.Container,
+	podIP string, podIPs, hostIPs []string, nodeAllocatable v1.ResourceList) ([]kubecontainer.EnvVar, error) {
+	env := map[string]string{}
+	configMaps := map[string]*v1.ConfigMap{}
+	secrets := map[string]*v1.Secret{}
+	getConfigMap := func(name string) (*v1.ConfigMap, error) {
+		if cm, ok := configMaps[name]; ok {
+			return cm, nil
+		}
+		cm, err := client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		configMaps[name] = cm
+		return cm, nil
+	}
+	getSecret := func(name string) (*v1.Secret, error) {
+		if s, ok := secrets[name]; ok {
+			return s, nil
+		}
+		s, err := client.CoreV1().Secrets(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		secrets[name] = s
+		return s, nil
+	}
+
+	for _, from := range container.EnvFrom {
+		switch {
+		case from.ConfigMapRef != nil:
+			cm, err := getConfigMap(from.ConfigMapRef.Name)
+			if err != nil {
+				if apierrors.IsNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("couldn't get configMap %s/%s: %w", pod.Namespace, from.ConfigMapRef.Name, err)
+			}
+			for k, v := range cm.Data {
+				env[from.Prefix+k] = v
+			}
+		case from.SecretRef != nil:
+			s, err := getSecret(from.SecretRef.Name)
+			if err != nil {
+				if apierrors.IsNotFound(err) && isTrue(from.SecretRef.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("couldn't get secret %s/%s: %w", pod.Namespace, from.SecretRef.Name, err)
+			}
+			for k, v := range s.Data {
+				env[from.Prefix+k] = string(v)
+			}
+		}
+	}
+
+	mapping := kubecontainer.MappingFuncFor(env)
+	for _, e := range container.Env {
+		value := e.Value
+		switch {
+		case value != "":
+			value = kubecontainer.Expand(value, mapping)
+		case e.ValueFrom == nil:
+		case e.ValueFrom.FieldRef != nil:
+			v, err := podFieldSelectorRuntimeValue(e.ValueFrom.FieldRef, pod, podIP, podIPs, hostIPs)
+			if err != nil {
+				return nil, err
+			}
+			value = v
+		case e.ValueFrom.ResourceFieldRef != nil:
+			v, err := containerResourceRuntimeValue(e.ValueFrom.ResourceFieldRef, container, nodeAllocatable)
+			if err != nil {
+				return nil, err
+			}
+			value = v
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			ref := e.ValueFrom.ConfigMapKeyRef
+			cm, err := getConfigMap(ref.Name)
+			if err != nil {
+				if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("couldn't get configMap %s/%s: %w", pod.Namespace, ref.Name, err)
+			}
+			v, ok := cm.Data[ref.Key]
+			if !ok {
+				if isTrue(ref.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name)
+			}
+			value = v
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			s, err := getSecret(ref.Name)
+			if err != nil {
+				if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("couldn't get secret %s/%s: %w", pod.Namespace, ref.Name, err)
+			}
+			v, ok := s.Data[ref.Key]
+			if !ok {
+				if isTrue(ref.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
+			}
+			value = string(v)
+		}
+		env[e.Name] = value
+	}
+
+	out := make([]kubecontainer.EnvVar, 0, len(env))
+	for k, v := range env {
+		out = append(out, kubecontainer.EnvVar{Name: k, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// podFieldSelectorRuntimeValue resolves a downward API fieldRef.
+func podFieldSelectorRuntimeValue(fs *v1.ObjectFieldSelector, pod *v1.Pod, podIP string, podIPs, hostIPs []string) (string, error) {
+	path := fs.FieldPath
+	if key, ok := subscript(path, "metadata.labels"); ok {
+		return pod.Labels[key], nil
+	}
+	if key, ok := subscript(path, "metadata.annotations"); ok {
+		return pod.Annotations[key], nil
+	}
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP":
+		if len(hostIPs) == 0 {
+			return "", nil
+		}
+		return hostIPs[0], nil
+	case "status.hostIPs":
+		return strings.Join(hostIPs, ","), nil
+	case "status.podIP":
+		return podIP, nil
+	case "status.podIPs":
+		return strings.Join(podIPs, ","), nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath: %s", path)
+}
+
+// subscript parses `prefix['key']`.
+func subscript(path, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, prefix+"['")
+	if !ok || !strings.HasSuffix(rest, "']") {
+		return "", false
+	}
+	return strings.TrimSuffix(rest, "']"), true
+}
+
+// containerResourceRuntimeValue resolves a resourceFieldRef: the
+// container's limit (the node's allocatable when it has none) or request,
+// divided by the divisor and rounded up.
+func containerResourceRuntimeValue(fs *v1.ResourceFieldSelector, container *v1.Container, nodeAllocatable v1.ResourceList) (string, error) {
+	divisor := fs.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	kind, name, ok := strings.Cut(fs.Resource, ".")
+	if !ok || (kind != "limits" && kind != "requests") {
+		return "", fmt.Errorf("unsupported container resource : %s", fs.Resource)
+	}
+	rn := v1.ResourceName(name)
+	var q resource.Quantity
+	if kind == "limits" {
+		var found bool
+		if q, found = container.Resources.Limits[rn]; !found {
+			q = nodeAllocatable[rn]
+		}
+	} else {
+		q = container.Resources.Requests[rn]
+	}
+	switch rn {
+	case v1.ResourceCPU:
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
+	case v1.ResourceMemory, v1.ResourceEphemeralStorage:
+		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+	}
+	return "", fmt.Errorf("unsupported container resource : %s", fs.Resource)
+}
+
+// PodRuntimeHelper is what the runtime manager asks the kubelet about a
+// pod (kubecontainer.RuntimeHelper): the environment from the API with the
+// node's credentials, the hostname from the pod.
+type PodRuntimeHelper struct {
+	// Client reads ConfigMaps and Secrets: the node's credentials.
+	Client kubernetes.Interface
+	// HostIPs are the node's addresses (status.hostIP(s)).
+	HostIPs []string
+	// NodeAllocatable is what a resourceFieldRef limit defaults to.
+	NodeAllocatable v1.ResourceList
+	// ClusterDomain for a pod with a subdomain; "cluster.local" if empty.
+	ClusterDomain string
+}
+
+var _ kubecontainer.RuntimeHelper = (*PodRuntimeHelper)(nil)
+
+// GenerateRunContainerOptions computes the container's environment.
+func (h *PodRuntimeHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, container *v1.Container, podIP string, podIPs []string) (*kubecontainer.RunContainerOptions, error) {
+	envs, err := makeEnvironmentVariables(ctx, h.Client, pod, container, podIP, podIPs, h.HostIPs, h.NodeAllocatable)
+	if err != nil {
+		return nil, err
+	}
+	return &kubecontainer.RunContainerOptions{Envs: envs}, nil
+}
+
+// GetPodDNS leaves DNS to the runtime: this kubelet has no cluster DNS
+// settings yet.
+func (h *PodRuntimeHelper) GetPodDNS(*v1.Pod) (*runtimeapi.DNSConfig, error) { return nil, nil }
+
+// GeneratePodHostNameAndDomain is the pod's hostname (spec.hostname, or its
+// name cut to 63 characters) and, with a subdomain,
+// <subdomain>.<namespace>.svc.<cluster domain>.
+func (h *PodRuntimeHelper) GeneratePodHostNameAndDomain(pod *v1.Pod) (string, string, error) {
+	hostname := pod.Name
+	if pod.Spec.Hostname != "" {
+		if msgs := utilvalidation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod Hostname %q is not a valid DNS label: %s", pod.Spec.Hostname, strings.Join(msgs, ";"))
+		}
+		hostname = pod.Spec.Hostname
+	}
+	if len(hostname) > utilvalidation.DNS1123LabelMaxLength {
+		hostname = strings.TrimRight(hostname[:utilvalidation.DNS1123LabelMaxLength], "-.")
+		if hostname == "" {
+			return "", "", fmt.Errorf("hostname for pod %q was invalid: %q", pod.Name, pod.Name)
+		}
+	}
+	domain := ""
+	if pod.Spec.Subdomain != "" {
+		if msgs := utilvalidation.IsDNS1123Label(pod.Spec.Subdomain); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod Subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(msgs, ";"))
+		}
+		cd := h.ClusterDomain
+		if cd == "" {
+			cd = "cluster.local"
+		}
+		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, cd)
+	}
+	return hostname, domain, nil
+}

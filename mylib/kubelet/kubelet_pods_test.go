@@ -1,0 +1,414 @@
+package kubelet
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/status"
+)
+
+var podT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func running(name string) v1.ContainerStatus {
+	return v1.ContainerStatus{Name: name, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}
+}
+
+func terminated(name string, code int32) v1.ContainerStatus {
+	return v1.ContainerStatus{Name: name, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}}
+}
+
+func waiting(name string) v1.ContainerStatus {
+	return v1.ContainerStatus{Name: name, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: ContainerCreating}}}
+}
+
+func waitingAfter(name string, code int32) v1.ContainerStatus {
+	s := waiting(name)
+	s.LastTerminationState.Terminated = &v1.ContainerStateTerminated{ExitCode: code}
+	return s
+}
+
+func phasePod(policy v1.RestartPolicy, inits []string, containers ...string) *v1.Pod {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-1"}, Spec: v1.PodSpec{RestartPolicy: policy}}
+	for _, n := range inits {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, v1.Container{Name: n, Image: "busybox"})
+	}
+	for _, n := range containers {
+		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: n, Image: "busybox"})
+	}
+	return pod
+}
+
+func TestGetPhase(t *testing.T) {
+	always := phasePod(v1.RestartPolicyAlways, nil, "a", "b")
+	onFailure := phasePod(v1.RestartPolicyOnFailure, nil, "a", "b")
+	never := phasePod(v1.RestartPolicyNever, nil, "a", "b")
+	initAlways := phasePod(v1.RestartPolicyAlways, []string{"i"}, "a")
+	initNever := phasePod(v1.RestartPolicyNever, []string{"i"}, "a")
+	for _, tc := range []struct {
+		name     string
+		pod      *v1.Pod
+		info     []v1.ContainerStatus
+		terminal bool
+		want     v1.PodPhase
+	}{
+		{"no statuses yet", always, nil, false, v1.PodPending},
+		{"one waiting", always, []v1.ContainerStatus{running("a"), waiting("b")}, false, v1.PodPending},
+		{"all running", always, []v1.ContainerStatus{running("a"), running("b")}, false, v1.PodRunning},
+		{"one running, one unknown", always, []v1.ContainerStatus{running("a")}, false, v1.PodPending},
+		{"running and succeeded", never, []v1.ContainerStatus{running("a"), terminated("b", 0)}, false, v1.PodRunning},
+		{"Always: all exited, restarting", always, []v1.ContainerStatus{terminated("a", 0), terminated("b", 1)}, false, v1.PodRunning},
+		{"Always: all exited and terminal", always, []v1.ContainerStatus{terminated("a", 0), terminated("b", 1)}, true, v1.PodFailed},
+		{"Always: all succeeded and terminal", always, []v1.ContainerStatus{terminated("a", 0), terminated("b", 0)}, true, v1.PodSucceeded},
+		{"Never: all succeeded", never, []v1.ContainerStatus{terminated("a", 0), terminated("b", 0)}, false, v1.PodSucceeded},
+		{"Never: one failed", never, []v1.ContainerStatus{terminated("a", 0), terminated("b", 2)}, false, v1.PodFailed},
+		{"OnFailure: all succeeded", onFailure, []v1.ContainerStatus{terminated("a", 0), terminated("b", 0)}, false, v1.PodSucceeded},
+		{"OnFailure: one failed, restarting", onFailure, []v1.ContainerStatus{terminated("a", 0), terminated("b", 1)}, false, v1.PodRunning},
+		{"waiting after a crash counts as stopped", always, []v1.ContainerStatus{waitingAfter("a", 1), waitingAfter("b", 1)}, false, v1.PodRunning},
+		{"init container running", initAlways, []v1.ContainerStatus{running("i"), waiting("a")}, false, v1.PodPending},
+		{"init container done, container running", initAlways, []v1.ContainerStatus{terminated("i", 0), running("a")}, false, v1.PodRunning},
+		{"Never: init container failed", initNever, []v1.ContainerStatus{terminated("i", 1), waiting("a")}, false, v1.PodFailed},
+		{"Always: init container failed, retried", initAlways, []v1.ContainerStatus{waitingAfter("i", 1), waiting("a")}, false, v1.PodPending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, getPhase(tc.pod, tc.info, tc.terminal))
+		})
+	}
+}
+
+func sandbox() []*runtimeapi.PodSandboxStatus {
+	return []*runtimeapi.PodSandboxStatus{{Id: "s1", State: runtimeapi.PodSandboxState_SANDBOX_READY,
+		Metadata: &runtimeapi.PodSandboxMetadata{}, Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.88.0.2"}}}
+}
+
+func rtStatus(name, id string, state kubecontainer.State, exit, restarts int, at time.Time) *kubecontainer.Status {
+	s := &kubecontainer.Status{ID: kubecontainer.ContainerID{Type: "fake", ID: id}, Name: name, State: state,
+		Image: "busybox:latest", ImageRef: "sha256:bb", CreatedAt: at, StartedAt: at, RestartCount: restarts}
+	if state == kubecontainer.ContainerStateExited {
+		s.FinishedAt, s.ExitCode, s.Reason = at.Add(time.Second), exit, "Error"
+		if exit == 0 {
+			s.Reason = "Completed"
+		}
+	}
+	return s
+}
+
+func condition(s v1.PodStatus, t v1.PodConditionType) v1.PodCondition {
+	for _, c := range s.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return v1.PodCondition{}
+}
+
+func TestGenerateAPIPodStatusWhileInitializing(t *testing.T) {
+	pod := phasePod(v1.RestartPolicyAlways, []string{"init"}, "app")
+	ps := &kubecontainer.PodStatus{ID: pod.UID, IPs: []string{"10.88.0.2"}, SandboxStatuses: sandbox(),
+		ContainerStatuses: []*kubecontainer.Status{rtStatus("init", "c1", kubecontainer.ContainerStateRunning, 0, 0, podT0)}}
+	s := generateAPIPodStatus(pod, ps, v1.PodStatus{}, false, []string{"127.0.0.1"}, nil)
+
+	assert.Equal(t, v1.PodPending, s.Phase)
+	assert.Equal(t, "10.88.0.2", s.PodIP)
+	assert.Equal(t, []v1.PodIP{{IP: "10.88.0.2"}}, s.PodIPs)
+	assert.Equal(t, "127.0.0.1", s.HostIP)
+	assert.Equal(t, []v1.HostIP{{IP: "127.0.0.1"}}, s.HostIPs)
+	assert.Equal(t, v1.PodQOSBestEffort, s.QOSClass)
+	require.Len(t, s.InitContainerStatuses, 1)
+	assert.NotNil(t, s.InitContainerStatuses[0].State.Running)
+	assert.False(t, s.InitContainerStatuses[0].Ready)
+	assert.Equal(t, "fake://c1", s.InitContainerStatuses[0].ContainerID)
+	require.Len(t, s.ContainerStatuses, 1)
+	assert.Equal(t, PodInitializing, s.ContainerStatuses[0].State.Waiting.Reason)
+	assert.Equal(t, "busybox", s.ContainerStatuses[0].Image)
+	assert.Equal(t, v1.ConditionTrue, condition(s, v1.PodReadyToStartContainers).Status)
+	assert.Equal(t, v1.ConditionFalse, condition(s, v1.PodInitialized).Status)
+	assert.Equal(t, "containers with incomplete status: [init]", condition(s, v1.PodInitialized).Message)
+	assert.Equal(t, v1.ConditionFalse, condition(s, v1.PodReady).Status)
+	assert.Equal(t, v1.ConditionFalse, condition(s, v1.ContainersReady).Status)
+	assert.Equal(t, v1.ConditionTrue, condition(s, v1.PodScheduled).Status)
+}
+
+func TestGenerateAPIPodStatusRunningAfterARestart(t *testing.T) {
+	pod := phasePod(v1.RestartPolicyAlways, []string{"init"}, "app")
+	ps := &kubecontainer.PodStatus{ID: pod.UID, IPs: []string{"10.88.0.2"}, SandboxStatuses: sandbox(),
+		ContainerStatuses: []*kubecontainer.Status{ // newest first
+			rtStatus("app", "c3", kubecontainer.ContainerStateRunning, 0, 1, podT0.Add(20*time.Second)),
+			rtStatus("app", "c2", kubecontainer.ContainerStateExited, 1, 0, podT0.Add(10*time.Second)),
+			rtStatus("init", "c1", kubecontainer.ContainerStateExited, 0, 0, podT0),
+		}}
+	s := generateAPIPodStatus(pod, ps, v1.PodStatus{}, false, []string{"127.0.0.1"}, nil)
+
+	assert.Equal(t, v1.PodRunning, s.Phase)
+	app := s.ContainerStatuses[0]
+	assert.Equal(t, "fake://c3", app.ContainerID)
+	assert.Equal(t, metav1.NewTime(podT0.Add(20*time.Second)), app.State.Running.StartedAt)
+	assert.EqualValues(t, 1, app.RestartCount)
+	assert.True(t, app.Ready)
+	assert.True(t, *app.Started)
+	assert.Equal(t, "busybox:latest", app.Image)
+	assert.Equal(t, "sha256:bb", app.ImageID)
+	require.NotNil(t, app.LastTerminationState.Terminated, "the previous container is the last state")
+	assert.EqualValues(t, 1, app.LastTerminationState.Terminated.ExitCode)
+	assert.Equal(t, "Error", app.LastTerminationState.Terminated.Reason)
+	assert.Equal(t, "fake://c2", app.LastTerminationState.Terminated.ContainerID)
+	initSt := s.InitContainerStatuses[0]
+	assert.True(t, initSt.Ready, "a completed init container is ready")
+	assert.Equal(t, "Completed", initSt.State.Terminated.Reason)
+	for _, c := range []v1.PodConditionType{v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled} {
+		assert.Equal(t, v1.ConditionTrue, condition(s, c).Status, c)
+	}
+}
+
+func TestGenerateAPIPodStatusShowsCrashLoopBackOff(t *testing.T) {
+	pod := phasePod(v1.RestartPolicyAlways, nil, "app")
+	ps := &kubecontainer.PodStatus{ID: pod.UID, IPs: []string{"10.88.0.2"}, SandboxStatuses: sandbox(),
+		ContainerStatuses: []*kubecontainer.Status{rtStatus("app", "c2", kubecontainer.ContainerStateExited, 1, 3, podT0)}}
+	reasons := NewReasonCache()
+	reasons.Update(pod.UID, kubecontainer.PodSyncResult{SyncResults: []*kubecontainer.SyncResult{{
+		Action: kubecontainer.StartContainer, Target: "app", Error: kubecontainer.ErrCrashLoopBackOff, Message: "back-off 40s"}}})
+	s := generateAPIPodStatus(pod, ps, v1.PodStatus{}, false, nil, reasons)
+	app := s.ContainerStatuses[0]
+	assert.Equal(t, "CrashLoopBackOff", app.State.Waiting.Reason)
+	assert.Equal(t, "back-off 40s", app.State.Waiting.Message)
+	assert.EqualValues(t, 1, app.LastTerminationState.Terminated.ExitCode)
+	assert.EqualValues(t, 3, app.RestartCount)
+	assert.False(t, app.Ready)
+	assert.Equal(t, v1.PodRunning, s.Phase, "a crash-looping Always pod is Running")
+
+	// Once it starts, the reason is forgotten.
+	reasons.Update(pod.UID, kubecontainer.PodSyncResult{SyncResults: []*kubecontainer.SyncResult{{Action: kubecontainer.StartContainer, Target: "app"}}})
+	s = generateAPIPodStatus(pod, ps, v1.PodStatus{}, false, nil, reasons)
+	assert.NotNil(t, s.ContainerStatuses[0].State.Terminated)
+}
+
+func TestGenerateAPIPodStatusCompletedJob(t *testing.T) {
+	pod := phasePod(v1.RestartPolicyNever, nil, "job")
+	ps := &kubecontainer.PodStatus{ID: pod.UID, SandboxStatuses: []*runtimeapi.PodSandboxStatus{{Id: "s1",
+		State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, Metadata: &runtimeapi.PodSandboxMetadata{}}},
+		ContainerStatuses: []*kubecontainer.Status{rtStatus("job", "c1", kubecontainer.ContainerStateExited, 0, 0, podT0)}}
+	old := v1.PodStatus{Phase: v1.PodRunning, PodIPs: []v1.PodIP{{IP: "10.88.0.2"}}}
+	s := generateAPIPodStatus(pod, ps, old, true, nil, nil)
+	assert.Equal(t, v1.PodSucceeded, s.Phase)
+	assert.Empty(t, s.PodIPs, "no ready sandbox, no IP")
+	assert.Equal(t, v1.ConditionFalse, condition(s, v1.PodReadyToStartContainers).Status)
+	assert.Equal(t, status.PodCompleted, condition(s, v1.PodReady).Reason)
+	assert.Equal(t, "Completed", s.ContainerStatuses[0].State.Terminated.Reason)
+
+	// A terminal phase never goes back.
+	s = generateAPIPodStatus(pod, &kubecontainer.PodStatus{ID: pod.UID}, v1.PodStatus{Phase: v1.PodSucceeded}, false, nil, nil)
+	assert.Equal(t, v1.PodSucceeded, s.Phase)
+}
+
+func TestGenerateAPIPodStatusContainerVanished(t *testing.T) {
+	pod := phasePod(v1.RestartPolicyAlways, nil, "app")
+	old := v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "app", RestartCount: 2,
+		State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
+	s := generateAPIPodStatus(pod, &kubecontainer.PodStatus{ID: pod.UID, SandboxStatuses: sandbox()}, old, false, nil, nil)
+	app := s.ContainerStatuses[0]
+	assert.Equal(t, ContainerCreating, app.State.Waiting.Reason)
+	assert.Equal(t, ContainerReasonStatusUnknown, app.LastTerminationState.Terminated.Reason)
+	assert.EqualValues(t, 3, app.RestartCount)
+	assert.Equal(t, v1.PodRunning, s.Phase)
+}
+
+func TestGetPodQOS(t *testing.T) {
+	rl := func(cpu, mem string) v1.ResourceList {
+		l := v1.ResourceList{}
+		if cpu != "" {
+			l[v1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			l[v1.ResourceMemory] = resource.MustParse(mem)
+		}
+		return l
+	}
+	pod := func(containers ...v1.ResourceRequirements) *v1.Pod {
+		p := &v1.Pod{}
+		for _, r := range containers {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Resources: r})
+		}
+		return p
+	}
+	assert.Equal(t, v1.PodQOSBestEffort, GetPodQOS(pod(v1.ResourceRequirements{})))
+	assert.Equal(t, v1.PodQOSGuaranteed, GetPodQOS(pod(v1.ResourceRequirements{Requests: rl("1", "1Gi"), Limits: rl("1", "1Gi")})))
+	assert.Equal(t, v1.PodQOSBurstable, GetPodQOS(pod(v1.ResourceRequirements{Requests: rl("500m", "1Gi"), Limits: rl("1", "1Gi")})))
+	assert.Equal(t, v1.PodQOSBurstable, GetPodQOS(pod(v1.ResourceRequirements{Limits: rl("1", "1Gi")}, v1.ResourceRequirements{})),
+		"one container without limits")
+	assert.Equal(t, v1.PodQOSBurstable, GetPodQOS(pod(v1.ResourceRequirements{Requests: rl("100m", "")})))
+	p := pod()
+	p.Status.QOSClass = v1.PodQOSGuaranteed
+	assert.Equal(t, v1.PodQOSGuaranteed, GetPodQOS(p), "the API's class wins")
+}
+
+func envPod() *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1",
+			Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"team": "a"}},
+		Spec: v1.PodSpec{NodeName: "node-a", ServiceAccountName: "sa"},
+	}
+}
+
+func envMap(envs []kubecontainer.EnvVar) map[string]string {
+	m := map[string]string{}
+	for _, e := range envs {
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+func TestMakeEnvironmentVariables(t *testing.T) {
+	client := fake.NewClientset(
+		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"LEVEL": "debug", "MODE": "fast"}},
+		&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"password": []byte("s3cret")}},
+	)
+	c := &v1.Container{
+		Name: "app",
+		EnvFrom: []v1.EnvFromSource{
+			{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}},
+			{Prefix: "S_", SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "creds"}}},
+			{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "missing"}, Optional: ptr.To(true)}},
+		},
+		Env: []v1.EnvVar{
+			{Name: "MODE", Value: "slow"}, // overrides envFrom
+			{Name: "GREETING", Value: "hello $(POD_NAME) at $(LEVEL), $$(LEVEL) and $(UNDEFINED)"},
+			{Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "LATE", Value: "$(POD_NAME)"},
+			{Name: "NS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+			{Name: "UID", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
+			{Name: "APP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
+			{Name: "TEAM", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.annotations['team']"}}},
+			{Name: "NODE", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+			{Name: "SA", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.serviceAccountName"}}},
+			{Name: "HOST_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+			{Name: "HOST_IPS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIPs"}}},
+			{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "POD_IPS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIPs"}}},
+			{Name: "PASSWORD", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+				LocalObjectReference: v1.LocalObjectReference{Name: "creds"}, Key: "password"}}},
+			{Name: "LEVEL2", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+				LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "LEVEL"}}},
+			{Name: "OPTIONAL_KEY", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+				LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "nope", Optional: ptr.To(true)}}},
+			{Name: "OPTIONAL_SECRET", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+				LocalObjectReference: v1.LocalObjectReference{Name: "nope"}, Key: "k", Optional: ptr.To(true)}}},
+			{Name: "CPU_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+			{Name: "MEM_LIMIT_MI", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{
+				Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+			{Name: "CPU_REQUEST_M", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{
+				Resource: "requests.cpu", Divisor: resource.MustParse("1m")}}},
+		},
+		Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m")},
+			Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("128Mi")},
+		},
+	}
+	allocatable := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("8Gi")}
+	envs, err := makeEnvironmentVariables(context.Background(), client, envPod(), c, "10.88.0.2",
+		[]string{"10.88.0.2", "fd00::2"}, []string{"127.0.0.1", "::1"}, allocatable)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{
+		"LEVEL": "debug", "MODE": "slow", "S_password": "s3cret",
+		"GREETING":      "hello $(POD_NAME) at debug, $(LEVEL) and $(UNDEFINED)", // POD_NAME is defined later
+		"POD_NAME":      "web",
+		"LATE":          "web",
+		"NS":            "default",
+		"UID":           "uid-1",
+		"APP":           "web",
+		"TEAM":          "a",
+		"NODE":          "node-a",
+		"SA":            "sa",
+		"HOST_IP":       "127.0.0.1",
+		"HOST_IPS":      "127.0.0.1,::1",
+		"POD_IP":        "10.88.0.2",
+		"POD_IPS":       "10.88.0.2,fd00::2",
+		"PASSWORD":      "s3cret",
+		"LEVEL2":        "debug",
+		"CPU_LIMIT":     "2", // no limit: the node's allocatable
+		"MEM_LIMIT_MI":  "128",
+		"CPU_REQUEST_M": "250",
+	}, envMap(envs))
+	for i := 1; i < len(envs); i++ {
+		assert.Less(t, envs[i-1].Name, envs[i].Name, "sorted by name")
+	}
+}
+
+func TestMakeEnvironmentVariablesErrors(t *testing.T) {
+	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}})
+	for _, tc := range []struct {
+		name string
+		env  v1.EnvVar
+		from []v1.EnvFromSource
+		want string
+	}{
+		{name: "missing configMap", env: v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+			LocalObjectReference: v1.LocalObjectReference{Name: "nope"}, Key: "k"}}},
+			want: `couldn't get configMap default/nope: configmaps "nope" not found`},
+		{name: "missing key", env: v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+			LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "k"}}},
+			want: "couldn't find key k in ConfigMap default/cfg"},
+		{name: "missing secret", env: v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+			LocalObjectReference: v1.LocalObjectReference{Name: "s"}, Key: "k"}}},
+			want: `couldn't get secret default/s: secrets "s" not found`},
+		{name: "missing envFrom secret", from: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "s"}}}},
+			want: `couldn't get secret default/s: secrets "s" not found`},
+		{name: "bad field path", env: v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.hostname"}}},
+			want: "unsupported fieldPath: spec.hostname"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &v1.Container{Name: "app", EnvFrom: tc.from}
+			if tc.env.Name != "" {
+				c.Env = []v1.EnvVar{tc.env}
+			}
+			_, err := makeEnvironmentVariables(context.Background(), client, envPod(), c, "", nil, nil, nil)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+func TestGeneratePodHostNameAndDomain(t *testing.T) {
+	h := &PodRuntimeHelper{}
+	pod := envPod()
+	name, domain, err := h.GeneratePodHostNameAndDomain(pod)
+	require.NoError(t, err)
+	assert.Equal(t, "web", name)
+	assert.Empty(t, domain)
+	pod.Spec.Hostname, pod.Spec.Subdomain = "db-0", "db"
+	name, domain, err = h.GeneratePodHostNameAndDomain(pod)
+	require.NoError(t, err)
+	assert.Equal(t, "db-0", name)
+	assert.Equal(t, "db.default.svc.cluster.local", domain)
+	pod.Spec.Hostname, pod.Spec.Subdomain = "", ""
+	pod.Name = "a-very-long-pod-name-that-goes-on-and-on-past-the-dns-label-limit-x"
+	name, _, err = h.GeneratePodHostNameAndDomain(pod)
+	require.NoError(t, err)
+	assert.Equal(t, "a-very-long-pod-name-that-goes-on-and-on-past-the-dns-label-lim", name)
+	pod.Spec.Hostname = "Not_Valid"
+	_, _, err = h.GeneratePodHostNameAndDomain(pod)
+	assert.ErrorContains(t, err, `pod Hostname "Not_Valid" is not a valid DNS label`)
+}
+
+func TestGenerateAPIPodStatusBeforeAnythingRuns(t *testing.T) {
+	withInit := phasePod(v1.RestartPolicyAlways, []string{"init"}, "app")
+	s := generateAPIPodStatus(withInit, nil, v1.PodStatus{}, false, nil, nil)
+	assert.Equal(t, v1.PodPending, s.Phase)
+	assert.Equal(t, PodInitializing, s.InitContainerStatuses[0].State.Waiting.Reason, "as upstream, init containers too")
+	assert.Equal(t, PodInitializing, s.ContainerStatuses[0].State.Waiting.Reason)
+	assert.Equal(t, v1.ConditionFalse, condition(s, v1.PodReadyToStartContainers).Status, "no sandbox yet")
+
+	plain := phasePod(v1.RestartPolicyAlways, nil, "app")
+	s = generateAPIPodStatus(plain, &kubecontainer.PodStatus{ID: plain.UID}, v1.PodStatus{}, false, nil, nil)
+	assert.Equal(t, ContainerCreating, s.ContainerStatuses[0].State.Waiting.Reason)
+	assert.False(t, *s.ContainerStatuses[0].Started)
+	assert.Empty(t, s.PodIP)
+}

@@ -1,0 +1,158 @@
+package kuberuntime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	kubecontainer "mykubelet/mylib/container"
+)
+
+// DefaultPodLogsDirectory is where the kubelet asks runtimes to write
+// container logs, as upstream's --pod-logs-dir default.
+const DefaultPodLogsDirectory = "/var/log/pods"
+
+// BuildPodLogsDirectory is a pod's log directory: <root>/<ns>_<name>_<uid>.
+func BuildPodLogsDirectory(root, namespace, name string, uid types.UID) string {
+	return filepath.Join(root, strings.Join([]string{namespace, name, string(uid)}, "_"))
+}
+
+// BuildContainerLogsDirectory is <pod log dir>/<container>.
+func BuildContainerLogsDirectory(root, namespace, name string, uid types.UID, containerName string) string {
+	return filepath.Join(BuildPodLogsDirectory(root, namespace, name, uid), containerName)
+}
+
+// buildContainerLogsPath is a container's log file relative to its pod's
+// log directory: <container>/<attempt>.log.
+func buildContainerLogsPath(containerName string, restartCount int) string {
+	return filepath.Join(containerName, fmt.Sprintf("%d.log", restartCount))
+}
+
+// generatePodSandboxConfig builds the sandbox's CRI config from the pod:
+// metadata, labels, annotations, hostname, DNS, log directory, port
+// mappings and whether it uses the node's network.
+func (m *Manager) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	config := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
+		},
+		Labels:       newPodLabels(pod),
+		Annotations:  newPodAnnotations(pod),
+		LogDirectory: BuildPodLogsDirectory(m.podLogsDirectory(), pod.Namespace, pod.Name, pod.UID),
+	}
+	helper := m.runtimeHelper()
+	dns, err := helper.GetPodDNS(pod)
+	if err != nil {
+		return nil, err
+	}
+	config.DnsConfig = dns
+	if !kubecontainer.IsHostNetworkPod(pod) {
+		hostname, domain, err := helper.GeneratePodHostNameAndDomain(pod)
+		if err != nil {
+			return nil, err
+		}
+		if pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN && domain != "" {
+			hostname = hostname + "." + domain
+		}
+		config.Hostname = hostname
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			config.PortMappings = append(config.PortMappings, &runtimeapi.PortMapping{
+				Protocol:      toRuntimeProtocol(p.Protocol),
+				ContainerPort: p.ContainerPort,
+				HostPort:      p.HostPort,
+				HostIp:        p.HostIP,
+			})
+		}
+	}
+	network := runtimeapi.NamespaceMode_POD
+	if kubecontainer.IsHostNetworkPod(pod) {
+		network = runtimeapi.NamespaceMode_NODE
+	}
+	config.Linux = &runtimeapi.LinuxPodSandboxConfig{
+		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: network},
+		},
+	}
+	return config, nil
+}
+
+func toRuntimeProtocol(p v1.Protocol) runtimeapi.Protocol {
+	switch p {
+	case v1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP
+	case v1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP
+	}
+	return runtimeapi.Protocol_TCP
+}
+
+// createPodSandbox makes the pod's log directory and asks the runtime for a
+// sandbox. It returns the sandbox ID, or a message and an error.
+func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, string, error) {
+	config, err := m.generatePodSandboxConfig(pod, attempt)
+	if err != nil {
+		msg := fmt.Sprintf("Failed to generate sandbox config for pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		return "", msg, err
+	}
+	if err := os.MkdirAll(config.LogDirectory, 0o755); err != nil {
+		msg := fmt.Sprintf("Failed to create log directory for pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		return "", msg, err
+	}
+	resp, err := m.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: m.opts.RuntimeHandler})
+	if err != nil {
+		msg := fmt.Sprintf("Failed to create sandbox for pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		return "", msg, err
+	}
+	return resp.PodSandboxId, "", nil
+}
+
+// determinePodSandboxIPs are the sandbox's IPs, primary first.
+func determinePodSandboxIPs(status *runtimeapi.PodSandboxStatus) []string {
+	var ips []string
+	if ip := status.GetNetwork().GetIp(); ip != "" {
+		ips = append(ips, ip)
+	}
+	for _, ip := range status.GetNetwork().GetAdditionalIps() {
+		if ip.GetIp() != "" {
+			ips = append(ips, ip.GetIp())
+		}
+	}
+	return ips
+}
+
+// PodSandboxChanged tells whether the pod needs a new sandbox, and if so
+// with which attempt number and which sandbox it replaces: there is none,
+// the newest is not ready, more than one is ready, or the pod's network
+// mode changed (upstream kuberuntime/util.PodSandboxChanged).
+func PodSandboxChanged(pod *v1.Pod, podStatus *kubecontainer.PodStatus) (changed bool, attempt uint32, sandboxID string) {
+	if len(podStatus.SandboxStatuses) == 0 {
+		return true, 0, ""
+	}
+	ready := 0
+	for _, s := range podStatus.SandboxStatuses {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ready++
+		}
+	}
+	newest := podStatus.SandboxStatuses[0]
+	attempt = newest.GetMetadata().GetAttempt() + 1
+	if ready > 1 || newest.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return true, attempt, newest.Id
+	}
+	hostNetwork := newest.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	if hostNetwork != kubecontainer.IsHostNetworkPod(pod) {
+		return true, attempt, newest.Id
+	}
+	if !hostNetwork && newest.GetNetwork().GetIp() == "" {
+		return true, attempt, newest.Id // a pod network sandbox without an IP
+	}
+	return false, newest.GetMetadata().GetAttempt(), newest.Id
+}

@@ -1,0 +1,27 @@
+// Package status is the kubelet's status manager, as upstream's
+// pkg/kubelet/status (status_manager.go, generate.go): the pod workers put
+// each pod's latest status here (SetPodStatus); Run writes it to the API
+// server with the node's credentials, at once when it changed (a poke on a
+// channel) and every SyncPeriod for all pods, as a strategic merge patch of
+// pods/status that carries the pod's UID, so a pod recreated under the same
+// name is never written over. A static pod's status goes to its mirror pod.
+// A pod being deleted is deleted for good (grace period 0, UID
+// precondition) only after TerminatePod and once its terminal phase is in
+// the API: canBeDeleted.
+//
+// Wiring:
+//
+//	sm, err := status.NewManager(status.Config{Client: client, PodManager: podManager, Clock: clock.RealClock{}})
+//	go sm.Run(ctx)
+//	sm.SetPodStatus(pod, apiPodStatus) // from generateAPIPodStatus, in the pod worker
+//
+// Where it departs from upstream, and why (one line each):
+//   - no probe results, resize status or pod-startup metrics: there is no
+//     prober or resize yet;
+//   - the DisruptionTarget condition is not merged: no eviction manager yet;
+//   - versions are kept by the UID of the pod written (the mirror pod's for
+//     a static pod) everywhere; upstream mixes in the static pod's UID in
+//     needsUpdate;
+//   - a 404 on the pod leaves its status for RemoveOrphanedStatuses to drop,
+//     as upstream, but without its log throttling.
+package status

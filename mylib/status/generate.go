@@ -1,0 +1,147 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/kuberuntime"
+)
+
+// The reasons of the conditions the kubelet writes (upstream
+// pkg/kubelet/status/generate.go).
+const (
+	UnknownContainerStatuses = "UnknownContainerStatuses"
+	PodCompleted             = "PodCompleted"
+	PodFailed                = "PodFailed"
+	ContainersNotReady       = "ContainersNotReady"
+	ContainersNotInitialized = "ContainersNotInitialized"
+	ReadinessGatesNotReady   = "ReadinessGatesNotReady"
+)
+
+// PodConditionByKubelet tells whether the kubelet owns a pod condition type:
+// it writes these and overwrites whatever else wrote them.
+func PodConditionByKubelet(t v1.PodConditionType) bool {
+	switch t {
+	case v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady, v1.PodReadyToStartContainers:
+		return true
+	}
+	return false
+}
+
+func findContainerStatus(statuses []v1.ContainerStatus, name string) (v1.ContainerStatus, bool) {
+	for _, s := range statuses {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return v1.ContainerStatus{}, false
+}
+
+func unreadyMessage(unknown, unready []string, unreadyWord string) string {
+	var msgs []string
+	if len(unknown) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
+	}
+	if len(unready) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with %s status: %s", unreadyWord, unready))
+	}
+	return strings.Join(msgs, ", ")
+}
+
+// GenerateContainersReadyCondition is True when every regular container is
+// ready; a pod that finished is never ready.
+func GenerateContainersReadyCondition(pod *v1.Pod, containerStatuses []v1.ContainerStatus, podPhase v1.PodPhase) v1.PodCondition {
+	if containerStatuses == nil {
+		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: UnknownContainerStatuses}
+	}
+	var unknown, unready []string
+	for _, c := range pod.Spec.Containers {
+		s, ok := findContainerStatus(containerStatuses, c.Name)
+		switch {
+		case !ok:
+			unknown = append(unknown, c.Name)
+		case !s.Ready:
+			unready = append(unready, c.Name)
+		}
+	}
+	if podPhase == v1.PodSucceeded && len(unknown) == 0 {
+		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: PodCompleted}
+	}
+	if podPhase == v1.PodFailed {
+		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: PodFailed}
+	}
+	if msg := unreadyMessage(unknown, unready, "unready"); msg != "" {
+		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ContainersNotReady, Message: msg}
+	}
+	return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue}
+}
+
+// GeneratePodReadyCondition is ContainersReady and, on top, every readiness
+// gate's condition True.
+func GeneratePodReadyCondition(pod *v1.Pod, conditions []v1.PodCondition, containerStatuses []v1.ContainerStatus, podPhase v1.PodPhase) v1.PodCondition {
+	cr := GenerateContainersReadyCondition(pod, containerStatuses, podPhase)
+	if cr.Status != v1.ConditionTrue {
+		return v1.PodCondition{Type: v1.PodReady, Status: cr.Status, Reason: cr.Reason, Message: cr.Message}
+	}
+	var msgs []string
+	for _, gate := range pod.Spec.ReadinessGates {
+		var found *v1.PodCondition
+		for i := range conditions {
+			if conditions[i].Type == gate.ConditionType {
+				found = &conditions[i]
+			}
+		}
+		switch {
+		case found == nil:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", gate.ConditionType))
+		case found.Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", gate.ConditionType, found.Status))
+		}
+	}
+	if len(msgs) > 0 {
+		return v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReadinessGatesNotReady, Message: strings.Join(msgs, ", ")}
+	}
+	return v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue}
+}
+
+// GeneratePodInitializedCondition is True once every init container
+// completed (is ready), or once any regular container started.
+func GeneratePodInitializedCondition(pod *v1.Pod, containerStatuses []v1.ContainerStatus, podPhase v1.PodPhase) v1.PodCondition {
+	if containerStatuses == nil && len(pod.Spec.InitContainers) > 0 {
+		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionFalse, Reason: UnknownContainerStatuses}
+	}
+	var unknown, incomplete []string
+	for _, c := range pod.Spec.InitContainers {
+		s, ok := findContainerStatus(containerStatuses, c.Name)
+		switch {
+		case !ok:
+			unknown = append(unknown, c.Name)
+		case !s.Ready:
+			incomplete = append(incomplete, c.Name)
+		}
+	}
+	if podPhase == v1.PodSucceeded && len(unknown) == 0 {
+		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue, Reason: PodCompleted}
+	}
+	for _, c := range pod.Spec.Containers {
+		if s, ok := findContainerStatus(containerStatuses, c.Name); ok && (s.State.Running != nil || s.State.Terminated != nil) {
+			return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+		}
+	}
+	if msg := unreadyMessage(unknown, incomplete, "incomplete"); msg != "" {
+		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionFalse, Reason: ContainersNotInitialized, Message: msg}
+	}
+	return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+}
+
+// GeneratePodReadyToStartContainersCondition is True once the pod's
+// sandbox is ready with its network: containers can be started.
+func GeneratePodReadyToStartContainersCondition(pod *v1.Pod, podStatus *kubecontainer.PodStatus) v1.PodCondition {
+	if changed, _, _ := kuberuntime.PodSandboxChanged(pod, podStatus); changed {
+		return v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}
+	}
+	return v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}
+}
