@@ -202,22 +202,29 @@ func (m *Manager) killContainersWithSyncResult(ctx context.Context, pod *v1.Pod,
 }
 
 // doBackOff tells whether a container that exited must wait before it is
-// started again (CrashLoopBackOff): upstream's 10 s doubling to 5 min, kept
-// per pod and container spec in backOff, counted from when it finished.
+// started again (CrashLoopBackOff), counted from when it finished, keyed by
+// GetStableKey; see kuberuntime_backoff.go for the figures. In back-off it
+// records a BackOff event and returns upstream's message.
 func (m *Manager) doBackOff(pod *v1.Pod, container *v1.Container, podStatus *kubecontainer.PodStatus, backOff Backoff) (bool, string, error) {
 	if backOff == nil {
 		return false, "", nil
 	}
-	cs := podStatus.FindContainerStatusByName(container.Name)
-	if cs == nil || cs.State != kubecontainer.ContainerStateExited {
+	var cs *kubecontainer.Status
+	for _, s := range podStatus.ContainerStatuses { // newest first: the last one that exited
+		if s.Name == container.Name && s.State == kubecontainer.ContainerStateExited {
+			cs = s
+			break
+		}
+	}
+	if cs == nil {
 		return false, "", nil
 	}
-	key := fmt.Sprintf("%s_%s_%s_%s_%x", pod.Name, pod.Namespace, pod.UID, container.Name, kubecontainer.HashContainer(container))
+	key := GetStableKey(pod, container)
 	if backOff.IsInBackOffSince(key, cs.FinishedAt) {
-		ref := containerRef(pod, container)
-		msg := fmt.Sprintf("Back-off %s restarting failed container=%s pod=%s_%s(%s)",
-			backOff.Get(key), container.Name, pod.Name, pod.Namespace, pod.UID)
-		m.event(ref, v1.EventTypeWarning, events.BackOffStartContainer, msg)
+		podDesc := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+		m.event(containerRef(pod, container), v1.EventTypeWarning, events.BackOffStartContainer,
+			fmt.Sprintf("Back-off restarting failed container %s in pod %s", container.Name, podDesc))
+		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", backOff.Get(key), container.Name, podDesc)
 		return true, msg, kubecontainer.ErrCrashLoopBackOff
 	}
 	backOff.Next(key, cs.FinishedAt)
