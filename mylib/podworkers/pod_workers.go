@@ -248,8 +248,11 @@ func (p *podWorkers) UpdatePod(ctx context.Context, options UpdatePodOptions) {
 		}
 	}
 	// Once terminating, every update is a kill whose grace period can only shrink.
+	gracePeriodShortened := false
 	if status.IsTerminationRequested() && !status.IsTerminated() {
+		before := status.gracePeriod
 		status.gracePeriod = effectiveGracePeriod(status.gracePeriod, pod, options.KillPodOptions)
+		gracePeriodShortened = before > 0 && status.gracePeriod < before
 		options.KillPodOptions = &KillPodOptions{PodTerminationGracePeriodSecondsOverride: ptr(status.gracePeriod)}
 	} else {
 		options.KillPodOptions = nil
@@ -266,8 +269,10 @@ func (p *podWorkers) UpdatePod(ctx context.Context, options UpdatePodOptions) {
 	case p.podUpdates[uid] <- struct{}{}:
 	default: // a wake-up is already waiting
 	}
-	if becameTerminating && status.cancelFn != nil {
-		status.cancelFn() // stop a running SyncPod early
+	if (becameTerminating || gracePeriodShortened) && status.cancelFn != nil {
+		// Stop a running SyncPod early; or a running SyncTerminatingPod,
+		// which starts again with the shorter grace period (a second delete).
+		status.cancelFn()
 	}
 }
 
