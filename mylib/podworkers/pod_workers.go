@@ -168,6 +168,9 @@ type podWorkers struct {
 	clock          clock.Clock
 	resyncInterval time.Duration
 	backOffPeriod  time.Duration
+	// podsSynced: SyncKnownPods ran once, so a pod no worker knows is one
+	// the kubelet does not want (see pod_state.go).
+	podsSynced bool
 }
 
 // New returns pod workers with upstream's resync interval (1 min) and
@@ -473,6 +476,7 @@ func (p *podWorkers) SyncKnownPods(desiredPods []*v1.Pod) map[types.UID]PodWorke
 	}
 	p.podLock.Lock()
 	defer p.podLock.Unlock()
+	p.podsSynced = true
 	workers := map[types.UID]PodWorkerSync{}
 	for uid, s := range p.podSyncStatuses {
 		orphan := !desired[uid]
