@@ -33,6 +33,12 @@ const (
 	ExceededGracePeriod     = "ExceededGracePeriod"
 )
 
+// Container lifecycle hook event reasons.
+const (
+	FailedPostStartHook = "FailedPostStartHook"
+	FailedPreStopHook   = "FailedPreStopHook"
+)
+
 // Pod event reasons.
 const (
 	FailedToKillPod = "FailedKillPod"

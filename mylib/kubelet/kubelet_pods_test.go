@@ -79,6 +79,11 @@ func TestGetPhase(t *testing.T) {
 		{"init container done, container running", initAlways, []v1.ContainerStatus{terminated("i", 0), running("a")}, false, v1.PodRunning},
 		{"Never: init container failed", initNever, []v1.ContainerStatus{terminated("i", 1), waiting("a")}, false, v1.PodFailed},
 		{"Always: init container failed, retried", initAlways, []v1.ContainerStatus{waitingAfter("i", 1), waiting("a")}, false, v1.PodPending},
+		{"OnFailure: all failed and terminal", onFailure, []v1.ContainerStatus{terminated("a", 1), terminated("b", 1)}, true, v1.PodFailed},
+		{"OnFailure: one succeeded, one in CrashLoopBackOff", onFailure, []v1.ContainerStatus{terminated("a", 0), waitingAfter("b", 1)}, false, v1.PodRunning},
+		{"Never: one failed, one still running", never, []v1.ContainerStatus{terminated("a", 1), running("b")}, false, v1.PodRunning},
+		{"Never: all failed", never, []v1.ContainerStatus{terminated("a", 1), terminated("b", 137)}, false, v1.PodFailed},
+		{"OnFailure: init container failed, retried", phasePod(v1.RestartPolicyOnFailure, []string{"i"}, "a"), []v1.ContainerStatus{waitingAfter("i", 1), waiting("a")}, false, v1.PodPending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, getPhase(tc.pod, tc.info, tc.terminal))

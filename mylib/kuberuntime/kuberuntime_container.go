@@ -125,12 +125,14 @@ func (m *Manager) startContainer(ctx context.Context, podSandboxID string, sandb
 		return errMessage(err), kubecontainer.ErrRunContainer
 	}
 	m.event(ref, v1.EventTypeNormal, events.StartedContainer, "Started container "+container.Name)
-	return "", nil
+	return m.runPostStartHook(ctx, pod, container, created.ContainerId)
 }
 
 // killContainer stops one container within the grace period: the
 // override if given, else the pod's deletion grace period, else its
-// terminationGracePeriodSeconds, at least two seconds. pod may be nil for a
+// terminationGracePeriodSeconds. As upstream, the preStop hook runs first
+// within it and StopContainer gets what is left, but never less than
+// minimumGracePeriodInSeconds. pod may be nil for a
 // container whose pod the kubelet no longer knows; its annotations then say.
 func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, c *kubecontainer.Container, message string, gracePeriodOverride *int64) error {
 	gracePeriod := int64(defaultTerminationGracePeriod)
@@ -157,12 +159,6 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, c *kubecontain
 			}
 		}
 	}
-	if gracePeriodOverride != nil {
-		gracePeriod = *gracePeriodOverride
-	}
-	if gracePeriod < minimumGracePeriodInSeconds {
-		gracePeriod = minimumGracePeriodInSeconds
-	}
 	if message == "" {
 		message = "Stopping container " + c.Name
 	}
@@ -172,6 +168,17 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, c *kubecontain
 			ref.FieldPath = fmt.Sprintf("spec.containers{%s}", c.Name)
 		}
 		m.event(ref, v1.EventTypeNormal, events.KillingContainer, message)
+	}
+	if gracePeriodOverride != nil {
+		gracePeriod = *gracePeriodOverride
+	}
+	// The preStop hook runs first, within the grace period, and the time
+	// it took is taken off what StopContainer gets.
+	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && gracePeriod > 0 {
+		gracePeriod -= m.executePreStopHook(ctx, pod, c.ID, spec, gracePeriod)
+	}
+	if gracePeriod < minimumGracePeriodInSeconds {
+		gracePeriod = minimumGracePeriodInSeconds
 	}
 	klog.V(3).InfoS("Killing container with a grace period", "containerName", c.Name, "containerID", c.ID, "gracePeriod", gracePeriod)
 	_, err := m.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.ID.ID, Timeout: gracePeriod})
@@ -202,22 +209,28 @@ func (m *Manager) killContainersWithSyncResult(ctx context.Context, pod *v1.Pod,
 }
 
 // doBackOff tells whether a container that exited must wait before it is
-// started again (CrashLoopBackOff): upstream's 10 s doubling to 5 min, kept
-// per pod and container spec in backOff, counted from when it finished.
+// started again (CrashLoopBackOff), counted from when it finished, keyed by
+// GetStableKey; see kuberuntime_backoff.go for the figures. In back-off it
+// records a BackOff event and returns upstream's message.
 func (m *Manager) doBackOff(pod *v1.Pod, container *v1.Container, podStatus *kubecontainer.PodStatus, backOff Backoff) (bool, string, error) {
 	if backOff == nil {
 		return false, "", nil
 	}
-	cs := podStatus.FindContainerStatusByName(container.Name)
-	if cs == nil || cs.State != kubecontainer.ContainerStateExited {
+	var cs *kubecontainer.Status
+	for _, s := range podStatus.ContainerStatuses { // newest first: the last one that exited
+		if s.Name == container.Name && s.State == kubecontainer.ContainerStateExited {
+			cs = s
+			break
+		}
+	}
+	if cs == nil {
 		return false, "", nil
 	}
-	key := fmt.Sprintf("%s_%s_%s_%s_%x", pod.Name, pod.Namespace, pod.UID, container.Name, kubecontainer.HashContainer(container))
+	key := GetStableKey(pod, container)
 	if backOff.IsInBackOffSince(key, cs.FinishedAt) {
-		ref := containerRef(pod, container)
-		msg := fmt.Sprintf("Back-off %s restarting failed container=%s pod=%s_%s(%s)",
-			backOff.Get(key), container.Name, pod.Name, pod.Namespace, pod.UID)
-		m.event(ref, v1.EventTypeWarning, events.BackOffStartContainer, msg)
+		m.event(containerRef(pod, container), v1.EventTypeWarning, events.BackOffStartContainer,
+			fmt.Sprintf("Back-off restarting failed container %s in pod %s", container.Name, podDesc(pod)))
+		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", backOff.Get(key), container.Name, podDesc(pod))
 		return true, msg, kubecontainer.ErrCrashLoopBackOff
 	}
 	backOff.Next(key, cs.FinishedAt)

@@ -267,7 +267,8 @@ func TestSyncPodRestartsAnExitedContainerAsANewAttempt(t *testing.T) {
 	assert.Equal(t, "sidecar", res.SyncResults[1].Target)
 	events := f.drain()
 	require.Len(t, events, 1)
-	assert.True(t, strings.HasPrefix(events[0], "Warning BackOff Back-off 10s restarting failed container=sidecar pod=web_default(uid-web)"), events[0])
+	assert.True(t, strings.HasPrefix(events[0], "Warning BackOff Back-off restarting failed container sidecar in pod web_default(uid-web)"), events[0])
+	assert.Equal(t, "back-off 10s restarting failed container=sidecar pod=web_default(uid-web)", res.SyncResults[1].Message)
 
 	// After the back-off it starts again, attempt 2.
 	f.clk.Step(11 * time.Second)

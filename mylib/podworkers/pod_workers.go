@@ -168,6 +168,9 @@ type podWorkers struct {
 	clock          clock.Clock
 	resyncInterval time.Duration
 	backOffPeriod  time.Duration
+	// podsSynced: SyncKnownPods ran once, so a pod no worker knows is one
+	// the kubelet does not want (see pod_state.go).
+	podsSynced bool
 }
 
 // New returns pod workers with upstream's resync interval (1 min) and
@@ -248,8 +251,11 @@ func (p *podWorkers) UpdatePod(ctx context.Context, options UpdatePodOptions) {
 		}
 	}
 	// Once terminating, every update is a kill whose grace period can only shrink.
+	gracePeriodShortened := false
 	if status.IsTerminationRequested() && !status.IsTerminated() {
+		before := status.gracePeriod
 		status.gracePeriod = effectiveGracePeriod(status.gracePeriod, pod, options.KillPodOptions)
+		gracePeriodShortened = before > 0 && status.gracePeriod < before
 		options.KillPodOptions = &KillPodOptions{PodTerminationGracePeriodSecondsOverride: ptr(status.gracePeriod)}
 	} else {
 		options.KillPodOptions = nil
@@ -266,8 +272,10 @@ func (p *podWorkers) UpdatePod(ctx context.Context, options UpdatePodOptions) {
 	case p.podUpdates[uid] <- struct{}{}:
 	default: // a wake-up is already waiting
 	}
-	if becameTerminating && status.cancelFn != nil {
-		status.cancelFn() // stop a running SyncPod early
+	if (becameTerminating || gracePeriodShortened) && status.cancelFn != nil {
+		// Stop a running SyncPod early; or a running SyncTerminatingPod,
+		// which starts again with the shorter grace period (a second delete).
+		status.cancelFn()
 	}
 }
 
@@ -468,6 +476,7 @@ func (p *podWorkers) SyncKnownPods(desiredPods []*v1.Pod) map[types.UID]PodWorke
 	}
 	p.podLock.Lock()
 	defer p.podLock.Unlock()
+	p.podsSynced = true
 	workers := map[types.UID]PodWorkerSync{}
 	for uid, s := range p.podSyncStatuses {
 		orphan := !desired[uid]

@@ -394,3 +394,46 @@ func TestNewWithIntervalsRefusesIntervalsThatAreNotPositive(t *testing.T) {
 	}
 	assert.NotPanics(t, func() { New(newFakeSyncer(), NewBasicWorkQueue(clk), alwaysFresh{}, clk) })
 }
+
+func TestAGracePeriodThatShrinksWhileTerminatingCancelsAndRestartsTheTermination(t *testing.T) {
+	e := newEnv(alwaysFresh{})
+	stopped := make(chan struct{})
+	defer close(stopped)
+	var canceled []int64
+	var mu sync.Mutex
+	e.syncer.hook = func(ctx context.Context, c call) (bool, error) {
+		if c.Kind != "terminating" || c.GracePeriod != 30 {
+			return false, nil
+		}
+		select { // StopContainer of a container that ignores SIGTERM, for 30 s
+		case <-ctx.Done():
+			mu.Lock()
+			canceled = append(canceled, c.GracePeriod)
+			mu.Unlock()
+			return false, ctx.Err()
+		case <-stopped:
+			return false, nil
+		}
+	}
+	e.update(deleted(newPod("a", "1"), 30), kubetypes.SyncPodUpdate)
+	eventually(t, func() bool {
+		e.syncer.mu.Lock()
+		defer e.syncer.mu.Unlock()
+		return e.syncer.inFlight["a"] == 1
+	}, "terminating with 30 s")
+
+	// kubectl delete --grace-period=5 while the first termination runs.
+	e.update(deleted(newPod("a", "2"), 5), kubetypes.SyncPodUpdate)
+	eventually(t, func() bool { return len(e.syncer.callsOf("a")) == 3 }, "terminated")
+	mu.Lock()
+	assert.Equal(t, []int64{30}, canceled, "the 30 s termination was cancelled")
+	mu.Unlock()
+	var graces []int64
+	for _, c := range e.syncer.calls {
+		if c.Kind == "terminating" {
+			graces = append(graces, c.GracePeriod)
+		}
+	}
+	assert.Equal(t, []int64{30, 5}, graces, "terminated again with the shorter grace period")
+	assert.Equal(t, []string{"terminating:1", "terminating:2", "terminated:2"}, e.syncer.callsOf("a"))
+}
