@@ -186,12 +186,13 @@ func TestContainerGCRunsEveryMinute(t *testing.T) {
 	crashLoop(t, f, 3)
 	gc, err := NewContainerGC(f.m, podStates{}, DefaultGCPolicy())
 	require.NoError(t, err)
+	before := f.clk.Waiters() // the running container's script sleeps on this clock too
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { gc.Run(ctx, func() bool { return true }); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	require.Eventually(t, f.clk.HasWaiters, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return f.clk.Waiters() > before }, 5*time.Second, time.Millisecond, "the collector's ticker")
 	f.clk.Step(ContainerGCPeriod - time.Second)
 	_, dead := listContainers(t, f)
 	assert.Equal(t, 3, dead, "not yet")

@@ -103,11 +103,14 @@ func TestPreStopHookThatOutlivesTheGracePeriodLeavesTheMinimum(t *testing.T) {
 		<-release // a hook that hangs
 		return &runtimeapi.ExecSyncResponse{}, nil
 	}
+	// The containers' own scripts sleep on the same fake clock: wait for
+	// one more waiter than they make, the kubelet's wait for the hook.
+	before := f.clk.Waiters()
 	done := make(chan error, 1)
 	go func() {
 		done <- f.m.KillPod(context.Background(), pod, kubecontainer.ConvertPodStatusToRunningPod(f.m.Type(), st), nil)
 	}()
-	require.Eventually(t, f.clk.HasWaiters, 5*time.Second, time.Millisecond, "waiting for the hook, at most the grace period")
+	require.Eventually(t, func() bool { return f.clk.Waiters() > before }, 5*time.Second, time.Millisecond, "waiting for the hook, at most the grace period")
 	_, stopped := h.stopOf(st.FindContainerStatusByName("app").ID)
 	assert.False(t, stopped, "not stopped while the hook runs within the grace period")
 	f.clk.Step(10 * time.Second)
