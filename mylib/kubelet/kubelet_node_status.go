@@ -73,6 +73,11 @@ type NodeConfig struct {
 	// within one sync (upstream: Dependencies.OnHeartbeatFailure): give it
 	// HeartbeatClient.CloseAllConns, so the next write dials afresh.
 	OnHeartbeatFailure func()
+	// DisableNodeLease runs no lease controller: the kubelet before v1.14
+	// (the NodeLease feature gate off), whose only heartbeat was the status
+	// written every NodeStatusUpdateFrequency. Set NodeStatusReportFrequency
+	// to NodeStatusUpdateFrequency with it to get that behaviour.
+	DisableNodeLease bool
 
 	// OnRegistered, when set, is called once the node is registered: created
 	// is false when an existing Node was adopted.
@@ -94,7 +99,7 @@ type nodeHalf struct {
 	nodeStatusReportFrequency time.Duration
 	onRegistered              func(*v1.Node, bool)
 	onStatusPatched           func(*v1.Node, []byte, string)
-	nodeLeaseController       *nodelease.Controller
+	nodeLeaseController       *nodelease.Controller // nil with DisableNodeLease
 	heartbeatClient           kubernetes.Interface
 	onHeartbeatFailure        func()
 
@@ -123,16 +128,20 @@ func (kl *Kubelet) newNodeHalf(cfg NodeConfig) error {
 	if cfg.HeartbeatClient == nil {
 		cfg.HeartbeatClient = kl.client
 	}
-	lc, err := nodelease.NewController(nodelease.Config{
-		Client:                     cfg.HeartbeatClient,
-		NodeName:                   kl.nodeName,
-		LeaseDurationSeconds:       cfg.LeaseDurationSeconds,
-		Clock:                      kl.clock,
-		OnRenewed:                  cfg.OnLeaseRenewed,
-		OnRepeatedHeartbeatFailure: cfg.OnHeartbeatFailure,
-	})
-	if err != nil {
-		return err
+	var lc *nodelease.Controller
+	if !cfg.DisableNodeLease {
+		var err error
+		lc, err = nodelease.NewController(nodelease.Config{
+			Client:                     cfg.HeartbeatClient,
+			NodeName:                   kl.nodeName,
+			LeaseDurationSeconds:       cfg.LeaseDurationSeconds,
+			Clock:                      kl.clock,
+			OnRenewed:                  cfg.OnLeaseRenewed,
+			OnRepeatedHeartbeatFailure: cfg.OnHeartbeatFailure,
+		})
+		if err != nil {
+			return err
+		}
 	}
 	kl.node = &nodeHalf{
 		hostname:                  cfg.Hostname,
@@ -163,14 +172,20 @@ func (kl *Kubelet) RunNode(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { kl.node.nodeLeaseController.Run(ctx) })
+	if lc := kl.node.nodeLeaseController; lc != nil {
+		wg.Go(func() { lc.Run(ctx) })
+	}
 	wg.Go(func() { kl.syncNodeStatusLoop(ctx) })
 	wg.Wait()
 	return nil
 }
 
-// LeaseRenewInterval is the time between two Lease renewals.
+// LeaseRenewInterval is the time between two Lease renewals; zero with
+// DisableNodeLease.
 func (kl *Kubelet) LeaseRenewInterval() time.Duration {
+	if kl.node.nodeLeaseController == nil {
+		return 0
+	}
 	return kl.node.nodeLeaseController.RenewInterval()
 }
 
