@@ -1,0 +1,175 @@
+package fleet
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Counter is an http.RoundTripper wrapper that counts every request the
+// agents send, by verb and resource, and the bytes of the request bodies.
+// It counts what leaves the process; the API server's own count
+// (apiserver_request_total, see ParseRequestTotals) is the cross-check.
+type Counter struct {
+	mu     sync.Mutex
+	counts map[RequestKey]Count
+}
+
+// RequestKey names a kind of request the way the API server's metrics do:
+// the HTTP verb (GET, PUT, PATCH, POST, DELETE; reads of a collection are
+// counted as GET here, LIST by the API server), the resource and the
+// subresource.
+type RequestKey struct {
+	Verb, Resource, Subresource string
+}
+
+func (k RequestKey) String() string {
+	r := k.Resource
+	if k.Subresource != "" {
+		r += "/" + k.Subresource
+	}
+	return k.Verb + " " + r
+}
+
+// IsWrite reports whether the request changes something.
+func (k RequestKey) IsWrite() bool {
+	switch k.Verb {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// Count is how many requests of one kind, and their request-body bytes.
+type Count struct {
+	Requests  int64
+	BodyBytes int64
+}
+
+// NewCounter returns an empty Counter.
+func NewCounter() *Counter { return &Counter{counts: map[RequestKey]Count{}} }
+
+// Wrap returns rt with every request counted; use it as rest.Config's
+// WrapTransport.
+func (c *Counter) Wrap(rt http.RoundTripper) http.RoundTripper {
+	return &countingRoundTripper{c: c, next: rt}
+}
+
+type countingRoundTripper struct {
+	c    *Counter
+	next http.RoundTripper
+}
+
+// WrappedRoundTripper lets client-go's utilnet.CloseIdleConnectionsFor
+// reach the transport underneath.
+func (rt *countingRoundTripper) WrappedRoundTripper() http.RoundTripper { return rt.next }
+
+func (rt *countingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := rt.c
+	key := keyOf(req)
+	n := req.ContentLength
+	if n < 0 && req.Body != nil {
+		// Unknown length: count the bytes as they are sent.
+		req = req.Clone(req.Context())
+		req.Body = &countingBody{ReadCloser: req.Body, add: func(b int) { c.add(key, 0, int64(b)) }}
+		n = 0
+	}
+	if n < 0 {
+		n = 0
+	}
+	c.add(key, 1, n)
+	return rt.next.RoundTrip(req)
+}
+
+func (c *Counter) add(k RequestKey, requests, bytes int64) {
+	c.mu.Lock()
+	v := c.counts[k]
+	v.Requests += requests
+	v.BodyBytes += bytes
+	c.counts[k] = v
+	c.mu.Unlock()
+}
+
+// Snapshot returns a copy of the counts so far.
+func (c *Counter) Snapshot() map[RequestKey]Count {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[RequestKey]Count, len(c.counts))
+	for k, v := range c.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Totals sums a snapshot into writes, reads and written body bytes.
+func Totals(s map[RequestKey]Count) (writes, reads, writeBytes int64) {
+	for k, v := range s {
+		if k.IsWrite() {
+			writes += v.Requests
+			writeBytes += v.BodyBytes
+		} else {
+			reads += v.Requests
+		}
+	}
+	return writes, reads, writeBytes
+}
+
+// Sub returns a - b, key by key: the counts of a time window.
+func Sub(a, b map[RequestKey]Count) map[RequestKey]Count {
+	out := map[RequestKey]Count{}
+	for k, v := range a {
+		w := b[k]
+		if d := (Count{Requests: v.Requests - w.Requests, BodyBytes: v.BodyBytes - w.BodyBytes}); d != (Count{}) {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// SortedKeys returns the keys of s, sorted, for stable output.
+func SortedKeys(s map[RequestKey]Count) []RequestKey {
+	keys := make([]RequestKey, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b RequestKey) int { return strings.Compare(a.String(), b.String()) })
+	return keys
+}
+
+// keyOf reads verb, resource and subresource from an API path:
+// /api/v1/nodes/<name>/status, /apis/<group>/<version>/namespaces/<ns>/leases/<name>.
+func keyOf(req *http.Request) RequestKey {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return RequestKey{Verb: req.Method, Resource: req.URL.Path}
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	k := RequestKey{Verb: req.Method}
+	if len(parts) > 0 {
+		k.Resource = parts[0]
+	}
+	if len(parts) > 2 {
+		k.Subresource = parts[2]
+	}
+	return k
+}
+
+type countingBody struct {
+	io.ReadCloser
+	add func(int)
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.add(n)
+	return n, err
+}
