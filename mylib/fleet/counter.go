@@ -1,11 +1,13 @@
 package fleet
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Counter is an http.RoundTripper wrapper that counts every request the
@@ -70,8 +72,9 @@ func (rt *countingRoundTripper) RoundTrip(req *http.Request) (*http.Response, er
 	c := rt.c
 	key := keyOf(req)
 	n := req.ContentLength
-	if n < 0 && req.Body != nil {
-		// Unknown length: count the bytes as they are sent.
+	if n <= 0 && req.Body != nil && req.Body != http.NoBody {
+		// Unknown length (0 with a body, or -1): count the bytes as they
+		// are sent.
 		req = req.Clone(req.Context())
 		req.Body = &countingBody{ReadCloser: req.Body, add: func(b int) { c.add(key, 0, int64(b)) }}
 		n = 0
@@ -172,4 +175,19 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.add(n)
 	return n, err
+}
+
+// FormatRates is one line for a window of d with the counts delta: writes
+// per second (by kind), request-body bytes per second, reads per second.
+func FormatRates(delta map[RequestKey]Count, d time.Duration) string {
+	secs := d.Seconds()
+	writes, reads, bytes := Totals(delta)
+	var kinds []string
+	for _, k := range SortedKeys(delta) {
+		if k.IsWrite() {
+			kinds = append(kinds, fmt.Sprintf("%s %.1f", k, float64(delta[k].Requests)/secs))
+		}
+	}
+	return fmt.Sprintf("%.1f writes/s (%s), %.1f KiB/s written, %.1f reads/s",
+		float64(writes)/secs, strings.Join(kinds, ", "), float64(bytes)/1024/secs, float64(reads)/secs)
 }
