@@ -416,10 +416,16 @@ func (kl *Kubelet) updateNodeStatus(ctx context.Context) error {
 // tryUpdateNodeStatus reads the node, runs the setters on a copy and patches
 // the status when something changed (heartbeat times aside) or when
 // NodeStatusReportFrequency has passed since the last write. Upstream reads
-// the node from an informer's cache on the first try; this reads it from
-// the API server (a read, not a write).
+// the node from an informer's cache on the first try; this asks the API
+// server, and on the first try lets it answer from its watch cache
+// (resourceVersion "0"), so that the read does not reach etcd (what
+// upstream did before it had the informer). A retry reads from etcd.
 func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error {
-	original, err := kl.node.heartbeatClient.CoreV1().Nodes().Get(ctx, kl.nodeName, metav1.GetOptions{})
+	opts := metav1.GetOptions{}
+	if tryNumber == 0 {
+		opts.ResourceVersion = "0"
+	}
+	original, err := kl.node.heartbeatClient.CoreV1().Nodes().Get(ctx, kl.nodeName, opts)
 	if err != nil {
 		return fmt.Errorf("get node %s (try %d): %w", kl.nodeName, tryNumber+1, err)
 	}

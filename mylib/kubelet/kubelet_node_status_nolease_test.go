@@ -2,13 +2,16 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
@@ -53,4 +56,36 @@ func TestDisableNodeLeaseWritesStatusEveryTenSeconds(t *testing.T) {
 	for k := range counts {
 		assert.NotContains(t, k, "leases", "no lease with DisableNodeLease")
 	}
+}
+
+// TestStatusReadFromTheWatchCacheFirst: the first read of a sync may be
+// served from the API server's cache (resourceVersion 0); a retry after a
+// failed write reads from etcd.
+func TestStatusReadFromTheWatchCacheFirst(t *testing.T) {
+	cs := fake.NewClientset()
+	var mu sync.Mutex
+	var versions []string
+	failPatch := true
+	cs.PrependReactor("get", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		versions = append(versions, a.(k8stesting.GetActionImpl).GetOptions.ResourceVersion)
+		mu.Unlock()
+		return false, nil, nil
+	})
+	cs.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failPatch {
+			failPatch = false
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("changed"))
+		}
+		return false, nil, nil
+	})
+	clk := testingclock.NewFakeClock(t0)
+	kl, err := New(Config{Client: cs, NodeName: "n1", Clock: clk, Node: &NodeConfig{
+		Setters: []nodestatus.Setter{nodestatus.ReadyCondition(clk.Now, nil, nil)},
+	}})
+	require.NoError(t, err)
+	kl.SyncNodeStatus(context.Background()) // registers; the first write fails once
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"0", ""}, versions)
 }
