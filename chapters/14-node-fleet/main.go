@@ -26,7 +26,7 @@ func main() {
 		nodes         = o.Flags.Int("nodes", 100, "how many node agents to run")
 		mode          = o.Flags.String("mode", string(fleet.ModeLease), "heartbeat: lease (renewed every 10 s, status on change or every 5 min) or status (the whole status every 10 s, no lease: before v1.14)")
 		name          = o.Flags.String("fleet-name", "fleet", "the fleet's name: nodes <name>-0001…, label "+fleet.LabelFleet+"=<name>")
-		report        = o.Flags.Duration("report-interval", 30*time.Second, "print the request rates this often once every node is registered (0: never)")
+		report        = o.Flags.Duration("report-interval", 10*time.Second, "print the request rates this often once every node is registered (0: never)")
 		qps           = o.Flags.Float64("qps", fleet.DefaultQPS, "requests per second for the whole fleet (one shared budget)")
 		burst         = o.Flags.Int("burst", fleet.DefaultBurst, "burst of that budget")
 		cleanup       = o.Flags.Bool("cleanup", false, "delete the fleet's Nodes, Leases and CSRs with the admin kubeconfig (--kubeconfig or $KUBECONFIG), then exit")
