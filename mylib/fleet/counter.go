@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Counter is an http.RoundTripper wrapper that counts every request the
-// agents send, by verb and resource, and the bytes of the request bodies.
+// agents send and get an answer to (any status code), by verb and
+// resource, and the bytes of the request bodies.
 // It counts what leaves the process; the API server's own count
 // (apiserver_request_total, see ParseRequestTotals) is the cross-check.
 type Counter struct {
@@ -69,21 +71,25 @@ type countingRoundTripper struct {
 func (rt *countingRoundTripper) WrappedRoundTripper() http.RoundTripper { return rt.next }
 
 func (rt *countingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	c := rt.c
 	key := keyOf(req)
+	var sent atomic.Int64
 	n := req.ContentLength
 	if n <= 0 && req.Body != nil && req.Body != http.NoBody {
 		// Unknown length (0 with a body, or -1): count the bytes as they
 		// are sent.
 		req = req.Clone(req.Context())
-		req.Body = &countingBody{ReadCloser: req.Body, add: func(b int) { c.add(key, 0, int64(b)) }}
+		req.Body = &countingBody{ReadCloser: req.Body, n: &sent}
 		n = 0
 	}
-	if n < 0 {
-		n = 0
+	resp, err := rt.next.RoundTrip(req)
+	if err != nil {
+		// No answer (refused, timed out, cancelled): not counted, so that
+		// the counts compare with the API server's, which counts what it
+		// answered.
+		return resp, err
 	}
-	c.add(key, 1, n)
-	return rt.next.RoundTrip(req)
+	rt.c.add(key, 1, max(n, 0)+sent.Load())
+	return resp, nil
 }
 
 func (c *Counter) add(k RequestKey, requests, bytes int64) {
@@ -168,12 +174,12 @@ func keyOf(req *http.Request) RequestKey {
 
 type countingBody struct {
 	io.ReadCloser
-	add func(int)
+	n *atomic.Int64
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	b.add(n)
+	b.n.Add(int64(n))
 	return n, err
 }
 

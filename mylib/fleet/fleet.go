@@ -98,7 +98,8 @@ type Agent struct {
 	Config  *rest.Config
 	Kubelet *kubelet.Kubelet
 
-	httpClient *http.Client // its connections are closed at the end of Run
+	httpClient *http.Client               // its connections are closed at the end of Run
+	heartbeat  *nodelease.HeartbeatClient // the Lease and status; closed too
 }
 
 // Fleet is a set of agents, ready to Run.
@@ -199,7 +200,18 @@ func (cfg *Config) complete() error {
 // agent, in the fleet's mode.
 func (f *Fleet) newKubelet(a *Agent, machine func() (*nodestatus.Machine, error)) (*kubelet.Kubelet, error) {
 	c, now := f.cfg, f.cfg.Clock.Now
+	// As upstream: the heartbeats (Lease, status) go through a client of
+	// their own whose requests time out. Unlike upstream it keeps the
+	// fleet's shared rate limiter: a thousand agents in one process must
+	// not all burst at once.
+	hb, err := nodelease.NewHeartbeatClient(a.Config, c.NodeStatusUpdateFrequency, time.Duration(c.LeaseDurationSeconds)*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	a.heartbeat = hb
 	node := &kubelet.NodeConfig{
+		HeartbeatClient:           hb,
+		OnHeartbeatFailure:        hb.CloseAllConns,
 		Labels:                    map[string]string{LabelFleet: c.Name},
 		NodeStatusUpdateFrequency: c.NodeStatusUpdateFrequency,
 		LeaseDurationSeconds:      c.LeaseDurationSeconds,
@@ -259,6 +271,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	wg.Wait()
 	for _, a := range f.agents {
 		utilnet.CloseIdleConnectionsFor(a.httpClient.Transport)
+		a.heartbeat.CloseAllConns()
 	}
 	return nil
 }

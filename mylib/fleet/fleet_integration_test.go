@@ -46,7 +46,7 @@ func (f *fixture) config(name string, n int, mode fleet.Mode, counter *fleet.Cou
 		Name: name, Nodes: n, Mode: mode,
 		BootstrapKubeconfig: f.bootstrap, StateDir: f.stateDir,
 		// Seconds instead of tens of seconds, so that the test is short.
-		NodeStatusUpdateFrequency: time.Second,
+		NodeStatusUpdateFrequency: 2 * time.Second,
 		LeaseDurationSeconds:      4, // renewed every second
 		Counter:                   counter,
 	}
@@ -242,7 +242,7 @@ func TestStatusFleet(t *testing.T) {
 	r := start(t, fl)
 	key := fleet.RequestKey{Verb: "PATCH", Resource: "nodes", Subresource: "status"}
 	require.Eventually(t, func() bool { return counter.Snapshot()[key].Requests >= 8 }, 20*time.Second, 100*time.Millisecond,
-		"two nodes, a status patch each every second")
+		"two nodes, a status patch each every 2 s")
 	r.stop(t)
 	for _, n := range []string{"sf-0001", "sf-0002"} {
 		_, err := f.admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, n, metav1.GetOptions{})
