@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"mykubelet/mylib/fleet"
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/nodelease"
@@ -36,7 +38,14 @@ func main() {
 
 	o.Main(os.Args[1:], func(ctx context.Context) error {
 		if *cleanup {
-			admin, _, err := o.Clientset(ctx)
+			_, cfg, err := o.Clientset(ctx)
+			if err != nil {
+				return err
+			}
+			// Two deletes per node and one per CSR: more than client-go's
+			// default 5 requests/s allows in reasonable time.
+			cfg.QPS, cfg.Burst = float32(*qps), *burst
+			admin, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				return err
 			}
