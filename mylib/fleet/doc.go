@@ -17,7 +17,9 @@
 //     (a token-bucket rate limiter shared by every client) and one Counter;
 //   - not the connection: a TLS client certificate is presented once per
 //     connection, and HTTP/2 multiplexes requests over it, so every
-//     identity needs connections of its own (one per agent).
+//     identity needs a connection of its own. Each agent has one client
+//     (built like the kubelet's heartbeat client, with a timeout) holding
+//     only the Nodes and Leases clients, and so one connection.
 //   - not an informer: with the Node authorizer a node may read only its
 //     own Node, so a shared watch over the fleet would need an identity the
 //     agents do not have. Each agent reads its Node with a GET per sync.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -98,8 +98,7 @@ type Agent struct {
 	Config  *rest.Config
 	Kubelet *kubelet.Kubelet
 
-	httpClient *http.Client               // its connections are closed at the end of Run
-	heartbeat  *nodelease.HeartbeatClient // the Lease and status; closed too
+	dialer *connrotation.Dialer // every connection of Client; closed at the end of Run
 }
 
 // Fleet is a set of agents, ready to Run.
@@ -141,11 +140,9 @@ func New(ctx context.Context, cfg Config) (*Fleet, error) {
 		if cfg.Counter != nil {
 			a.Config.WrapTransport = cfg.Counter.Wrap
 		}
-		// The agent's own HTTP client (and connection), closed by Run.
-		if a.httpClient, err = rest.HTTPClientFor(a.Config); err != nil {
-			return nil, fmt.Errorf("node %s: %w", name, err)
-		}
-		if a.Client, err = kubernetes.NewForConfigAndClient(a.Config, a.httpClient); err != nil {
+		// The agent's one client (and connection), closed by Run.
+		timeout := min(cfg.NodeStatusUpdateFrequency, time.Duration(cfg.LeaseDurationSeconds)*time.Second)
+		if a.Client, a.dialer, err = newNodeClient(a.Config, timeout); err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
 		if a.Kubelet, err = f.newKubelet(a, machine); err != nil {
@@ -200,18 +197,11 @@ func (cfg *Config) complete() error {
 // agent, in the fleet's mode.
 func (f *Fleet) newKubelet(a *Agent, machine func() (*nodestatus.Machine, error)) (*kubelet.Kubelet, error) {
 	c, now := f.cfg, f.cfg.Clock.Now
-	// As upstream: the heartbeats (Lease, status) go through a client of
-	// their own whose requests time out. Unlike upstream it keeps the
-	// fleet's shared rate limiter: a thousand agents in one process must
-	// not all burst at once.
-	hb, err := nodelease.NewHeartbeatClient(a.Config, c.NodeStatusUpdateFrequency, time.Duration(c.LeaseDurationSeconds)*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	a.heartbeat = hb
+	// The agent's client is its heartbeat client (see newNodeClient). Unlike
+	// upstream's it keeps the fleet's shared rate limiter: a thousand agents
+	// in one process must not all burst at once.
 	node := &kubelet.NodeConfig{
-		HeartbeatClient:           hb,
-		OnHeartbeatFailure:        hb.CloseAllConns,
+		OnHeartbeatFailure:        a.dialer.CloseAll,
 		Labels:                    map[string]string{LabelFleet: c.Name},
 		NodeStatusUpdateFrequency: c.NodeStatusUpdateFrequency,
 		LeaseDurationSeconds:      c.LeaseDurationSeconds,
@@ -270,8 +260,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	for _, a := range f.agents {
-		utilnet.CloseIdleConnectionsFor(a.httpClient.Transport)
-		a.heartbeat.CloseAllConns()
+		a.dialer.CloseAll()
 	}
 	return nil
 }

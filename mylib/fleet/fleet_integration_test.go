@@ -198,7 +198,7 @@ func TestLeaseFleet(t *testing.T) {
 	}
 
 	t.Run("the counter counts what the API server received", func(t *testing.T) {
-		checkCounts(t, fleet.Sub(counter.Snapshot(), count0), f.serverCounts(t), server0,
+		checkCounts(t, f, fleet.Sub(counter.Snapshot(), count0), server0,
 			// Only the agents create nodes and leases, and patch node status.
 			[]fleet.RequestKey{{Verb: "POST", Resource: "nodes"}, {Verb: "POST", Resource: "leases"}, {Verb: "PATCH", Resource: "nodes", Subresource: "status"}},
 			// The API server renews its own identity lease in kube-system too.
@@ -252,14 +252,28 @@ func TestStatusFleet(t *testing.T) {
 	for k := range got {
 		assert.NotEqual(t, "leases", k.Resource, "no lease request in status mode: %v", k)
 	}
-	checkCounts(t, got, f.serverCounts(t), server0, []fleet.RequestKey{{Verb: "POST", Resource: "nodes"}, key}, fleet.RequestKey{})
+	checkCounts(t, f, got, server0, []fleet.RequestKey{{Verb: "POST", Resource: "nodes"}, key}, fleet.RequestKey{})
 }
 
 // checkCounts compares the counter's writes with the API server's: exactly
 // for the kinds only the agents send, at least for shared.
-func checkCounts(t *testing.T, counted map[fleet.RequestKey]fleet.Count, server1, server0 fleet.ServerCounts, exact []fleet.RequestKey, shared fleet.RequestKey) {
+func checkCounts(t *testing.T, f *fixture, counted map[fleet.RequestKey]fleet.Count, server0 fleet.ServerCounts, exact []fleet.RequestKey, shared fleet.RequestKey) {
 	t.Helper()
-	server := fleet.Sub(server1, server0)
+	// The API server counts a request once its handler returns, which can
+	// be just after the client has its answer: give it a moment.
+	var server map[fleet.RequestKey]fleet.Count
+	caughtUp := func() bool {
+		server = fleet.Sub(f.serverCounts(t), server0)
+		for _, k := range append(exact, shared) {
+			if server[k].Requests < counted[k].Requests {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(5 * time.Second); !caughtUp() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	for _, k := range exact {
 		require.Positive(t, counted[k].Requests, "%v counted", k)
 		assert.Equal(t, counted[k].Requests, server[k].Requests, "%v: counted by the fleet and by the API server", k)
