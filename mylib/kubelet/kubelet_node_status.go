@@ -76,6 +76,11 @@ type NodeConfig struct {
 	// within one sync (upstream: Dependencies.OnHeartbeatFailure): give it
 	// HeartbeatClient.CloseAllConns, so the next write dials afresh.
 	OnHeartbeatFailure func()
+	// DisableNodeLease runs no lease controller: the kubelet before v1.14
+	// (the NodeLease feature gate off), whose only heartbeat was the status
+	// written every NodeStatusUpdateFrequency. Set NodeStatusReportFrequency
+	// to NodeStatusUpdateFrequency with it to get that behaviour.
+	DisableNodeLease bool
 
 	// OnRegistered, when set, is called once the node is registered: created
 	// is false when an existing Node was adopted.
@@ -97,7 +102,7 @@ type nodeHalf struct {
 	nodeStatusReportFrequency time.Duration
 	onRegistered              func(*v1.Node, bool)
 	onStatusPatched           func(*v1.Node, []byte, string)
-	nodeLeaseController       *nodelease.Controller
+	nodeLeaseController       *nodelease.Controller // nil with DisableNodeLease
 	heartbeatClient           kubernetes.Interface
 	onHeartbeatFailure        func()
 
@@ -132,16 +137,20 @@ func (kl *Kubelet) newNodeHalf(cfg NodeConfig) error {
 	if cfg.HeartbeatClient == nil {
 		cfg.HeartbeatClient = kl.client
 	}
-	lc, err := nodelease.NewController(nodelease.Config{
-		Client:                     cfg.HeartbeatClient,
-		NodeName:                   kl.nodeName,
-		LeaseDurationSeconds:       cfg.LeaseDurationSeconds,
-		Clock:                      kl.clock,
-		OnRenewed:                  cfg.OnLeaseRenewed,
-		OnRepeatedHeartbeatFailure: cfg.OnHeartbeatFailure,
-	})
-	if err != nil {
-		return err
+	var lc *nodelease.Controller
+	if !cfg.DisableNodeLease {
+		var err error
+		lc, err = nodelease.NewController(nodelease.Config{
+			Client:                     cfg.HeartbeatClient,
+			NodeName:                   kl.nodeName,
+			LeaseDurationSeconds:       cfg.LeaseDurationSeconds,
+			Clock:                      kl.clock,
+			OnRenewed:                  cfg.OnLeaseRenewed,
+			OnRepeatedHeartbeatFailure: cfg.OnHeartbeatFailure,
+		})
+		if err != nil {
+			return err
+		}
 	}
 	kl.node = &nodeHalf{
 		hostname:                  cfg.Hostname,
@@ -172,14 +181,20 @@ func (kl *Kubelet) RunNode(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { kl.node.nodeLeaseController.Run(ctx) })
+	if lc := kl.node.nodeLeaseController; lc != nil {
+		wg.Go(func() { lc.Run(ctx) })
+	}
 	wg.Go(func() { kl.syncNodeStatusLoop(ctx) })
 	wg.Wait()
 	return nil
 }
 
-// LeaseRenewInterval is the time between two Lease renewals.
+// LeaseRenewInterval is the time between two Lease renewals; zero with
+// DisableNodeLease.
 func (kl *Kubelet) LeaseRenewInterval() time.Duration {
+	if kl.node.nodeLeaseController == nil {
+		return 0
+	}
 	return kl.node.nodeLeaseController.RenewInterval()
 }
 
@@ -410,10 +425,16 @@ func (kl *Kubelet) updateNodeStatus(ctx context.Context) error {
 // tryUpdateNodeStatus reads the node, runs the setters on a copy and patches
 // the status when something changed (heartbeat times aside) or when
 // NodeStatusReportFrequency has passed since the last write. Upstream reads
-// the node from an informer's cache on the first try; this reads it from
-// the API server (a read, not a write).
+// the node from an informer's cache on the first try; this asks the API
+// server, and on the first try lets it answer from its watch cache
+// (resourceVersion "0"), so that the read does not reach etcd (what
+// upstream did before it had the informer). A retry reads from etcd.
 func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error {
-	original, err := kl.node.heartbeatClient.CoreV1().Nodes().Get(ctx, kl.nodeName, metav1.GetOptions{})
+	opts := metav1.GetOptions{}
+	if tryNumber == 0 {
+		opts.ResourceVersion = "0"
+	}
+	original, err := kl.node.heartbeatClient.CoreV1().Nodes().Get(ctx, kl.nodeName, opts)
 	if err != nil {
 		return fmt.Errorf("get node %s (try %d): %w", kl.nodeName, tryNumber+1, err)
 	}
