@@ -25,7 +25,8 @@ import (
 )
 
 // fixture is a real control plane with a bootstrap token whose node CSRs
-// are approved automatically, as chapter 02 leaves it.
+// are approved automatically, as the bootstrap-token step of the course
+// leaves it.
 type fixture struct {
 	admin     *kubernetes.Clientset
 	stateDir  string
