@@ -1,12 +1,17 @@
 # shellcheck shell=bash
 # Helpers for the tour (scripts/tour.sh) and each chapter's chapters/NN-slug/tour.sh.
-# A chapter's tour.sh is run by bash with these in scope and with:
+# A chapter's tour.sh is sourced by a bash of its own, started by
+# scripts/tour.sh with `set -euo pipefail` (a command that fails, a failed
+# pipeline or an unset variable ends the chapter and fails the tour), with
+# these helpers in scope, and with:
 #   KUBECONFIG   the cluster's admin kubeconfig
 #   NODE_NAME    the node name the tour uses
 #   STATE_DIR    the state directory (MYKUBELET_STATE_DIR is exported too)
 #   TOUR_DIR     a scratch directory for this tour run (logs of background programs)
-# It must stop whatever it starts (bg_stop), and return non-zero if what it
-# shows did not happen.
+#   REPO_ROOT    the repository
+# It does not change shell options (no `set`); it stops whatever it starts
+# (bg_stop; what it leaves running is stopped when it ends), and returns
+# non-zero, or runs a command that fails, if what it shows did not happen.
 
 # step TEXT: a heading for the next thing to look at.
 step() { printf '\n\033[1m--- %s\033[0m\n' "$*"; }

@@ -47,8 +47,13 @@ for dir in "$REPO_ROOT"/chapters/[0-9][0-9]-*/; do
     continue
   fi
   printf '\n\033[1m=== Chapter %s\033[0m   (read chapters/%s/README.md)\n' "$slug" "$slug"
-  # shellcheck source=/dev/null
-  (source "$dir/tour.sh") || die "chapter $slug: the tour step above failed"
+  # Each chapter's tour runs in a bash of its own with -euo pipefail, so a
+  # command that fails ends the chapter (in a subshell tested by `||`, bash
+  # would ignore -e), the chapter cannot change this script's options, and
+  # whatever it left running is stopped when it ends.
+  # shellcheck disable=SC2016 # expanded by the child bash
+  bash -euo pipefail -c 'source "$REPO_ROOT/scripts/tour-lib.sh"; trap bg_stop_all EXIT; source "$1"' \
+    "tour $slug" "$dir/tour.sh" || die "chapter $slug: the tour step above failed"
   ran=$((ran + 1))
 done
 

@@ -1,7 +1,6 @@
 # shellcheck shell=bash
 # Chapter 06 tour: a static pod from a manifest file, and its mirror pod.
 # Sourced by scripts/tour.sh with scripts/tour-lib.sh loaded (see there).
-set -euo pipefail
 
 bin="$(chapter_bin 06-static-pods)"
 manifests="$STATE_DIR/manifests"

@@ -1,7 +1,6 @@
 # shellcheck shell=bash
 # Chapter 07 tour: two pod sources merged by PodConfig, kept by the pod manager.
 # Sourced by scripts/tour.sh with scripts/tour-lib.sh loaded (see there).
-set -euo pipefail
 
 bin="$(chapter_bin 07-pod-config)"
 manifests="$STATE_DIR/manifests"

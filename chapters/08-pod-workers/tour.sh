@@ -1,7 +1,6 @@
 # shellcheck shell=bash
 # Chapter 08 tour: pod workers sync a pod bound to the node, then terminate it.
 # Sourced by scripts/tour.sh with scripts/tour-lib.sh loaded (see there).
-set -euo pipefail
 
 bin="$(chapter_bin 08-pod-workers)"
 addr="127.0.0.1:${MYKUBELET_DEBUG_PORT:-10255}"
