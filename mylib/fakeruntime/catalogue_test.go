@@ -204,7 +204,7 @@ func TestPullTakesTimeAndHonoursTheCallersDeadline(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	clk.Step(time.Millisecond)
-	require.NoError(t, <-done)
+	require.NoError(t, waitPull(t, done))
 	assert.NotNil(t, imageStatus(t, r, ref))
 
 	// Once present, a pull pays only the registry's round trip.
@@ -214,5 +214,17 @@ func TestPullTakesTimeAndHonoursTheCallersDeadline(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return clk.Waiters() == 1 }, 5*time.Second, time.Millisecond, "the pull waits")
 	clk.Step(50 * time.Millisecond)
-	require.NoError(t, <-done)
+	require.NoError(t, waitPull(t, done))
+}
+
+// waitPull waits for a pull that should end now that the clock has run.
+func waitPull(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pull did not end when its time had run")
+		return nil
+	}
 }
