@@ -98,7 +98,13 @@ func main() {
 // serveFakeRuntime starts the mock runtime on endpoint, and its control API
 // on controlAddr unless empty. Both stop when ctx ends; wg waits for them.
 func serveFakeRuntime(ctx context.Context, wg *sync.WaitGroup, clk clock.Clock, endpoint string, seed bool, controlAddr string) error {
-	rt := fakeruntime.New(clk)
+	// Pulls take as long as from a real registry, so that a caller's
+	// deadline can cut one short.
+	rt, err := fakeruntime.NewRuntime(fakeruntime.Config{Clock: clk,
+		PullLatency: fakeruntime.TypicalPullLatency, PullBandwidth: fakeruntime.TypicalPullBandwidth})
+	if err != nil {
+		return err
+	}
 	if seed {
 		if err := rt.Seed(ctx); err != nil {
 			return err

@@ -10,7 +10,7 @@
 // StartContainer runs it, and it is EXITED when its script ends (reason
 // Completed or Error) or when it is stopped or killed (137).
 //
-// A container's command (or its image's default, see ImageDefaults) runs as a
+// A container's command (or its image's default, see KnownImages) runs as a
 // POSIX shell script in mvdan.cc/sh/v3's interpreter inside this process,
 // with a few utilities written in Go (see Utilities). Nothing of the host is
 // ever executed, and every file the script touches is inside the container's

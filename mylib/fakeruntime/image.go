@@ -5,20 +5,27 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// image is a pulled image: no layers, just a name, an ID and a size.
+// image is a pulled image: no layers, just its names, ID, size and the bits
+// of its configuration the runtime uses.
 type image struct {
 	id          string // "sha256:<64 hex>"
 	repoTags    []string
 	repoDigests []string
 	size        uint64
+	user        string       // the configuration's USER; "" is root
+	def         ImageDefault // what a container runs with no command
 }
 
 // normalizeRef turns "nginx" into "docker.io/library/nginx:latest", as
@@ -42,23 +49,68 @@ func normalizeRef(ref string) string {
 	return name + rest
 }
 
-// newImage makes the image a pull of ref would give: an ID derived from the
-// name and a plausible size between 2 MB and 200 MB.
-func newImage(ref string) *image {
-	sum := sha256.Sum256([]byte(ref))
-	digest := sha256.Sum256(append([]byte("digest:"), sum[:]...))
-	repo := ref
-	if i := strings.LastIndexAny(ref, ":@"); i > strings.LastIndex(ref, "/") {
-		repo = ref[:i]
+// splitRef splits a normalized reference into its repository and its tag
+// or digest (one of them is empty).
+func splitRef(ref string) (repo, tag, digest string) {
+	if r, d, ok := strings.Cut(ref, "@"); ok {
+		return r, "", d
 	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[:i], ref[i+1:], ""
+	}
+	return ref, "", ""
+}
+
+// resolve says which image the normalized reference ref names, as a registry
+// would: the catalogue's image (KnownImages) when it lists the tag or the
+// digest, else one whose ID, digest and size (2 MB to 200 MB) are made up
+// from the name. The answer carries ref's own name only: a tag, and the
+// repository@digest it resolves to.
+func resolve(ref string) *image {
+	repo, tag, digest := splitRef(ref)
+	k := knownRepository(repo)
+	var known *KnownImage
+	if k != nil {
+		for i, ki := range k.Images {
+			if (tag != "" && slices.Contains(ki.Tags, tag)) || (digest != "" && digest == ki.Digest) {
+				known = &k.Images[i]
+				break
+			}
+		}
+	}
+	madeUpFrom := ref
+	if known != nil {
+		madeUpFrom = k.Names[0] + ":" + known.Tags[0] // one image, whatever name pulled it
+	}
+	sum := sha256.Sum256([]byte(madeUpFrom))
+	madeUpDigest := sha256.Sum256(append([]byte("digest:"), sum[:]...))
 	img := &image{
-		id:          "sha256:" + hex.EncodeToString(sum[:]),
-		repoDigests: []string{repo + "@sha256:" + hex.EncodeToString(digest[:])},
-		size:        2_000_000 + binary.BigEndian.Uint64(sum[:8])%198_000_000,
+		id:   "sha256:" + hex.EncodeToString(sum[:]),
+		size: 2_000_000 + binary.BigEndian.Uint64(sum[:8])%198_000_000,
+		def:  UnknownImageDefault,
 	}
-	if !strings.Contains(ref, "@") {
+	manifest := "sha256:" + hex.EncodeToString(madeUpDigest[:])
+	if digest != "" {
+		manifest = digest // a name@digest names its manifest
+	}
+	if k != nil {
+		img.user, img.def = k.User, k.Default
+	}
+	if known != nil {
+		if known.ID != "" {
+			img.id = known.ID
+		}
+		if known.Digest != "" {
+			manifest = known.Digest
+		}
+		if known.Size != 0 {
+			img.size = known.Size
+		}
+	}
+	if tag != "" {
 		img.repoTags = []string{ref}
 	}
+	img.repoDigests = []string{repo + "@" + manifest}
 	return img
 }
 
@@ -85,12 +137,26 @@ func (r *Runtime) findImage(ref string) *image {
 	return nil
 }
 
-// pull adds the image named ref, if missing. Caller holds mu.
+// pull stores the image ref names, or adds ref's names to it when another
+// name already pulled it, as containerd does. Caller holds mu.
 func (r *Runtime) pull(ref string) *image {
-	if img := r.findImage(ref); img != nil {
+	if img, ok := r.images[ref]; ok { // an image ID
 		return img
 	}
-	img := newImage(normalizeRef(ref))
+	img := resolve(normalizeRef(ref))
+	if have, ok := r.images[img.id]; ok {
+		for _, t := range img.repoTags {
+			if !slices.Contains(have.repoTags, t) {
+				have.repoTags = append(have.repoTags, t)
+			}
+		}
+		for _, d := range img.repoDigests {
+			if !slices.Contains(have.repoDigests, d) {
+				have.repoDigests = append(have.repoDigests, d)
+			}
+		}
+		img = have
+	}
 	r.images[img.id] = img
 	for _, n := range append(img.repoTags, img.repoDigests...) {
 		r.imageNames[n] = img.id
@@ -99,20 +165,60 @@ func (r *Runtime) pull(ref string) *image {
 }
 
 func (img *image) toAPI() *runtimeapi.Image {
-	return &runtimeapi.Image{
+	out := &runtimeapi.Image{
 		Id:          img.id,
 		RepoTags:    append([]string(nil), img.repoTags...),
 		RepoDigests: append([]string(nil), img.repoDigests...),
 		Size:        img.size,
 		Spec:        &runtimeapi.ImageSpec{Image: img.id},
 	}
+	// As containerd reads USER: the part before ":" is a uid if numeric,
+	// else a user name; the group is not reported.
+	if u, _, _ := strings.Cut(img.user, ":"); u != "" {
+		if uid, err := strconv.ParseInt(u, 10, 64); err == nil {
+			out.Uid = &runtimeapi.Int64Value{Value: uid}
+		} else {
+			out.Username = u
+		}
+	}
+	return out
 }
 
-// PullImage "pulls" an image: it appears at once, with a made-up size.
-func (r *Runtime) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+// pullTime is how long pulling img takes on the runtime's clock: a round
+// trip to the registry to resolve the name, which every pull pays, and the
+// image's bytes when it is not here yet.
+func (r *Runtime) pullTime(img *image, present bool) time.Duration {
+	d := r.pullLatency
+	if !present && r.pullBandwidth > 0 {
+		d += time.Duration(float64(img.size) / float64(r.pullBandwidth) * float64(time.Second))
+	}
+	return d
+}
+
+// PullImage pulls an image: it appears after pullTime (Config.PullLatency
+// and PullBandwidth; no time at all by default), unless the caller's
+// context ends first, which leaves nothing pulled.
+func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := req.GetImage().GetImage()
 	if ref == "" {
 		return nil, status.Error(codes.InvalidArgument, "PullImage: image.image is empty")
+	}
+	want := resolve(normalizeRef(ref))
+	r.mu.Lock()
+	_, present := r.images[want.id]
+	r.mu.Unlock()
+	if d := r.pullTime(want, present); d > 0 {
+		timer := r.clock.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			code := codes.Canceled
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				code = codes.DeadlineExceeded
+			}
+			return nil, status.Errorf(code, "PullImage %s: %v", ref, ctx.Err())
+		case <-timer.C():
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

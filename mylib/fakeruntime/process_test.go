@@ -94,6 +94,7 @@ func TestImageDefaults(t *testing.T) {
 	assert.Equal(t, "", imageDefault("busybox").Script, "busybox's sh exits at once")
 	assert.Equal(t, "", imageDefault("docker.io/library/alpine:3.20").Script)
 	assert.Equal(t, runUntilStopped, imageDefault("registry.k8s.io/pause:3.10").Script)
+	assert.Equal(t, runUntilStopped, imageDefault("k8s.gcr.io/pause@sha256:0123").Script, "any tag or digest of a known repository, under any of its names")
 	assert.Contains(t, imageDefault("nginx:1.27").Script, "while true")
 	assert.Equal(t, UnknownImageDefault, imageDefault("example.com/whatever@sha256:abc"))
 

@@ -55,6 +55,8 @@ type Runtime struct {
 
 	clock         clock.Clock
 	shutdownGrace time.Duration
+	pullLatency   time.Duration
+	pullBandwidth int64
 
 	mu         sync.Mutex
 	stateDir   string // "" until the first container needs it (see containersDir)
@@ -96,7 +98,23 @@ type Config struct {
 	// ShutdownGrace is how long Serve lets calls in flight finish before it
 	// cuts them (default DefaultShutdownGrace).
 	ShutdownGrace time.Duration
+	// PullLatency is the round trip to the registry that every PullImage
+	// pays, on the runtime's clock, even for an image it has: containerd
+	// asks the registry what a tag points at now (default 0: none).
+	PullLatency time.Duration
+	// PullBandwidth is how fast, in bytes per second of the runtime's
+	// clock, a missing image's bytes arrive (default 0: at once).
+	PullBandwidth int64
 }
+
+// Pulls as long as a real one, for a runtime on the real clock (unit tests
+// on a fake clock keep the default: pulls take no time).
+const (
+	// TypicalPullLatency is a round trip to a registry across the internet.
+	TypicalPullLatency = 50 * time.Millisecond
+	// TypicalPullBandwidth is a good home connection: 100 MiB/s.
+	TypicalPullBandwidth = 100 << 20
+)
 
 // NewRuntime returns an empty runtime configured by cfg.
 func NewRuntime(cfg Config) (*Runtime, error) {
@@ -116,6 +134,8 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	return &Runtime{
 		clock:         cfg.Clock,
 		shutdownGrace: cfg.ShutdownGrace,
+		pullLatency:   max(cfg.PullLatency, 0),
+		pullBandwidth: max(cfg.PullBandwidth, 0),
 		stateDir:      cfg.StateDir,
 		sandboxes:     map[string]*sandbox{},
 		containers:    map[string]*container{},

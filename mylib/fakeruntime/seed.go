@@ -22,7 +22,7 @@ type SeedPod struct {
 	Namespace, Name, UID string
 	Container, Image     string
 	// Command is the container's command; empty runs the image's default
-	// (see ImageDefaults).
+	// (see KnownImages).
 	Command []string
 }
 
