@@ -2,7 +2,6 @@
 # Chapter 09 tour: the whole kubelet runs a pod, a Deployment and a Job that
 # kubectl sees Running (and Complete) on our node.
 # Sourced by scripts/tour.sh with scripts/tour-lib.sh loaded (see there).
-set -euo pipefail
 
 bin="$(chapter_bin 09-sync-pod)"
 kubectl delete pod hello --ignore-not-found >/dev/null 2>&1
