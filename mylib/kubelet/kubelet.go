@@ -36,11 +36,6 @@ const (
 	// DefaultHousekeepingPeriod: how often workers and mirror pods are
 	// cleaned up (upstream's housekeepingPeriod).
 	DefaultHousekeepingPeriod = 2 * time.Second
-	// DefaultBackOffPeriod and MaxContainerBackOff bound the wait before a
-	// container that exited is started again (CrashLoopBackOff): 10 s,
-	// doubling to 5 min.
-	DefaultBackOffPeriod = 10 * time.Second
-	MaxContainerBackOff  = 300 * time.Second
 )
 
 // Config is what New needs. Client and NodeName are always required; each
@@ -228,7 +223,7 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		kl.recorder = &record.FakeRecorder{} // no Events channel: dropped
 	}
 	kl.reasonCache = NewReasonCache()
-	kl.backOff = flowcontrol.NewBackOff(DefaultBackOffPeriod, MaxContainerBackOff)
+	kl.backOff = kuberuntime.NewCrashLoopBackOff(kl.clock) // 10 s doubling to 300 s, on the kubelet's clock
 	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock})
 	if err != nil {
 		return err

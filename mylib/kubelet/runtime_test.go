@@ -23,6 +23,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/fakeruntime/fakeruntimetest"
+	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/nodestatus"
 )
@@ -237,4 +240,24 @@ func TestRuntimeErrorsNamesEachFailingCheck(t *testing.T) {
 	})
 	s.addHealthCheck("other", func() (bool, error) { return true, nil })
 	assert.EqualError(t, s.runtimeErrors(), "PLEG is not healthy: pleg was last seen active 3m1s ago; threshold is 3m0s")
+}
+
+// TestCrashLoopBackOffRunsOnTheKubeletsClock: the back-off between
+// restarts of a container is timed by the clock the Kubelet is given, so a
+// test (or a learner's fake clock) drives it.
+func TestCrashLoopBackOffRunsOnTheKubeletsClock(t *testing.T) {
+	clk := clocktesting.NewFakeClock(podT0)
+	rt := fakeruntime.New(clk)
+	m, err := kuberuntime.Connect(context.Background(), "unix://"+fakeruntimetest.Serve(t, rt), clk)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	kl, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Clock: clk, Pods: &PodsConfig{
+		Updates: make(chan kubetypes.PodUpdate), Runtime: m, RunContainers: true}})
+	require.NoError(t, err)
+	require.Same(t, clk, kl.backOff.Clock)
+	died := clk.Now() // the container exited now
+	kl.backOff.Next("c", died)
+	assert.True(t, kl.backOff.IsInBackOffSince("c", died))
+	clk.Step(kuberuntime.InitialCrashLoopBackOff + time.Second)
+	assert.False(t, kl.backOff.IsInBackOffSince("c", died), "over 10 s later on the kubelet's clock")
 }
