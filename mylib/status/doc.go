@@ -24,6 +24,10 @@
 //     needsUpdate;
 //   - a 404 on the pod leaves its status for RemoveOrphanedStatuses to drop,
 //     as upstream, but without its log throttling;
+//   - no GET before every patch: the patch is made against what our last
+//     patch of that pod returned (the first one, a pod the full sync found
+//     changed by someone else, and a refused patch read the API, as
+//     upstream always does): half the requests under a burst of pods;
 //   - a batch writes each pod's newest status, not the one it saw when it
 //     began: under a burst of pods the loop is behind, and a pod whose
 //     Running status came meanwhile gets one write instead of two.

@@ -98,6 +98,13 @@ type manager struct {
 	// pod written (a mirror pod's for a static pod). Only the sync loop
 	// touches it.
 	apiStatusVersions map[types.UID]uint64
+	// apiStatuses is the status our last patch returned, by the same UIDs:
+	// what the API holds unless someone else wrote since. The next patch
+	// is made against it instead of a fresh GET. Only the sync loop.
+	apiStatuses map[types.UID]v1.PodStatus
+	// readAPI marks pods whose next write must read the API first (the
+	// full sync found it disagrees with us). Only the sync loop.
+	readAPI map[types.UID]bool
 }
 
 // NewManager returns a Manager; Run makes it write.
@@ -122,6 +129,8 @@ func newManager(cfg Config) (*manager, error) {
 		podStatuses:       map[types.UID]versionedPodStatus{},
 		podStatusChannel:  make(chan struct{}, 1),
 		apiStatusVersions: map[types.UID]uint64{},
+		apiStatuses:       map[types.UID]v1.PodStatus{},
+		readAPI:           map[types.UID]bool{},
 	}, nil
 }
 
@@ -372,6 +381,7 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 			updates = append(updates, podSync{uid, st})
 		case m.needsReconcile(uid, st.status):
 			delete(m.apiStatusVersions, target)
+			m.readAPI[target] = true // someone else wrote: our copy is stale
 			updates = append(updates, podSync{uid, st})
 		}
 	}
@@ -384,6 +394,12 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 		for uid := range m.apiStatusVersions {
 			if !written[uid] {
 				delete(m.apiStatusVersions, uid)
+			}
+		}
+		for uid := range m.apiStatuses {
+			if !written[uid] {
+				delete(m.apiStatuses, uid)
+				delete(m.readAPI, uid)
 			}
 		}
 	}
@@ -417,10 +433,13 @@ func (m *manager) needsReconcile(uid types.UID, status v1.PodStatus) bool {
 	return !isPodStatusByKubeletEqual(apiStatus, &status)
 }
 
-// syncPod writes one status: it reads the pod (a static pod's mirror pod
-// has its name), skips a pod recreated with another UID, patches
-// pods/status with the UID as precondition, and deletes the pod for good
-// once it can be.
+// syncPod writes one status. Upstream reads the pod (GET) before every
+// patch; we patch against what our last patch returned, with the pod's
+// metadata (its deletion timestamp) from the pod manager, and read the API
+// only when we have no such copy, when the full sync found the API
+// disagreeing, or when that patch failed (the pod was recreated under the
+// same name, say). Half the requests: under a burst of pods, at
+// kubeAPIQPS, that is what keeps the status writes from queueing.
 func (m *manager) syncPod(ctx context.Context, uid types.UID, st versionedPodStatus) {
 	// The batch began with a snapshot; a newer status may have come since
 	// (a burst of pods keeps this loop behind): write only the newest.
@@ -429,6 +448,12 @@ func (m *manager) syncPod(ctx context.Context, uid types.UID, st versionedPodSta
 		st = cur
 	}
 	m.mu.RUnlock()
+	if pod, ok := m.knownAPIPod(uid); ok {
+		if m.writeStatus(ctx, uid, st, pod) == nil {
+			return
+		}
+		delete(m.apiStatuses, pod.UID) // read the API, as upstream always does
+	}
 	pod, err := m.client.CoreV1().Pods(st.podNamespace).Get(ctx, st.podName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		klog.V(3).InfoS("Pod does not exist on the server", "podUID", uid, "pod", klog.KRef(st.podNamespace, st.podName))
@@ -443,17 +468,48 @@ func (m *manager) syncPod(ctx context.Context, uid types.UID, st versionedPodSta
 		m.deletePodStatus(uid)
 		return
 	}
+	delete(m.readAPI, pod.UID)
+	if err := m.writeStatus(ctx, uid, st, pod); err != nil {
+		klog.InfoS("Failed to update status for pod; will retry", "pod", klog.KObj(pod), "err", err)
+	}
+}
+
+// knownAPIPod is the pod to write (a static pod's mirror pod) as the API
+// last told us: metadata from the pod manager (the watch), status from our
+// last patch's answer. False when we must read the API instead.
+func (m *manager) knownAPIPod(uid types.UID) (*v1.Pod, bool) {
+	pod, ok := m.podManager.GetPodByUID(uid)
+	if !ok {
+		return nil, false
+	}
+	if kubetypes.IsStaticPod(pod) {
+		if pod, ok = m.podManager.GetMirrorPodByPod(pod); !ok {
+			return nil, false
+		}
+	}
+	status, ok := m.apiStatuses[pod.UID]
+	if !ok || m.readAPI[pod.UID] {
+		return nil, false
+	}
+	pod = pod.DeepCopy()
+	pod.Status = status
+	return pod, true
+}
+
+// writeStatus patches st over pod's status (pod is the API's copy), and
+// deletes the pod for good once it can be.
+func (m *manager) writeStatus(ctx context.Context, uid types.UID, st versionedPodStatus, pod *v1.Pod) error {
 	couldRun := m.safety != nil && m.safety.PodCouldHaveRunningContainers(pod)
 	merged := mergePodStatus(pod.Status, st.status, couldRun)
 	newPod, unchanged, err := PatchPodStatus(ctx, m.client, pod.Namespace, pod.Name, pod.UID, pod.Status, merged)
 	if err != nil {
-		klog.InfoS("Failed to update status for pod; will retry", "pod", klog.KObj(pod), "err", err)
-		return
+		return err
 	}
 	if !unchanged {
 		klog.V(3).InfoS("Status for pod updated successfully", "pod", klog.KObj(pod), "statusVersion", st.version)
 		pod = newPod
 	}
+	m.apiStatuses[pod.UID] = pod.Status
 	m.apiStatusVersions[pod.UID] = st.version
 
 	if m.canBeDeleted(pod, st.status, st.podIsFinished) {
@@ -462,11 +518,12 @@ func (m *manager) syncPod(ctx context.Context, uid types.UID, st versionedPodSta
 			GracePeriodSeconds: &zero, Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
 		if err != nil && !apierrors.IsNotFound(err) {
 			klog.InfoS("Failed to delete status for pod; will retry", "pod", klog.KObj(pod), "err", err)
-			return
+			return nil // the status is written; the delete is tried again at the next full sync
 		}
 		klog.V(3).InfoS("Pod fully terminated and removed from etcd", "pod", klog.KObj(pod))
 		m.deletePodStatus(uid)
 	}
+	return nil
 }
 
 func (m *manager) deletePodStatus(uid types.UID) {

@@ -9,9 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -36,6 +38,7 @@ func newFixture(t *testing.T, pods ...*v1.Pod) *fixture {
 		objs = append(objs, p.DeepCopy())
 	}
 	f := &fixture{client: fake.NewClientset(objs...), pm: kubepod.NewBasicPodManager(), clk: clocktesting.NewFakeClock(t0)}
+	f.client.PrependReactor("patch", "pods", refuseAnotherUID(f.client))
 	for _, p := range pods {
 		f.pm.AddPod(p)
 	}
@@ -43,6 +46,43 @@ func newFixture(t *testing.T, pods ...*v1.Pod) *fixture {
 	require.NoError(t, err)
 	f.m = m
 	return f
+}
+
+// refuseAnotherUID makes the fake refuse a patch whose metadata.uid is not
+// the stored pod's, as the API server does (422: the UID is immutable); the
+// fake clientset would otherwise write the old UID over the new pod.
+func refuseAnotherUID(c *fake.Clientset) core.ReactionFunc {
+	return func(a core.Action) (bool, runtime.Object, error) {
+		pa := a.(core.PatchAction)
+		var patch struct {
+			Metadata struct {
+				UID types.UID `json:"uid"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(pa.GetPatch(), &patch); err != nil || patch.Metadata.UID == "" {
+			return false, nil, nil
+		}
+		obj, err := c.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), pa.GetNamespace(), pa.GetName())
+		if err != nil {
+			return false, nil, nil // the default reactor answers 404
+		}
+		if stored := obj.(*v1.Pod).UID; stored != patch.Metadata.UID {
+			return true, nil, apierrors.NewInvalid(v1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pa.GetName(),
+				field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), patch.Metadata.UID, "field is immutable")})
+		}
+		return false, nil, nil
+	}
+}
+
+// reads are the get actions sent so far.
+func (f *fixture) reads() int {
+	n := 0
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() == "get" {
+			n++
+		}
+	}
+	return n
 }
 
 // writes are the create/update/patch/delete actions sent so far; reads are not counted.
@@ -217,6 +257,43 @@ func TestARecreatedPodIsNotOverwritten(t *testing.T) {
 	f.m.syncBatch(context.Background(), false)
 	assert.Empty(t, f.writes())
 	assert.Equal(t, v1.PodPending, f.apiPod(t, "default", "p").Status.Phase)
+	_, ok := f.m.GetPodStatus("uid-old")
+	assert.False(t, ok, "the old pod's status is dropped")
+}
+
+func TestOnlyTheFirstWriteReadsThePod(t *testing.T) {
+	ctx := context.Background()
+	pod := newPod("p", "uid-1")
+	f := newFixture(t, pod)
+	f.m.SetPodStatus(pod, runningStatus(false))
+	f.m.syncBatch(ctx, false)
+	f.m.SetPodStatus(pod, runningStatus(true))
+	f.m.syncBatch(ctx, false)
+	assert.Len(t, f.writes(), 2, "two changes, two patches")
+	assert.Equal(t, 1, f.reads(), "the second patch is made against the first one's answer, not a GET")
+	cs := f.apiPod(t, "default", "p").Status.ContainerStatuses
+	require.Len(t, cs, 1)
+	assert.True(t, cs[0].Ready, "and it is right")
+}
+
+func TestARecreatedPodIsNotOverwrittenAfterAWrite(t *testing.T) {
+	ctx := context.Background()
+	old := newPod("p", "uid-old")
+	f := newFixture(t, old)
+	f.m.SetPodStatus(old, runningStatus(false))
+	f.m.syncBatch(ctx, false)
+	require.Len(t, f.writes(), 1)
+
+	// Deleted and created again under the same name; our next patch,
+	// made against our copy, carries the old UID.
+	require.NoError(t, f.client.Tracker().Delete(v1.SchemeGroupVersion.WithResource("pods"), "default", "p"))
+	require.NoError(t, f.client.Tracker().Add(newPod("p", "uid-new")))
+	f.client.ClearActions()
+	f.m.SetPodStatus(old, runningStatus(true))
+	f.m.syncBatch(ctx, false)
+
+	assert.Equal(t, v1.PodPending, f.apiPod(t, "default", "p").Status.Phase, "the new pod is untouched")
+	assert.Equal(t, 1, f.reads(), "the refused patch sent us to read the API")
 	_, ok := f.m.GetPodStatus("uid-old")
 	assert.False(t, ok, "the old pod's status is dropped")
 }
