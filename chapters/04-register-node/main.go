@@ -30,21 +30,16 @@ import (
 func main() {
 	o := options.New("04-register-node")
 	o.UseNodeKubeconfig("go run ./chapters/03-tls-bootstrap")
-	var (
-		nodeIP         net.IP
-		maxPods        = o.MaxPods(nodestatus.DefaultMaxPods)
-		port           = o.Port("port", int(nodestatus.DefaultKubeletPort), "kubelet port reported in status.daemonEndpoints (nothing listens on it yet)")
-		runtimeVersion = o.Flags.String("container-runtime-version", "mock://0.1.0", "the <type>://<version> reported as the container runtime until the CRI runtime (chapter 05) answers")
-		updateFreq     = o.Flags.Duration("node-status-update-frequency", kubelet.DefaultNodeStatusUpdateFrequency, "how often the node status is computed")
-		reportFreq     = o.Flags.Duration("node-status-report-frequency", kubelet.DefaultNodeStatusReportFrequency, "how often the status is written when nothing changed")
-		capacity       nodestatus.ResourceListFlag
-		systemReserved nodestatus.ResourceListFlag
-		leaseDuration  = nodelease.DurationSeconds(nodelease.DefaultLeaseDurationSeconds)
-	)
-	o.Flags.TextVar(&nodeIP, "node-ip", net.IP(nil), "the node's InternalIP (default: the address of the interface with the default route)")
-	o.Flags.Var(&capacity, "capacity", "override measured capacity, e.g. cpu=8,memory=16Gi (default: this host's)")
-	o.Flags.Var(&systemReserved, "system-reserved", "resources kept for the system, subtracted from allocatable, e.g. cpu=500m,memory=1Gi")
-	o.Flags.Var(&leaseDuration, "lease-duration", "the Lease's leaseDurationSeconds; renewed every quarter of it")
+	c := agentConfig{leaseDuration: nodelease.DurationSeconds(nodelease.DefaultLeaseDurationSeconds)}
+	maxPods := o.MaxPods(nodestatus.DefaultMaxPods)
+	port := o.Port("port", int(nodestatus.DefaultKubeletPort), "kubelet port reported in status.daemonEndpoints (nothing listens on it yet)")
+	o.Flags.StringVar(&c.runtimeVersion, "container-runtime-version", "mock://0.1.0", "the <type>://<version> reported as the container runtime until the CRI runtime (chapter 05) answers")
+	o.Flags.DurationVar(&c.updateFreq, "node-status-update-frequency", kubelet.DefaultNodeStatusUpdateFrequency, "how often the node status is computed")
+	o.Flags.DurationVar(&c.reportFreq, "node-status-report-frequency", kubelet.DefaultNodeStatusReportFrequency, "how often the status is written when nothing changed")
+	o.Flags.TextVar(&c.nodeIP, "node-ip", net.IP(nil), "the node's InternalIP (default: the address of the interface with the default route)")
+	o.Flags.Var((*nodestatus.ResourceListFlag)(&c.capacity), "capacity", "override measured capacity, e.g. cpu=8,memory=16Gi (default: this host's)")
+	o.Flags.Var((*nodestatus.ResourceListFlag)(&c.systemReserved), "system-reserved", "resources kept for the system, subtracted from allocatable, e.g. cpu=500m,memory=1Gi")
+	o.Flags.Var(&c.leaseDuration, "lease-duration", "the Lease's leaseDurationSeconds; renewed every quarter of it")
 
 	o.Main(os.Args[1:], func(ctx context.Context) error {
 		cs, cfg, err := o.Clientset(ctx)
@@ -59,25 +54,13 @@ func main() {
 		fmt.Printf("kubeconfig %s: %s\n", o.Kubeconfig, me)
 		// The Lease and the status go through their own client, whose
 		// requests time out (upstream's heartbeat client).
-		hb, err := nodelease.NewHeartbeatClient(cfg, *updateFreq, time.Duration(leaseDuration)*time.Second)
+		hb, err := nodelease.NewHeartbeatClient(cfg, c.updateFreq, time.Duration(c.leaseDuration)*time.Second)
 		if err != nil {
 			return err
 		}
-
-		kl, err := newAgent(cs, clock.RealClock{}, agentConfig{
-			nodeName:       o.NodeName,
-			stateDir:       o.StateDir,
-			nodeIP:         nodeIP,
-			maxPods:        *maxPods,
-			port:           int32(*port),
-			runtimeVersion: *runtimeVersion,
-			updateFreq:     *updateFreq,
-			reportFreq:     *reportFreq,
-			capacity:       v1.ResourceList(capacity),
-			systemReserved: v1.ResourceList(systemReserved),
-			leaseDuration:  int32(leaseDuration),
-			heartbeat:      hb,
-		})
+		c.heartbeat, c.onHeartbeatFailure = hb, hb.CloseAllConns
+		c.nodeName, c.stateDir, c.maxPods, c.port = o.NodeName, o.StateDir, *maxPods, int32(*port)
+		kl, err := newAgent(cs, clock.RealClock{}, c)
 		if err != nil {
 			return err
 		}
@@ -89,7 +72,7 @@ func main() {
 		}
 		kl.SyncNodeStatus(ctx) // the first status report, before the loops start
 		fmt.Printf("running: status checked every %v, written on change or every %v; lease renewed every %v; Ctrl-C to stop\n",
-			*updateFreq, *reportFreq, kl.LeaseRenewInterval())
+			c.updateFreq, c.reportFreq, kl.LeaseRenewInterval())
 
 		// The node half of the kubelet: the status loop and the lease.
 		if err := kl.RunNode(ctx); err != nil {
@@ -108,8 +91,9 @@ type agentConfig struct {
 	port                               int32
 	updateFreq, reportFreq             time.Duration
 	capacity, systemReserved           v1.ResourceList
-	leaseDuration                      int32
-	heartbeat                          *nodelease.HeartbeatClient // nil: cs, without a timeout
+	leaseDuration                      nodelease.DurationSeconds
+	heartbeat                          kubernetes.Interface // nil: the kubelet's client, without a timeout
+	onHeartbeatFailure                 func()
 }
 
 // newAgent wires the kubelet's node half: the status setters and the lease,
@@ -120,14 +104,9 @@ func newAgent(cs kubernetes.Interface, clk clock.WithTicker, c agentConfig) (*ku
 		return nil, err
 	}
 	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(c.stateDir) })
-	var heartbeatClient kubernetes.Interface
-	var onHeartbeatFailure func()
-	if c.heartbeat != nil {
-		heartbeatClient, onHeartbeatFailure = c.heartbeat, c.heartbeat.CloseAllConns
-	}
 	return kubelet.New(kubelet.Config{Client: cs, NodeName: c.nodeName, Clock: clk, Node: &kubelet.NodeConfig{
-		HeartbeatClient:           heartbeatClient,
-		OnHeartbeatFailure:        onHeartbeatFailure,
+		HeartbeatClient:           c.heartbeat,
+		OnHeartbeatFailure:        c.onHeartbeatFailure,
 		NodeStatusUpdateFrequency: c.updateFreq,
 		NodeStatusReportFrequency: c.reportFreq,
 		// The order of pkg/kubelet's defaultNodeStatusFuncs; Ready last.
@@ -153,7 +132,7 @@ func newAgent(cs kubernetes.Interface, clk clock.WithTicker, c agentConfig) (*ku
 			fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, nodestatus.Summary(n))
 			klog.V(2).InfoS("Node status patch", "node", n.Name, "patch", string(patch))
 		},
-		LeaseDurationSeconds: c.leaseDuration,
+		LeaseDurationSeconds: int32(c.leaseDuration),
 		OnLeaseRenewed: func(l *coordinationv1.Lease, created bool) {
 			verb := "renewed"
 			if created {

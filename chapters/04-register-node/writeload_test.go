@@ -75,7 +75,7 @@ func BenchmarkNodeWriteLoad(b *testing.B) {
 			runtimeVersion: "mock://0.1.0",
 			updateFreq:     kubelet.DefaultNodeStatusUpdateFrequency,
 			reportFreq:     kubelet.DefaultNodeStatusReportFrequency,
-			leaseDuration:  nodelease.DefaultLeaseDurationSeconds,
+			leaseDuration:  nodelease.DurationSeconds(nodelease.DefaultLeaseDurationSeconds),
 		})
 		if err != nil {
 			b.Fatal(err)
