@@ -92,6 +92,9 @@ type PodsConfig struct {
 	// PodLogsDirectory is where containers' logs go; "" means
 	// kuberuntime.DefaultPodLogsDirectory.
 	PodLogsDirectory string
+	// StatusWriters is how many pods the status manager writes at the
+	// same time (status.Config.Writers); 0 means one, upstream's loop.
+	StatusWriters int
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package
@@ -224,7 +227,7 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	kl.reasonCache = NewReasonCache()
 	kl.backOff = kuberuntime.NewCrashLoopBackOff(kl.clock) // 10 s doubling to 300 s, on the kubelet's clock
-	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock})
+	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock, Writers: cfg.StatusWriters})
 	if err != nil {
 		return err
 	}

@@ -122,10 +122,18 @@ func BenchmarkPodStartup(b *testing.B) {
 	recorder, stopEvents := events.NewRecorder(ctx, eventClient, node)
 	defer stopEvents()
 	stages := &stageTimes{at: map[string]*podStages{}}
+	// MYKUBELET_BENCH_STATUS_WRITERS=N has the status manager write N pods
+	// at a time (PodsConfig.StatusWriters).
+	writers := 0
+	if v := os.Getenv("MYKUBELET_BENCH_STATUS_WRITERS"); v != "" {
+		if writers, err = strconv.Atoi(v); err != nil {
+			b.Fatalf("MYKUBELET_BENCH_STATUS_WRITERS=%q: %v", v, err)
+		}
+	}
 	kl, err := New(Config{Client: client, NodeName: node, Clock: clk,
 		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: dir, NodeIP: []byte{127, 0, 0, 1}}},
 		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: rt,
-			RunContainers: true, Recorder: recorder, Out: stages, PodLogsDirectory: filepath.Join(dir, "logs")},
+			RunContainers: true, Recorder: recorder, Out: stages, StatusWriters: writers, PodLogsDirectory: filepath.Join(dir, "logs")},
 	})
 	if err != nil {
 		b.Fatal(err)

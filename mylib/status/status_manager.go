@@ -72,6 +72,10 @@ type Config struct {
 	// soon as it is set.
 	PodDeletionSafety PodDeletionSafetyProvider
 	Clock             clock.WithTicker
+	// Writers is how many pods a batch writes at the same time; 0 means 1,
+	// upstream's one loop. Each pod is still written by one writer at a
+	// time, in the order of its versions.
+	Writers int
 }
 
 // versionedPodStatus is a status with the version it got when it last changed.
@@ -105,6 +109,9 @@ type manager struct {
 	// readAPI marks pods whose next write must read the API first (the
 	// full sync found it disagrees with us). Only the sync loop.
 	readAPI map[types.UID]bool
+	// apiMu guards the three maps above while a batch's writers run.
+	apiMu   sync.Mutex
+	writers int
 }
 
 // NewManager returns a Manager; Run makes it write.
@@ -120,6 +127,8 @@ func newManager(cfg Config) (*manager, error) {
 		return nil, errors.New("status manager: Config.PodManager is required")
 	case cfg.Clock == nil:
 		return nil, errors.New("status manager: Config.Clock is required")
+	case cfg.Writers < 0:
+		return nil, fmt.Errorf("status manager: Config.Writers is %d; it must be 0 or more", cfg.Writers)
 	}
 	return &manager{
 		client:            cfg.Client,
@@ -131,6 +140,7 @@ func newManager(cfg Config) (*manager, error) {
 		apiStatusVersions: map[types.UID]uint64{},
 		apiStatuses:       map[types.UID]v1.PodStatus{},
 		readAPI:           map[types.UID]bool{},
+		writers:           max(cfg.Writers, 1),
 	}, nil
 }
 
@@ -403,9 +413,22 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 			}
 		}
 	}
-	for _, u := range updates {
-		m.syncPod(ctx, u.podUID, u.status)
+	// A batch holds each pod once, so its writers never write the same
+	// pod; the next batch starts when this one is done.
+	work := make(chan podSync)
+	var wg sync.WaitGroup
+	for range min(m.writers, len(updates)) {
+		wg.Go(func() {
+			for u := range work {
+				m.syncPod(ctx, u.podUID, u.status)
+			}
+		})
 	}
+	for _, u := range updates {
+		work <- u
+	}
+	close(work)
+	wg.Wait()
 	return len(updates)
 }
 
@@ -452,7 +475,9 @@ func (m *manager) syncPod(ctx context.Context, uid types.UID, st versionedPodSta
 		if m.writeStatus(ctx, uid, st, pod) == nil {
 			return
 		}
+		m.apiMu.Lock()
 		delete(m.apiStatuses, pod.UID) // read the API, as upstream always does
+		m.apiMu.Unlock()
 	}
 	pod, err := m.client.CoreV1().Pods(st.podNamespace).Get(ctx, st.podName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -468,7 +493,9 @@ func (m *manager) syncPod(ctx context.Context, uid types.UID, st versionedPodSta
 		m.deletePodStatus(uid)
 		return
 	}
+	m.apiMu.Lock()
 	delete(m.readAPI, pod.UID)
+	m.apiMu.Unlock()
 	if err := m.writeStatus(ctx, uid, st, pod); err != nil {
 		klog.InfoS("Failed to update status for pod; will retry", "pod", klog.KObj(pod), "err", err)
 	}
@@ -487,8 +514,11 @@ func (m *manager) knownAPIPod(uid types.UID) (*v1.Pod, bool) {
 			return nil, false
 		}
 	}
+	m.apiMu.Lock()
 	status, ok := m.apiStatuses[pod.UID]
-	if !ok || m.readAPI[pod.UID] {
+	stale := m.readAPI[pod.UID]
+	m.apiMu.Unlock()
+	if !ok || stale {
 		return nil, false
 	}
 	pod = pod.DeepCopy()
@@ -509,8 +539,10 @@ func (m *manager) writeStatus(ctx context.Context, uid types.UID, st versionedPo
 		klog.V(3).InfoS("Status for pod updated successfully", "pod", klog.KObj(pod), "statusVersion", st.version)
 		pod = newPod
 	}
+	m.apiMu.Lock()
 	m.apiStatuses[pod.UID] = pod.Status
 	m.apiStatusVersions[pod.UID] = st.version
+	m.apiMu.Unlock()
 
 	if m.canBeDeleted(pod, st.status, st.podIsFinished) {
 		var zero int64

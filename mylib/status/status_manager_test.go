@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -437,9 +438,37 @@ func TestIllegalTransitionFromTerminatedIsRefused(t *testing.T) {
 	assert.Equal(t, v1.PodSucceeded, st.Phase)
 }
 
+func TestWritersWriteEachPodOnceABatch(t *testing.T) {
+	ctx := context.Background()
+	var pods []*v1.Pod
+	for i := range 20 {
+		pods = append(pods, newPod(fmt.Sprintf("p%02d", i), types.UID(fmt.Sprintf("uid-%02d", i))))
+	}
+	f := newFixture(t, pods...)
+	f.m.writers = 4
+	for _, p := range pods {
+		f.m.SetPodStatus(p, runningStatus(false))
+	}
+	assert.Equal(t, 20, f.m.syncBatch(ctx, false))
+	for _, p := range pods {
+		f.m.SetPodStatus(p, runningStatus(true))
+	}
+	assert.Equal(t, 20, f.m.syncBatch(ctx, false))
+	assert.Len(t, f.writes(), 40, "one patch per pod and change")
+	assert.Equal(t, 20, f.reads(), "one read per pod: its first write")
+	for _, p := range pods {
+		cs := f.apiPod(t, "default", p.Name).Status.ContainerStatuses
+		require.Len(t, cs, 1)
+		assert.True(t, cs[0].Ready, p.Name)
+	}
+	assert.Equal(t, 0, f.m.syncBatch(ctx, false), "nothing left to write")
+}
+
 func TestNewManagerNeedsItsConfig(t *testing.T) {
 	_, err := NewManager(Config{})
 	assert.EqualError(t, err, "status manager: Config.Client is required")
+	_, err = NewManager(Config{Client: fake.NewClientset(), PodManager: kubepod.NewBasicPodManager(), Clock: clocktesting.NewFakeClock(t0), Writers: -1})
+	assert.EqualError(t, err, "status manager: Config.Writers is -1; it must be 0 or more")
 }
 
 func TestTerminatePodLeavesAStaticPodsPhase(t *testing.T) {
