@@ -235,7 +235,9 @@ func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 	if !ok {
 		old = pod.Status
 	}
-	return generateAPIPodStatus(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache)
+	s := generateAPIPodStatus(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache)
+	applyPodSyncHandlers(kl.lifecycle.podSyncHandlers, pod, &s)
+	return s
 }
 
 // runtimeHelper answers the runtime manager's questions about a pod with
