@@ -40,13 +40,8 @@ func main() {
 	o.Flags.TextVar(&nodeIP, "node-ip", net.IP(nil), "the node's InternalIP, the pods' hostIP (default: the address of the interface with the default route)")
 	podLogs := o.Flags.String("pod-logs-dir", "", "where containers' logs go (default: <state-dir>/pod-logs)")
 	gc := kuberuntime.DefaultGCPolicy()
-	o.Flags.DurationVar(&gc.MinAge, "minimum-container-ttl-duration", gc.MinAge, "minimum age of a dead container before it is collected")
-	o.Flags.IntVar(&gc.MaxPerPodContainer, "maximum-dead-containers-per-container", gc.MaxPerPodContainer, "dead containers kept per pod and container name (negative: no limit)")
-	o.Flags.IntVar(&gc.MaxContainers, "maximum-dead-containers", gc.MaxContainers, "dead containers kept on the node (negative: no limit)")
+	gc.AddFlags(o.Flags) // --minimum-container-ttl-duration, --maximum-dead-containers(-per-container)
 	o.Main(os.Args[1:], func(ctx context.Context) error {
-		if gc.MinAge < 0 {
-			return fmt.Errorf("--minimum-container-ttl-duration %v must not be negative", gc.MinAge)
-		}
 		if *podLogs == "" {
 			*podLogs = statedir.Path(o.StateDir, "pod-logs")
 		}
