@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/kuberuntime"
+	"mykubelet/scripts/docscheck"
 	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/testkit/testcluster"
 )
@@ -151,7 +154,11 @@ func TestChapter10EndToEnd(t *testing.T) {
 		return true
 	}, 30*time.Second, 250*time.Millisecond, "the orphan's container stopped")
 
-	// Everything else at once: they take their time.
+	// Everything else at once: they take their time. The init container's
+	// statuses are watched from the start, as kubectl get -w would.
+	initWatch, err := f.Admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=init-fails"})
+	require.NoError(t, err)
+	defer initWatch.Stop()
 	f.Shell(t, `kubectl apply -f yaml/crashloop.yaml -f yaml/init-fails.yaml -f yaml/hooks.yaml -f yaml/deadline.yaml -f yaml/job-fails.yaml -f yaml/job-flaky.yaml`)
 
 	t.Run("a crash-looping pod: restarts climb, CrashLoopBackOff with upstream's message and doubling back-off, BackOff events", func(t *testing.T) {
@@ -206,14 +213,37 @@ func TestChapter10EndToEnd(t *testing.T) {
 	})
 
 	t.Run("an init container that fails: Init:Error, then Init:CrashLoopBackOff; the app never starts", func(t *testing.T) {
+		// What kubectl prints for each status the kubelet wrote: Init:Error
+		// for an init container that exited with an error, then
+		// Init:CrashLoopBackOff while it waits out its back-off.
 		var seen []string
-		require.Eventually(t, func() bool {
-			st := strings.Fields(f.Shell(t, `kubectl get pod init-fails --no-headers`))
-			if len(st) > 2 && (len(seen) == 0 || seen[len(seen)-1] != st[2]) {
-				seen = append(seen, st[2])
+		timeout := time.After(3 * time.Minute)
+		for len(seen) == 0 || seen[len(seen)-1] != "Init:CrashLoopBackOff" {
+			select {
+			case e := <-initWatch.ResultChan():
+				pod := e.Object.(*v1.Pod)
+				if len(pod.Status.InitContainerStatuses) != 1 {
+					continue
+				}
+				st := pod.Status.InitContainerStatuses[0].State
+				shown := ""
+				switch {
+				case st.Terminated != nil && st.Terminated.Reason != "":
+					shown = "Init:" + st.Terminated.Reason
+				case st.Waiting != nil && st.Waiting.Reason != "" && st.Waiting.Reason != "PodInitializing":
+					shown = "Init:" + st.Waiting.Reason
+				}
+				if shown != "" && (len(seen) == 0 || seen[len(seen)-1] != shown) {
+					seen = append(seen, shown)
+				}
+			case <-timeout:
+				t.Fatalf("init-fails showed %v", seen)
 			}
-			return len(st) > 2 && st[2] == "Init:CrashLoopBackOff"
-		}, 3*time.Minute, 500*time.Millisecond)
+		}
+		assert.Contains(t, seen, "Init:Error", "shown %v", seen)
+		assert.Less(t, slices.Index(seen, "Init:Error"), slices.Index(seen, "Init:CrashLoopBackOff"), "shown %v", seen)
+		out := f.Shell(t, `kubectl get pod init-fails --no-headers`)
+		assert.Regexp(t, `^init-fails\s+0/1\s+Init:(CrashLoopBackOff|Error)\s+`, out)
 		pod, err := f.Admin.CoreV1().Pods("default").Get(ctx, "init-fails", metav1.GetOptions{})
 		require.NoError(t, err)
 		require.Len(t, pod.Status.InitContainerStatuses, 1)
@@ -224,7 +254,6 @@ func TestChapter10EndToEnd(t *testing.T) {
 		assert.Equal(t, v1.PodPending, pod.Status.Phase)
 		assert.Nil(t, pod.Status.ContainerStatuses[0].State.Running, "the app never starts")
 		assert.Equal(t, "PodInitializing", pod.Status.ContainerStatuses[0].State.Waiting.Reason)
-		t.Logf("kubectl showed %v", seen)
 	})
 
 	t.Run("a failing postStart hook: FailedPostStartHook, the container killed and restarted", func(t *testing.T) {
@@ -314,7 +343,7 @@ func TestChapter10EndToEnd(t *testing.T) {
 
 	t.Run("a graceful delete: preStop, then SIGTERM ignored, 137 at the end of the grace period, then the pod goes", func(t *testing.T) {
 		f.Shell(t, `kubectl apply -f yaml/graceful.yaml`)
-		f.waitPod(t, "graceful", 90*time.Second, running)
+		gpod := f.waitPod(t, "graceful", 90*time.Second, running)
 		w, err := f.Admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=graceful"})
 		require.NoError(t, err)
 		defer w.Stop()
@@ -344,10 +373,29 @@ func TestChapter10EndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, evs.Items, 1)
 		assert.Equal(t, "Stopping container app", evs.Items[0].Message)
+
+		// The next collection removes what the deleted pod left.
+		require.Eventually(t, func() bool {
+			s, err := f.cri.RuntimeService().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
+				Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(gpod.UID)}}})
+			return err == nil && len(s.Items) == 0 && len(f.containersOf(t, string(gpod.UID))) == 0
+		}, 2*time.Minute, 500*time.Millisecond, "the deleted pod's sandbox and container collected")
+		p.WaitForOutput(`(?s)syncTerminatedPod default/graceful:.*container GC: removed \d+ dead container\(s\) and [1-9]\d* sandbox\(es\)`, 10*time.Second)
 	})
 
 	f.Shell(t, `kubectl delete job job-fails job-flaky --ignore-not-found --wait=false; kubectl delete pod --all --wait=true --timeout=120s`)
 	assert.Equal(t, 0, p.Stop())
+	// This last run saw what the README's run shows, but for the first
+	// start of hello (made by the first run here).
+	assert.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, filepath.Join(f.Root, "chapters/10-container-lifecycle/README.md")), p.Stdout()))
 	assert.NotContains(t, p.Stderr(), "panic")
 	assert.Equal(t, 0, rt.Stop())
+}
+
+func TestChapter10RefusesANegativeMinimumAgeInOneLine(t *testing.T) {
+	bin := testcluster.BuildChapter(t, "./chapters/10-container-lifecycle")
+	stdout, stderr, code := chaptertest.Run(t, bin, "--minimum-container-ttl-duration=-1s")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "10-container-lifecycle: invalid value \"-1s\" for flag -minimum-container-ttl-duration: must not be negative (see --help)\n", stderr)
 }
