@@ -383,6 +383,18 @@ func TestChapter10EndToEnd(t *testing.T) {
 		p.WaitForOutput(`(?s)syncTerminatedPod default/graceful:.*container GC: removed \d+ dead container\(s\) and [1-9]\d* sandbox\(es\)`, 10*time.Second)
 	})
 
+	t.Run("a second delete with a shorter grace period cuts the running termination short", func(t *testing.T) {
+		f.Shell(t, `kubectl apply -f yaml/graceful.yaml`)
+		f.waitPod(t, "graceful", 90*time.Second, running)
+		f.Shell(t, `kubectl delete pod graceful --wait=false`)
+		f.waitPod(t, "graceful", 30*time.Second, func(p *v1.Pod) bool { return p.DeletionTimestamp != nil })
+		f.Shell(t, `kubectl delete pod graceful --grace-period=1 --wait=true`)
+		p.WaitForOutput(`syncTerminatingPod default/graceful: stopped 1 container\(s\) and the sandbox \(grace period 1s\)`, 60*time.Second)
+		assert.NotRegexp(t, `syncTerminatingPod default/graceful: stopped 1 container\(s\) and the sandbox \(grace period 10s\)(?s:.*)syncTerminatingPod default/graceful: stopped 1 container\(s\) and the sandbox \(grace period 1s\)`,
+			p.Stdout()[strings.LastIndex(p.Stdout(), "SyncLoop ADD source=api pods=[default/graceful]"):],
+			"the 10 s termination did not run to its end")
+	})
+
 	f.Shell(t, `kubectl delete job job-fails job-flaky --ignore-not-found --wait=false; kubectl delete pod --all --wait=true --timeout=120s`)
 	assert.Equal(t, 0, p.Stop())
 	// This last run saw what the README's run shows, but for the first

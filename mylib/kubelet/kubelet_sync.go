@@ -76,8 +76,25 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 		if now, err := kl.runtimePodStatus(ctx, pod, podStatus); err == nil {
 			kl.setPodStatus(pod, kl.apiPodStatus(pod, now, false))
 		}
+	} else if startFailed(result) {
+		// A container that could not start (in CrashLoopBackOff, say)
+		// waits with that reason from now on, not from the next sync, which
+		// may come only when its back-off is over and start it at once.
+		if now, err := kl.runtimePodStatus(ctx, pod, podStatus); err == nil {
+			kl.setPodStatus(pod, kl.apiPodStatus(pod, now, false))
+		}
 	}
 	return false, result.Error()
+}
+
+// startFailed: the sync could not start a container.
+func startFailed(r kubecontainer.PodSyncResult) bool {
+	for _, sr := range r.SyncResults {
+		if (sr.Action == kubecontainer.StartContainer || sr.Action == kubecontainer.InitContainer) && sr.Error != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // startedSomething: the sync made a sandbox or started a container.
