@@ -78,8 +78,9 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 		}
 	} else if startFailed(result) {
 		// A container that could not start (in CrashLoopBackOff, say)
-		// waits with that reason from now on, not from the next sync, which
-		// may come only when its back-off is over and start it at once.
+		// waits with that reason from now on. Unlike upstream, which shows
+		// it from the next sync: ours may come only when the back-off is
+		// over, and start the container at once.
 		if now, err := kl.runtimePodStatus(ctx, pod, podStatus); err == nil {
 			kl.setPodStatus(pod, kl.apiPodStatus(pod, now, false))
 		}
