@@ -95,6 +95,15 @@ type PodsConfig struct {
 	// StatusWriters is how many pods the status manager writes at the
 	// same time (status.Config.Writers); 0 means one, upstream's loop.
 	StatusWriters int
+
+	// ContainerGC, with RunContainers, collects what ended (see
+	// kubelet_lifecycle.go): dead containers and sandboxes by this policy
+	// every kuberuntime.ContainerGCPeriod, expired crash-loop back-offs and
+	// orphaned runtime pods at housekeeping. Nil: nothing is collected.
+	ContainerGC *kuberuntime.GCPolicy
+	// ActiveDeadline, with RunContainers, fails a pod past its
+	// spec.activeDeadlineSeconds (reason DeadlineExceeded).
+	ActiveDeadline bool
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package
@@ -133,6 +142,9 @@ type Kubelet struct {
 	backOff          *flowcontrol.Backoff
 	hostIPsMu        sync.Mutex
 	hostIPs          []string
+
+	// Set with Config.Pods.ContainerGC and ActiveDeadline (kubelet_lifecycle.go).
+	lifecycle lifecycle
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -233,7 +245,7 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	kl.statusManager = sm
 	cr.SetSyncOptions(kuberuntime.SyncOptions{Recorder: kl.recorder, RuntimeHelper: runtimeHelper{kl}, PodLogsDirectory: cfg.PodLogsDirectory})
-	return nil
+	return kl.newLifecycle(cfg)
 }
 
 // Run runs the halves Config set up, side by side, until ctx ends or the
@@ -272,6 +284,9 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	}
 	if kl.statusManager != nil {
 		wg.Go(func() { kl.statusManager.Run(ctx) })
+	}
+	if gc := kl.lifecycle.containerGC; gc != nil {
+		wg.Go(func() { gc.Run(ctx, kl.sourcesReady) })
 	}
 	var plegCh <-chan *pleg.PodLifecycleEvent // nil without workers: never ready
 	if kl.pleg != nil {
@@ -350,10 +365,8 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 			kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
 		}
 	case <-syncCh:
-		for _, uid := range kl.workQueue.GetWork() {
-			if pod, ok := kl.podManager.GetPodByUID(uid); ok {
-				kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
-			}
+		for _, pod := range kl.getPodsToSync() {
+			kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
 		}
 	case <-housekeepingCh:
 		if kl.sourcesReady() {
@@ -449,6 +462,7 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 	if err := kubepod.DeleteOrphanedMirrorPods(ctx, kl.mirrorPodClient, orphans, kl.out); err != nil {
 		klog.ErrorS(err, "Deleting orphaned mirror pods failed; will retry")
 	}
+	kl.cleanupEnded(ctx, pods, workers)
 }
 
 // SyncPod would make the pod run: here it says what it would do, and, for a

@@ -76,8 +76,26 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 		if now, err := kl.runtimePodStatus(ctx, pod, podStatus); err == nil {
 			kl.setPodStatus(pod, kl.apiPodStatus(pod, now, false))
 		}
+	} else if startFailed(result) {
+		// A container that could not start (in CrashLoopBackOff, say)
+		// waits with that reason from now on. Unlike upstream, which shows
+		// it from the next sync: ours may come only when the back-off is
+		// over, and start the container at once.
+		if now, err := kl.runtimePodStatus(ctx, pod, podStatus); err == nil {
+			kl.setPodStatus(pod, kl.apiPodStatus(pod, now, false))
+		}
 	}
 	return false, result.Error()
+}
+
+// startFailed: the sync could not start a container.
+func startFailed(r kubecontainer.PodSyncResult) bool {
+	for _, sr := range r.SyncResults {
+		if (sr.Action == kubecontainer.StartContainer || sr.Action == kubecontainer.InitContainer) && sr.Error != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // startedSomething: the sync made a sandbox or started a container.
@@ -235,7 +253,9 @@ func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 	if !ok {
 		old = pod.Status
 	}
-	return generateAPIPodStatus(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache)
+	s := generateAPIPodStatus(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache)
+	applyPodSyncHandlers(kl.lifecycle.podSyncHandlers, pod, &s)
+	return s
 }
 
 // runtimeHelper answers the runtime manager's questions about a pod with

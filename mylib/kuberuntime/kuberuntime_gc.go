@@ -109,6 +109,10 @@ type ContainerGC struct {
 	manager          *Manager
 	podStateProvider PodStateProvider
 	policy           GCPolicy
+
+	// Report, if set before Run, is called after each collection that
+	// removed something, with how many containers and sandboxes went.
+	Report func(containers, sandboxes int)
 }
 
 // NewContainerGC returns a collector of m's runtime. The policy's MinAge
@@ -144,6 +148,12 @@ func (cgc *ContainerGC) Run(ctx context.Context, allSourcesReady func() bool) {
 // (upstream does so when disk is short).
 func (cgc *ContainerGC) GarbageCollect(ctx context.Context, allSourcesReady, evictNonDeletedPods bool) error {
 	var errs []error
+	removedContainers, removedSandboxes := 0, 0
+	defer func() {
+		if cgc.Report != nil && removedContainers+removedSandboxes > 0 {
+			cgc.Report(removedContainers, removedSandboxes)
+		}
+	}()
 	units, err := cgc.evictableContainers(ctx)
 	if err != nil {
 		return err
@@ -151,6 +161,8 @@ func (cgc *ContainerGC) GarbageCollect(ctx context.Context, allSourcesReady, evi
 	for _, c := range selectContainersToRemove(units, cgc.policy, allSourcesReady, evictNonDeletedPods, cgc.podStateProvider) {
 		if err := cgc.removeContainer(ctx, c); err != nil {
 			errs = append(errs, err)
+		} else {
+			removedContainers++
 		}
 	}
 	sandboxes, err := cgc.manager.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
@@ -168,6 +180,8 @@ func (cgc *ContainerGC) GarbageCollect(ctx context.Context, allSourcesReady, evi
 	for _, id := range selectSandboxesToRemove(sandboxes.GetItems(), withContainers, evictNonDeletedPods, cgc.podStateProvider) {
 		if err := cgc.removeSandbox(ctx, id); err != nil {
 			errs = append(errs, err)
+		} else {
+			removedSandboxes++
 		}
 	}
 	return errors.Join(errs...)

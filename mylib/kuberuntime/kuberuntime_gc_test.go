@@ -2,6 +2,8 @@ package kuberuntime
 
 import (
 	"context"
+	"flag"
+	"io"
 	"sort"
 	"testing"
 	"time"
@@ -205,4 +207,17 @@ func TestNewContainerGCRefusesANegativeMinAge(t *testing.T) {
 	assert.EqualError(t, err, "invalid minimum garbage collection age: -1s")
 	_, err = NewContainerGC(nil, podStates{}, DefaultGCPolicy())
 	assert.Error(t, err)
+}
+
+func TestGCPolicyFlagsAreTheKubeletsWithItsDefaults(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	p := DefaultGCPolicy()
+	p.AddFlags(fs)
+	require.NoError(t, fs.Parse(nil))
+	assert.Equal(t, GCPolicy{MinAge: 0, MaxPerPodContainer: 1, MaxContainers: -1}, p, "upstream's defaults")
+	require.NoError(t, fs.Parse([]string{"--minimum-container-ttl-duration=10s", "--maximum-dead-containers-per-container=3", "--maximum-dead-containers=100"}))
+	assert.Equal(t, GCPolicy{MinAge: 10 * time.Second, MaxPerPodContainer: 3, MaxContainers: 100}, p)
+	err := fs.Parse([]string{"--minimum-container-ttl-duration=-1s"})
+	assert.EqualError(t, err, `invalid value "-1s" for flag -minimum-container-ttl-duration: must not be negative`)
 }
