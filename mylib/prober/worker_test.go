@@ -91,7 +91,9 @@ func (f *fixture) running(startedAt time.Time, started bool) {
 	}}})
 }
 
-func (f *fixture) worker(t probeType) *worker { return newWorker(f.m, t, f.pod, f.pod.Spec.Containers[0]) }
+func (f *fixture) worker(t probeType) *worker {
+	return newWorker(f.m, t, f.pod, f.pod.Spec.Containers[0])
+}
 
 func get(t *testing.T, w *worker) results.Result {
 	t.Helper()
