@@ -26,6 +26,8 @@ import (
 	"mykubelet/mylib/pleg"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/podworkers"
+	"mykubelet/mylib/prober"
+	proberesults "mykubelet/mylib/prober/results"
 	"mykubelet/mylib/status"
 )
 
@@ -92,6 +94,13 @@ type PodsConfig struct {
 	// PodLogsDirectory is where containers' logs go; "" means
 	// kuberuntime.DefaultPodLogsDirectory.
 	PodLogsDirectory string
+	// Probes runs the containers' startup, liveness and readiness probes
+	// (mylib/prober; needs RunContainers): they set each container's
+	// started and ready, a failed liveness or startup probe has the
+	// container killed and restarted, and the sync loop prints one
+	// "SyncLoop (probe)" line per result that changes. False: a container
+	// is started and ready as soon as it runs.
+	Probes bool
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package
@@ -130,6 +139,12 @@ type Kubelet struct {
 	backOff          *flowcontrol.Backoff
 	hostIPsMu        sync.Mutex
 	hostIPs          []string
+
+	// Set with Config.Pods.Probes (kubelet_probes.go).
+	probeManager     prober.Manager
+	livenessManager  proberesults.Manager
+	readinessManager proberesults.Manager
+	startupManager   proberesults.Manager
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -169,6 +184,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	if cfg.Runtime != nil && cfg.WithoutWorkers {
 		return errors.New("kubelet: Config.Pods.Runtime is not used WithoutWorkers")
+	}
+	if cfg.Probes && !cfg.RunContainers {
+		return errors.New("kubelet: Config.Pods.Probes needs RunContainers (probes need running containers)")
 	}
 	if cfg.RelistPeriod == 0 {
 		cfg.RelistPeriod = pleg.RelistPeriod
@@ -229,7 +247,14 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		return err
 	}
 	kl.statusManager = sm
-	cr.SetSyncOptions(kuberuntime.SyncOptions{Recorder: kl.recorder, RuntimeHelper: runtimeHelper{kl}, PodLogsDirectory: cfg.PodLogsDirectory})
+	opts := kuberuntime.SyncOptions{Recorder: kl.recorder, RuntimeHelper: runtimeHelper{kl}, PodLogsDirectory: cfg.PodLogsDirectory}
+	if cfg.Probes {
+		if err := kl.newProbeManager(cr); err != nil {
+			return err
+		}
+		opts.LivenessManager, opts.StartupManager = kl.livenessManager, kl.startupManager
+	}
+	cr.SetSyncOptions(opts)
 	return nil
 }
 
@@ -276,6 +301,7 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 		wg.Go(func() { kl.pleg.Run(ctx) })
 	}
 	kl.syncLoop(ctx, kl.updates, plegCh)
+	kl.stopProbes()
 	return nil
 }
 
@@ -356,6 +382,14 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 		if kl.sourcesReady() {
 			kl.HandlePodCleanups(ctx)
 		}
+	case u := <-updates(kl.livenessManager):
+		if u.Result == proberesults.Failure {
+			kl.handleProbeSync(ctx, u, "liveness", "unhealthy")
+		}
+	case u := <-updates(kl.readinessManager):
+		kl.handleProbeSync(ctx, u, "readiness", map[bool]string{true: "ready", false: ""}[u.Result == proberesults.Success])
+	case u := <-updates(kl.startupManager):
+		kl.handleProbeSync(ctx, u, "startup", map[bool]string{true: "started", false: "unhealthy"}[u.Result == proberesults.Success])
 	}
 	return true
 }
@@ -385,8 +419,14 @@ func (kl *Kubelet) HandlePodUpdate(ctx context.Context, u kubetypes.PodUpdate) {
 		}
 		switch u.Op {
 		case kubetypes.ADD:
+			if kl.probeManager != nil {
+				kl.probeManager.AddPod(pod)
+			}
 			kl.dispatchWork(ctx, pod, kubetypes.SyncPodCreate)
 		case kubetypes.REMOVE:
+			if kl.probeManager != nil {
+				kl.probeManager.RemovePod(pod)
+			}
 			kl.dispatchWork(ctx, pod, kubetypes.SyncPodKill)
 		case kubetypes.RECONCILE:
 			// only the status changed: the kubelet owns status, nothing to run
@@ -442,6 +482,9 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 			uids[p.UID] = true
 		}
 		kl.statusManager.RemoveOrphanedStatuses(uids)
+		if kl.probeManager != nil {
+			kl.probeManager.CleanupPods(uids) // workers of pods that are gone
+		}
 	}
 	if err := kubepod.DeleteOrphanedMirrorPods(ctx, kl.mirrorPodClient, orphans, kl.out); err != nil {
 		klog.ErrorS(err, "Deleting orphaned mirror pods failed; will retry")
