@@ -101,6 +101,10 @@ type PodsConfig struct {
 	// "SyncLoop (probe)" line per result that changes. False: a container
 	// is started and ready as soon as it runs.
 	Probes bool
+	// ProbeDial opens the connections of httpGet, tcpSocket and grpc
+	// probes (prober.GuardedDialer keeps them to networks the kubelet may
+	// reach); nil: a plain net.Dialer.
+	ProbeDial prober.DialFunc
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package
@@ -249,7 +253,7 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	kl.statusManager = sm
 	opts := kuberuntime.SyncOptions{Recorder: kl.recorder, RuntimeHelper: runtimeHelper{kl}, PodLogsDirectory: cfg.PodLogsDirectory}
 	if cfg.Probes {
-		if err := kl.newProbeManager(cr); err != nil {
+		if err := kl.newProbeManager(cr, cfg.ProbeDial); err != nil {
 			return err
 		}
 		opts.LivenessManager, opts.StartupManager = kl.livenessManager, kl.startupManager

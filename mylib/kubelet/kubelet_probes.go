@@ -19,14 +19,14 @@ import (
 // newProbeManager makes the three results managers and the probe manager,
 // which reads the pods' statuses from the status manager and runs exec
 // probes through the runtime's CRI.
-func (kl *Kubelet) newProbeManager(cr ContainerRuntime) error {
+func (kl *Kubelet) newProbeManager(cr ContainerRuntime, dial prober.DialFunc) error {
 	kl.livenessManager = proberesults.NewManager()
 	kl.readinessManager = proberesults.NewManager()
 	kl.startupManager = proberesults.NewManager()
 	pm, err := prober.NewManager(prober.Config{
 		StatusManager:   kl.statusManager,
 		LivenessManager: kl.livenessManager, ReadinessManager: kl.readinessManager, StartupManager: kl.startupManager,
-		Runtime: cr.RuntimeService(), Recorder: kl.recorder, Clock: kl.clock,
+		Runtime: cr.RuntimeService(), Recorder: kl.recorder, Clock: kl.clock, Dial: dial,
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -64,10 +65,56 @@ func ExecProbe(ctx context.Context, rs runtimeapi.RuntimeServiceClient, containe
 	return Success, out, nil
 }
 
+// DialFunc opens a connection, as net.Dialer.DialContext.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// dialer is dial, or a plain net.Dialer with timeout.
+func dialer(dial DialFunc, timeout time.Duration) DialFunc {
+	if dial != nil {
+		return dial
+	}
+	return (&net.Dialer{Timeout: timeout}).DialContext
+}
+
+// GuardedDialer dials only addresses inside allowed, and fails for any
+// other with "probe target A is outside the networks this kubelet may
+// reach (…)" and why: a kubelet on a machine whose network it must not
+// touch (the mock runtime without its pod network) never sends a packet
+// there.
+func GuardedDialer(allowed []netip.Prefix, why string) DialFunc {
+	var names []string
+	for _, p := range allowed {
+		names = append(names, p.String())
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil {
+			return nil, fmt.Errorf("probe target %s: only IP addresses are probed here", addr)
+		}
+		for _, p := range allowed {
+			if p.Contains(ip.Unmap()) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			}
+		}
+		msg := fmt.Sprintf("probe target %s is outside the networks this kubelet may reach (%s)", addr, strings.Join(names, ", "))
+		if why != "" {
+			msg += ": " + why
+		}
+		return nil, errors.New(msg)
+	}
+}
+
 // NewHTTPClient is the client HTTP probes use: no keep-alive (each probe
 // is a new connection, as upstream), any certificate accepted for https,
 // and redirects followed only on the same host.
-func NewHTTPClient(timeout time.Duration) *http.Client {
+func NewHTTPClient(timeout time.Duration) *http.Client { return newHTTPClient(timeout, nil) }
+
+func newHTTPClient(timeout time.Duration, dial DialFunc) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
@@ -75,6 +122,7 @@ func NewHTTPClient(timeout time.Duration) *http.Client {
 			DisableKeepAlives:  true,
 			DisableCompression: true,
 			Proxy:              nil, // never through a proxy: the pod is on this node
+			DialContext:        dialer(dial, timeout),
 		},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if req.URL.Hostname() != via[0].URL.Hostname() {
@@ -151,8 +199,13 @@ func HTTPProbe(req *http.Request, client *http.Client) (Result, string, error) {
 // TCPProbe opens a TCP connection to host:port and closes it: connected is
 // Success, refused or timed out a Failure with the dialer's error.
 func TCPProbe(ctx context.Context, host string, port int, timeout time.Duration) (Result, string, error) {
-	d := net.Dialer{Timeout: timeout}
-	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	return tcpProbe(ctx, host, port, timeout, nil)
+}
+
+func tcpProbe(ctx context.Context, host string, port int, timeout time.Duration, dial DialFunc) (Result, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := dialer(dial, timeout)(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return Failure, err.Error(), nil
 	}
@@ -164,9 +217,15 @@ func TCPProbe(ctx context.Context, host string, port int, timeout time.Duration)
 // ("" is the server as a whole): SERVING is Success, anything else a
 // Failure with upstream's messages.
 func GRPCProbe(ctx context.Context, host string, port int, service string, timeout time.Duration) (Result, string, error) {
+	return grpcProbe(ctx, host, port, service, timeout, nil)
+}
+
+func grpcProbe(ctx context.Context, host string, port int, service string, timeout time.Duration, dial DialFunc) (Result, string, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	d := dialer(dial, timeout)
 	conn, err := grpc.NewClient("passthrough:///"+addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent(UserAgent))
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent(UserAgent),
+		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) { return d(ctx, "tcp", a) }))
 	if err != nil {
 		return Failure, fmt.Sprintf("error: failed to connect service at %q: %+v", addr, err), nil
 	}

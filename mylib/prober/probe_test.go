@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
@@ -217,4 +218,29 @@ func TestProbeEvents(t *testing.T) {
 	assert.Error(t, err)
 	assert.Equal(t, results.Failure, r)
 	assert.Equal(t, `Warning Unhealthy Startup probe errored and resulted in unknown state: couldn't find port "nope" in container c`, <-rec.Events)
+}
+
+// TestGuardedDialer: a target inside the allowed networks is dialed; one
+// outside is refused with the reason, and no packet leaves.
+func TestGuardedDialer(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer lis.Close()
+	ip, port := hostPort(t, lis.Addr().String())
+	dial := GuardedDialer([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "the mock runtime has no pod network")
+	r, _, err := tcpProbe(context.Background(), ip, port, time.Second, dial)
+	require.NoError(t, err)
+	assert.Equal(t, Success, r)
+	r, out, err := tcpProbe(context.Background(), "10.88.0.5", 8080, time.Second, dial)
+	require.NoError(t, err)
+	assert.Equal(t, Failure, r)
+	assert.Equal(t, "probe target 10.88.0.5:8080 is outside the networks this kubelet may reach (127.0.0.0/8): the mock runtime has no pod network", out)
+	req, err := NewHTTPRequest(context.Background(), &v1.HTTPGetAction{Path: "/healthz"}, "10.88.0.5", 8080)
+	require.NoError(t, err)
+	r, out, _ = HTTPProbe(req, newHTTPClient(time.Second, dial))
+	assert.Equal(t, Failure, r)
+	assert.Contains(t, out, "probe target 10.88.0.5:8080 is outside the networks this kubelet may reach")
+	r, out, _ = grpcProbe(context.Background(), "10.88.0.5", 2379, "", time.Second, dial)
+	assert.Equal(t, Failure, r)
+	assert.Contains(t, out, "probe target 10.88.0.5:2379 is outside the networks this kubelet may reach")
 }

@@ -51,6 +51,7 @@ func (t probeType) String() string {
 type prober struct {
 	runtime  runtimeapi.RuntimeServiceClient
 	recorder record.EventRecorder
+	dial     DialFunc // nil: net.Dialer
 }
 
 // probe runs the container's probe of type t once: Success (a Warning
@@ -118,7 +119,7 @@ func (pb *prober) runProbe(ctx context.Context, p *v1.Probe, status v1.PodStatus
 		if err != nil {
 			return Unknown, "", err
 		}
-		return HTTPProbe(req, NewHTTPClient(timeout))
+		return HTTPProbe(req, newHTTPClient(timeout, pb.dial))
 	case p.TCPSocket != nil:
 		port, err := resolvePort(p.TCPSocket.Port, c)
 		if err != nil {
@@ -128,13 +129,13 @@ func (pb *prober) runProbe(ctx context.Context, p *v1.Probe, status v1.PodStatus
 		if host == "" {
 			host = status.PodIP
 		}
-		return TCPProbe(ctx, host, port, timeout)
+		return tcpProbe(ctx, host, port, timeout, pb.dial)
 	case p.GRPC != nil:
 		service := ""
 		if p.GRPC.Service != nil {
 			service = *p.GRPC.Service
 		}
-		return GRPCProbe(ctx, status.PodIP, int(p.GRPC.Port), service, timeout)
+		return grpcProbe(ctx, status.PodIP, int(p.GRPC.Port), service, timeout, pb.dial)
 	}
 	return Unknown, "", fmt.Errorf("missing probe handler for container %s", c.Name)
 }

@@ -77,6 +77,9 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Clock times the workers; nil: the real clock.
 	Clock clock.WithTicker
+	// Dial opens the connections of httpGet, tcpSocket and grpc probes;
+	// nil: a plain net.Dialer (see GuardedDialer).
+	Dial DialFunc
 	// Jitter returns how long a worker started within its first period
 	// waits, at most d; nil: a random part of d (upstream's).
 	Jitter func(d time.Duration) time.Duration
@@ -137,7 +140,7 @@ func newManager(cfg Config) (*manager, error) {
 		livenessManager:  cfg.LivenessManager,
 		readinessManager: cfg.ReadinessManager,
 		startupManager:   cfg.StartupManager,
-		prober:           &prober{runtime: cfg.Runtime, recorder: cfg.Recorder},
+		prober:           &prober{runtime: cfg.Runtime, recorder: cfg.Recorder, dial: cfg.Dial},
 		clock:            cfg.Clock,
 		jitter:           cfg.Jitter,
 		start:            cfg.Clock.Now(),
