@@ -209,6 +209,6 @@ func (n *podNetwork) close() {
 	if n.ns != nil {
 		n.ns.Close()
 	}
-	_ = ip("netns", "del", n.name) // already gone is fine
+	_ = ip("netns", "del", n.name)  // already gone is fine
 	_ = ip("link", "del", n.hostIf) // normally gone with the namespace
 }

@@ -217,7 +217,7 @@ func TestNoPodNetworkIsOneClearError(t *testing.T) {
 	require.NoError(t, err)
 	sb := runSandbox(t, r, "web", "uid-web", nil)
 	c, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "web"}, Image: &runtimeapi.ImageSpec{Image: "nginx"}, LogPath: "web.log"}})
+		Metadata: &runtimeapi.ContainerMetadata{Name: "web"}, Image: &runtimeapi.ImageSpec{Image: "nginx"}}})
 	require.NoError(t, err)
 	startContainer(t, r, c.ContainerId)
 	assert.Eventually(t, func() bool {

@@ -250,4 +250,3 @@ func (p *proc) serveGRPCHealth(ctx context.Context, hc interp.HandlerContext, po
 	wg.Wait()
 	return err
 }
-
