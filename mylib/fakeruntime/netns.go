@@ -212,3 +212,12 @@ func (n *podNetwork) close() {
 	_ = ip("netns", "del", n.name)  // already gone is fine
 	_ = ip("link", "del", n.hostIf) // normally gone with the namespace
 }
+
+// PodNetworkName names the pod network's namespace and host interface
+// ("" without one), for a learner's `ip netns exec` and `ip addr`.
+func (r *Runtime) PodNetworkName() (namespace, hostInterface string) {
+	if r.net == nil {
+		return "", ""
+	}
+	return r.net.name, r.net.hostIf
+}
