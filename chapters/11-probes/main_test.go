@@ -64,7 +64,7 @@ func podCondition(p *v1.Pod, c v1.PodConditionType) v1.ConditionStatus {
 
 // endpointReady is the ready condition of the Service's one endpoint, as
 // the EndpointSlice controller wrote it ("" while there is none).
-func (f *fixture) endpointReady(t *testing.T, service string) string {
+func (f *fixture) endpointReady(t testing.TB, service string) string {
 	t.Helper()
 	list, err := f.Admin.DiscoveryV1().EndpointSlices("default").List(context.Background(),
 		metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service})
@@ -94,7 +94,7 @@ func (f *fixture) messages(t *testing.T, pod, reason string) []string {
 	return out
 }
 
-func post(t *testing.T, url string) string {
+func post(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := http.Post(url, "", nil)
 	require.NoError(t, err)
@@ -128,15 +128,27 @@ func TestChapter11Probes(t *testing.T) {
 	cidr := fmt.Sprintf("10.%d.0.0/16", 100+os.Getpid()%100)
 	p := chaptertest.Start(t, f.Bin, "--node-name", node, "--state-dir", f.state, "--node-ip", "127.0.0.1",
 		"--pod-cidr", cidr, "--control-address", "127.0.0.1:0")
-	netns := p.WaitForSubmatch(`^pod network: \S+ in network namespace (mykubelet-\d+-0), reached through mkl\d+-0`, 0, 60*time.Second)[1]
-	control := "http://" + p.WaitForSubmatch(`^control API: http://(127\.0\.0\.1:\d+) \(curl it for help\)`, 0, 10*time.Second)[1]
-	p.WaitForOutput(`^node `+node+`: status written`, 60*time.Second)
+	netns := p.WaitForSubmatch(`(?m)^pod network: \S+ in network namespace (mykubelet-\d+-0), reached through mkl\d+-0`, 0, 60*time.Second)[1]
+	control := "http://" + p.WaitForSubmatch(`(?m)^control API: http://(127\.0\.0\.1:\d+) \(curl it for help\)`, 0, 10*time.Second)[1]
+	p.WaitForOutput(`(?m)^node `+node+`: status written`, 60*time.Second)
 	prefix := strings.Join(strings.Split(cidr, ".")[:2], ".") + "."
 
 	t.Run("readiness: 0/1, 1/1, then 0/1 and the endpoint not ready; mended from outside", func(t *testing.T) {
 		w, err := f.Admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=readiness-exec"})
 		require.NoError(t, err)
 		defer w.Stop()
+		var readies []bool // the READY column's history, from the watch
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			for e := range w.ResultChan() {
+				if pod, ok := e.Object.(*v1.Pod); ok && container(pod).State.Running != nil {
+					if r := container(pod).Ready; len(readies) == 0 || readies[len(readies)-1] != r {
+						readies = append(readies, r)
+					}
+				}
+			}
+		}()
 		f.Shell(t, `kubectl apply -f yaml/probes/exec-readiness.yaml -f yaml/probes/readiness-service.yaml`)
 		waitFor(t, "ready", 60*time.Second, func() bool {
 			pod := f.pod(t, "readiness-exec")
@@ -157,19 +169,11 @@ func TestChapter11Probes(t *testing.T) {
 		assert.Equal(t, int32(0), container(pod).RestartCount, "readiness restarts nothing")
 		assert.Regexp(t, `readiness-exec\s+0/1\s+Running\s+0\s`, f.Shell(t, `kubectl get pod readiness-exec`))
 		assert.Equal(t, []string{"Readiness probe failed: cat: /tmp/healthy: no such file or directory\n"}, f.messages(t, "readiness-exec", "Unhealthy"))
-		p.WaitForOutput(`^SyncLoop \(probe\) probe="readiness" status="" pod="default/readiness-exec"`, 10*time.Second)
+		p.WaitForOutput(`(?m)^SyncLoop \(probe\) probe="readiness" status="" pod="default/readiness-exec"`, 10*time.Second)
 
-		// The READY column's history, from the watch: false, true, false.
 		w.Stop()
-		var readies []bool
-		for e := range w.ResultChan() {
-			if pod, ok := e.Object.(*v1.Pod); ok && container(pod).State.Running != nil {
-				if r := container(pod).Ready; len(readies) == 0 || readies[len(readies)-1] != r {
-					readies = append(readies, r)
-				}
-			}
-		}
-		assert.Equal(t, []bool{false, true, false}, readies[len(readies)-3:], "%v", readies)
+		<-watched
+		assert.Equal(t, []bool{false, true, false}, readies, "READY 0/1, 1/1, 0/1")
 
 		got := post(t, control+"/pods/default/readiness-exec/containers/readiness/exec?cmd=touch%20/tmp/healthy")
 		assert.Regexp(t, `^exec in container \S+ \(readiness, pod default/readiness-exec\): exit code 0\n$`, got)
@@ -186,7 +190,7 @@ func TestChapter11Probes(t *testing.T) {
 		waitFor(t, "restarted", 90*time.Second, func() bool { return container(f.pod(t, "liveness-http")).RestartCount >= 1 })
 		assert.Contains(t, f.messages(t, "liveness-http", "Killing"), "Container liveness failed liveness probe, will be restarted")
 		assert.Contains(t, f.messages(t, "liveness-http", "Unhealthy"), "Liveness probe failed: HTTP probe failed with statuscode: 500")
-		p.WaitForOutput(`^syncPod sync default/liveness-http: stopped liveness, started liveness`, 10*time.Second)
+		p.WaitForOutput(`(?m)^syncPod sync default/liveness-http: stopped liveness, started liveness`, 10*time.Second)
 	})
 
 	t.Run("tcp: a target made to fail from outside is taken out of service and restarted", func(t *testing.T) {
@@ -216,7 +220,7 @@ func TestChapter11Probes(t *testing.T) {
 			return cs.Started != nil && *cs.Started && cs.Ready
 		})
 		assert.Equal(t, int32(0), container(f.pod(t, "slow-start")).RestartCount)
-		p.WaitForOutput(`^SyncLoop \(probe\) probe="startup" status="started" pod="default/slow-start"`, 10*time.Second)
+		p.WaitForOutput(`(?m)^SyncLoop \(probe\) probe="startup" status="started" pod="default/slow-start"`, 10*time.Second)
 	})
 
 	assert.Equal(t, 0, p.Stop())
