@@ -241,6 +241,10 @@ func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 	if !ok {
 		old = pod.Status
 	}
+	// A copy: the new status shares nothing with the status manager's
+	// cached one, whose readers (its sync loop, the prober's workers) run
+	// while SetPodStatus normalizes the new one in place.
+	old = *old.DeepCopy()
 	var probes podStatusProber // a nil interface, not a nil *Manager, without probes
 	if kl.probeManager != nil {
 		probes = kl.probeManager
