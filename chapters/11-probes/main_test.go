@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"mykubelet/scripts/docscheck"
+	"mykubelet/scripts/readmewalk"
 	"mykubelet/scripts/testkit/chaptertest"
 )
 
@@ -105,6 +106,38 @@ func post(t testing.TB, url string) string {
 	return string(b)
 }
 
+// readmeCommand runs the README's console command number n (0: the first)
+// among those that contain what, with the control API's address for the
+// README's, until its output matches the README's, as the README walk does
+// with retry=timeout.
+func (f *fixture) readmeCommand(t *testing.T, what string, n int, control string, timeout time.Duration) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.Root, "chapters/11-probes/README.md"))
+	require.NoError(t, err)
+	steps, err := readmewalk.Parse(string(b))
+	require.NoError(t, err)
+	var found []readmewalk.ConsoleCommand
+	for _, st := range steps {
+		if st.Action == readmewalk.Run && readmewalk.IsConsole(st.Block) {
+			for _, c := range readmewalk.Console(st.Block) {
+				if strings.Contains(c.Command, what) {
+					found = append(found, c)
+				}
+			}
+		}
+	}
+	require.Greater(t, len(found), n, "the README runs %q", what)
+	c := found[n]
+	cmd := strings.ReplaceAll(c.Command, "http://127.0.0.1:10355", control)
+	m := readmewalk.Matcher{NodeName: node}
+	var last error
+	waitFor(t, "the README's "+c.Command, timeout, func() bool {
+		last = m.Match(c.Output, f.Shell(t, cmd), true)
+		return last == nil
+	})
+	require.NoError(t, last)
+}
+
 // TestChapter11Probes checks the README's claims against a real control
 // plane: readiness flips the pod's Ready and its EndpointSlice endpoint
 // both ways, with an Unhealthy event; the control API's exec mends it; an
@@ -156,8 +189,8 @@ func TestChapter11Probes(t *testing.T) {
 		})
 		assert.True(t, strings.HasPrefix(f.pod(t, "readiness-exec").Status.PodIP, prefix))
 		waitFor(t, "endpoint ready", 30*time.Second, func() bool { return f.endpointReady(t, "readiness-exec") == "true" })
-		out := f.Shell(t, `kubectl get pod readiness-exec`)
-		assert.Regexp(t, `readiness-exec\s+1/1\s+Running\s+0\s`, out)
+		f.readmeCommand(t, "kubectl get pod readiness-exec", 0, control, 30*time.Second)
+		f.readmeCommand(t, "service-name=readiness-exec", 0, control, 30*time.Second)
 
 		waitFor(t, "not ready after the file goes (30 s + 3 failures)", 90*time.Second, func() bool {
 			pod := f.pod(t, "readiness-exec")
@@ -167,7 +200,9 @@ func TestChapter11Probes(t *testing.T) {
 		pod := f.pod(t, "readiness-exec")
 		assert.Equal(t, v1.PodRunning, pod.Status.Phase)
 		assert.Equal(t, int32(0), container(pod).RestartCount, "readiness restarts nothing")
-		assert.Regexp(t, `readiness-exec\s+0/1\s+Running\s+0\s`, f.Shell(t, `kubectl get pod readiness-exec`))
+		f.readmeCommand(t, "kubectl get pod readiness-exec", 1, control, 30*time.Second)
+		f.readmeCommand(t, "service-name=readiness-exec", 1, control, 30*time.Second)
+		f.readmeCommand(t, "involvedObject.name=readiness-exec,reason=Unhealthy", 0, control, 30*time.Second)
 		assert.Equal(t, []string{"Readiness probe failed: cat: /tmp/healthy: no such file or directory\n"}, f.messages(t, "readiness-exec", "Unhealthy"))
 		p.WaitForOutput(`(?m)^SyncLoop \(probe\) probe="readiness" status="" pod="default/readiness-exec"`, 10*time.Second)
 
@@ -175,10 +210,10 @@ func TestChapter11Probes(t *testing.T) {
 		<-watched
 		assert.Equal(t, []bool{false, true, false}, readies, "READY 0/1, 1/1, 0/1")
 
-		got := post(t, control+"/pods/default/readiness-exec/containers/readiness/exec?cmd=touch%20/tmp/healthy")
-		assert.Regexp(t, `^exec in container \S+ \(readiness, pod default/readiness-exec\): exit code 0\n$`, got)
+		f.readmeCommand(t, "containers/readiness/exec", 0, control, 10*time.Second) // the control API's exec mends it
 		waitFor(t, "ready again", 30*time.Second, func() bool { return container(f.pod(t, "readiness-exec")).Ready })
 		waitFor(t, "endpoint ready again", 30*time.Second, func() bool { return f.endpointReady(t, "readiness-exec") == "true" })
+		f.readmeCommand(t, "service-name=readiness-exec", 2, control, 30*time.Second)
 	})
 
 	t.Run("http liveness: a 500 restarts the container", func(t *testing.T) {
@@ -191,13 +226,13 @@ func TestChapter11Probes(t *testing.T) {
 		assert.Contains(t, f.messages(t, "liveness-http", "Killing"), "Container liveness failed liveness probe, will be restarted")
 		assert.Contains(t, f.messages(t, "liveness-http", "Unhealthy"), "Liveness probe failed: HTTP probe failed with statuscode: 500")
 		p.WaitForOutput(`(?m)^syncPod sync default/liveness-http: stopped liveness, started liveness`, 10*time.Second)
+		f.readmeCommand(t, "involvedObject.name=liveness-http", 0, control, 30*time.Second)
 	})
 
 	t.Run("tcp: a target made to fail from outside is taken out of service and restarted", func(t *testing.T) {
 		f.Shell(t, `kubectl apply -f yaml/probes/tcp-liveness-readiness.yaml`)
 		waitFor(t, "ready", 90*time.Second, func() bool { return container(f.pod(t, "goproxy")).Ready })
-		got := post(t, control+"/pods/default/goproxy/containers/goproxy/fail")
-		assert.Regexp(t, `^failing: container \S+ \(goproxy, pod default/goproxy\)\n$`, got)
+		f.readmeCommand(t, "containers/goproxy/fail", 0, control, 10*time.Second)
 		waitFor(t, "restarted and ready", 150*time.Second, func() bool {
 			cs := container(f.pod(t, "goproxy"))
 			return cs.RestartCount == 1 && cs.Ready
@@ -206,6 +241,13 @@ func TestChapter11Probes(t *testing.T) {
 		for _, kind := range []string{"Liveness", "Readiness"} {
 			assert.Contains(t, f.messages(t, "goproxy", "Unhealthy"), kind+" probe failed: dial tcp "+ip+":8080: connect: connection refused")
 		}
+		f.readmeCommand(t, "involvedObject.name=goproxy,reason=Unhealthy", 0, control, 30*time.Second)
+		f.readmeCommand(t, "kubectl get pod goproxy", 0, control, 30*time.Second)
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + ip + ":8080/")
+		require.NoError(t, err, "the node reaches goproxy on the pod IP")
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, "goproxy\n", string(body))
 	})
 
 	t.Run("startup: a slow starter is held, not killed", func(t *testing.T) {
@@ -215,12 +257,14 @@ func TestChapter11Probes(t *testing.T) {
 		require.NotNil(t, cs.Started)
 		assert.False(t, *cs.Started)
 		assert.False(t, cs.Ready)
+		f.readmeCommand(t, "kubectl get pod slow-start", 0, control, 15*time.Second)
 		waitFor(t, "started", 90*time.Second, func() bool {
 			cs := container(f.pod(t, "slow-start"))
 			return cs.Started != nil && *cs.Started && cs.Ready
 		})
 		assert.Equal(t, int32(0), container(f.pod(t, "slow-start")).RestartCount)
 		p.WaitForOutput(`(?m)^SyncLoop \(probe\) probe="startup" status="started" pod="default/slow-start"`, 10*time.Second)
+		f.readmeCommand(t, "kubectl get pod slow-start", 1, control, 15*time.Second)
 	})
 
 	assert.Equal(t, 0, p.Stop())
