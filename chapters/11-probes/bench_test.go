@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sort"
 	"testing"
@@ -23,8 +24,8 @@ import (
 // control API, and the time runs until a watch on the EndpointSlices sees
 // ready=false. It includes the wait for the next probe (up to the period),
 // the pod worker's sync (up to a relist), the status manager's write and
-// the EndpointSlice controller. Each iteration measures 10 failures and
-// reports p50 and p90.
+// the EndpointSlice controller. Each iteration measures 10 failures, each
+// at a random point of the probe's period, and reports p50 and p90.
 func BenchmarkReadinessToEndpoint(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("the mock runtime's pod network needs root")
@@ -83,6 +84,8 @@ func BenchmarkReadinessToEndpoint(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for range 10 {
+			// A random point of the probe's period, as a failure would come.
+			time.Sleep(time.Duration(rand.Int64N(int64(time.Second))))
 			t0 := time.Now()
 			post(b, control+"/pods/default/delay/containers/c/exec?cmd=rm%20/tmp/healthy")
 			ds = append(ds, until("false").Sub(t0))

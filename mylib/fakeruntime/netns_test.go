@@ -100,6 +100,14 @@ func TestPodNetworkServesTheProbeExamples(t *testing.T) {
 	name := r.net.name
 	assert.Contains(t, netnsNames(t), name)
 
+	// A second runtime on the same range: refused, with the reason; it
+	// runs without a pod network.
+	second, err := NewRuntime(Config{Clock: clk, StateDir: t.TempDir(), PodCIDR: r.PodCIDR().String(), PodNetwork: true})
+	require.NoError(t, err)
+	assert.ErrorContains(t, second.PodNetworkError(), "the pod CIDR "+r.PodCIDR().String()+" overlaps a route the host already has (")
+	assert.ErrorContains(t, second.PodNetworkError(), "another mock runtime or a container network uses it; stop it or choose another pod CIDR")
+	require.NoError(t, second.Close())
+
 	t.Run("agnhost liveness: 200 for 10 s, then 500", func(t *testing.T) {
 		ip, id := serverContainer(t, r, "liveness-http", "registry.k8s.io/e2e-test-images/agnhost:2.40", nil, "liveness")
 		assert.True(t, r.PodCIDR().Contains(mustAddr(t, ip)))
