@@ -31,6 +31,11 @@ type KnownRepository struct {
 	// Images are the tags whose image is known. Another tag still pulls,
 	// with an image ID made up from its name.
 	Images []KnownImage
+	// Entrypoint is the image configuration's ENTRYPOINT (with its CMD
+	// folded in when the image has one): a container given no command
+	// runs it, followed by its args, as containerd does. Empty: a
+	// container given no command runs Default, or its args alone.
+	Entrypoint []string
 }
 
 // KnownImage is one image and the tags that point at it: pulled by any of
@@ -83,13 +88,30 @@ func critestImage(name, user string, tagGroups ...[]string) KnownRepository {
 // IDs and sizes where they are recorded here.
 var KnownImages = []KnownRepository{
 	{
-		Names: []string{"docker.io/library/nginx"},
+		Names:      []string{"docker.io/library/nginx"},
+		Entrypoint: []string{"nginx", "-g", "daemon off;"},
 		Default: ImageDefault{
-			What: "serves HTTP until stopped; exits 0 on SIGTERM",
+			What: "serves HTTP until stopped; exits 0 on SIGTERM (a container given no command runs the nginx server command, Entrypoint)",
 			Script: `echo "/docker-entrypoint.sh: Configuration complete; ready for start up"
 trap 'echo "signal 15 (SIGTERM) received, exiting"; exit 0' TERM
 while true; do sleep 3600; done`,
 		},
+	},
+	// The images of the Kubernetes documentation's probe examples, with
+	// the servers they run (servers.go).
+	{
+		Names:      []string{"registry.k8s.io/e2e-test-images/agnhost"},
+		Default:    ImageDefault{What: "agnhost: the Kubernetes e2e tests' many-purpose server; the mock runs its liveness subcommand (HTTP :8080 /healthz, 200 for 10 s, then 500)"},
+		Entrypoint: []string{"/agnhost"},
+	},
+	{
+		Names:      []string{"registry.k8s.io/goproxy"},
+		Default:    ImageDefault{What: "an HTTP proxy on :8080 (TCP probes' example)"},
+		Entrypoint: []string{"/goproxy"},
+	},
+	{
+		Names:   []string{"registry.k8s.io/etcd"},
+		Default: ImageDefault{What: "etcd: run as /usr/local/bin/etcd, it serves the gRPC health service on its client port (2379)"},
 	},
 	{
 		Names:   []string{"docker.io/library/httpd"},
@@ -116,6 +138,7 @@ while true; do sleep 3600; done`,
 	},
 	{Names: []string{"docker.io/library/busybox"}, Default: busyboxSh},
 	{Names: []string{"registry.k8s.io/e2e-test-images/busybox"}, Default: busyboxSh},
+	{Names: []string{"registry.k8s.io/busybox"}, Default: busyboxSh},
 	{Names: []string{"docker.io/library/alpine"}, Default: busyboxSh},
 
 	// critest's image tests: different tags of one image, one tag per image,

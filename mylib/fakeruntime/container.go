@@ -32,8 +32,8 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	}
 	argv := append(slices.Clone(cfg.GetCommand()), cfg.GetArgs()...)
 	script, params := imageDefault(cfg.GetImage().GetImage()).Script, []string(nil)
+	var err error
 	if len(argv) > 0 {
-		var err error
 		if script, params, err = argvScript(argv); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: command: %v", m.GetName(), err)
 		}
@@ -50,6 +50,11 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	img := r.findImage(cfg.GetImage().GetImage())
 	if img == nil {
 		return nil, status.Errorf(codes.NotFound, "CreateContainer %s: image %q not found: pull it first (PullImage)", m.GetName(), cfg.GetImage().GetImage())
+	}
+	if len(cfg.GetCommand()) == 0 && len(img.entrypoint) > 0 { // the image's ENTRYPOINT, then the args
+		if script, params, err = argvScript(append(slices.Clone(img.entrypoint), cfg.GetArgs()...)); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: entrypoint: %v", m.GetName(), err)
+		}
 	}
 	if id, ok := r.names[containerNameKey(s.id, m)]; ok {
 		return nil, status.Errorf(codes.AlreadyExists, "CreateContainer: container %q attempt %d already exists in pod %s as %s",

@@ -33,6 +33,11 @@ const (
 	// running container, as ExecSync does, and answers its output: the way
 	// to break or mend what an exec probe checks (cmd=rm /tmp/healthy).
 	ActionExec Action = "exec"
+	// ActionFail makes a running container's servers fail their probes
+	// (servers.go): HTTP answers 500, TCP refuses, gRPC health is
+	// NOT_SERVING. ActionRecover undoes it. The container runs on.
+	ActionFail    Action = "fail"
+	ActionRecover Action = "recover"
 )
 
 // DefaultStopTimeout is the grace period of the stop action, in seconds.
@@ -102,6 +107,8 @@ func (r *Runtime) ContainerAction(id string, a Action) (Ref, error) {
 		r.kill(c)
 	case ActionRemove:
 		r.removeContainer(c)
+	case ActionFail, ActionRecover:
+		c.fault.set(a == ActionFail)
 	default:
 		return Ref{}, badAction(a)
 	}
@@ -192,7 +199,7 @@ func (r *Runtime) newestSandbox(namespace, name string) *sandbox {
 }
 
 func badAction(a Action) error {
-	return fmt.Errorf("%w: unknown action %q: want %s, %s, %s or %s", ErrBadRequest, a, ActionKill, ActionStop, ActionRemove, ActionExec)
+	return fmt.Errorf("%w: unknown action %q: want %s, %s, %s, %s, %s or %s", ErrBadRequest, a, ActionKill, ActionStop, ActionRemove, ActionExec, ActionFail, ActionRecover)
 }
 
 // Snapshot is a plain view of the runtime's state, for the control API's

@@ -38,6 +38,7 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	var stdout, stderr lockedBuffer
 	p := newProc(r.clock, c.root, c.hostname, c.env, &stdout, &stderr, &c.running)
 	p.workDir = c.workDir
+	p.net = r.containerNet(c)
 	killed := c.done // the container's end ends the exec too
 	r.mu.Unlock()
 

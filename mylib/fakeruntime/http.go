@@ -19,11 +19,12 @@ import (
 const ControlUsage = `Control API (answers are text; errors are 4xx with the reason; no authentication, loopback only):
   GET  /                                                       this listing
   POST /pods/{namespace}/{name}/{kill|remove}                  the pod's newest sandbox and its containers
-  POST /pods/{namespace}/{name}/containers/{container}/{kill|stop|remove|exec}
-  POST /containers/{id}/{kill|stop|remove|exec}                id: full ID or a unique prefix
+  POST /pods/{namespace}/{name}/containers/{container}/{kill|stop|remove|exec|fail|recover}
+  POST /containers/{id}/{kill|stop|remove|exec|fail|recover}   id: full ID or a unique prefix
   POST /sandboxes/{id}/{kill|remove}
   kill: SIGKILL (exit 137); stop?timeout=10: SIGTERM, then SIGKILL after the timeout (seconds);
-  exec?cmd=SCRIPT: run a shell command in the container (as ExecSync) and print its output
+  exec?cmd=SCRIPT: run a shell command in the container (as ExecSync) and print its output;
+  fail, recover: its servers' probe targets fail (HTTP 500, TCP refused, gRPC NOT_SERVING), then answer again
 `
 
 // NewControlHandler returns the HTTP control API of r: it lists the
@@ -229,7 +230,7 @@ func (h *controlHandler) container(w http.ResponseWriter, req *http.Request, id 
 }
 
 // past is the past tense of the actions, for answers.
-var past = map[string]string{"kill": "killed", "remove": "removed"}
+var past = map[string]string{"kill": "killed", "remove": "removed", "fail": "failing:", "recover": "recovered:"}
 
 func (h *controlHandler) answer(w http.ResponseWriter, req *http.Request, ref Ref, err error) {
 	if err != nil {

@@ -38,7 +38,7 @@ func TestControlAPI(t *testing.T) {
 	code, body := do(t, srv, "GET", "/")
 	assert.Equal(t, 200, code)
 	assert.Regexp(t, `default/nginx\s+[0-9a-f]{13}\s+READY\s+nginx\s+0\s+[0-9a-f]{13}\s+RUNNING`, body)
-	assert.Contains(t, body, "POST /containers/{id}/{kill|stop|remove|exec}")
+	assert.Contains(t, body, "POST /containers/{id}/{kill|stop|remove|exec|fail|recover}")
 
 	// exec runs in the container's root: a file made there is seen there.
 	code, body = do(t, srv, "POST", "/containers/"+busybox[:8]+"/exec?cmd=touch%20/tmp/healthy%3B%20ls%20/tmp")
@@ -154,7 +154,7 @@ func TestControlAPIBadRequests(t *testing.T) {
 	}{
 		{"POST", "/containers/nope/kill", 404, `not found: container "nope" not found`},
 		{"POST", "/containers/abc/kill", 409, `ambiguous: container ID prefix "abc" is ambiguous`},
-		{"POST", "/containers/abc1/explode", 400, `bad request: unknown action "explode": want kill, stop, remove or exec`},
+		{"POST", "/containers/abc1/explode", 400, `bad request: unknown action "explode": want kill, stop, remove, exec, fail or recover`},
 		{"POST", "/containers/abc1/kill?now=1", 400, "bad request: kill takes no query parameters"},
 		{"POST", "/containers/abc1/stop?timeout=soon", 400, `bad request: timeout "soon": want whole seconds from 0 to 60`},
 		{"POST", "/containers/abc1/stop?timeout=3600", 400, `bad request: timeout "3600": want whole seconds from 0 to 60`},

@@ -26,6 +26,7 @@ type image struct {
 	size        uint64
 	user        string       // the configuration's USER; "" is root
 	def         ImageDefault // what a container runs with no command
+	entrypoint  []string     // KnownRepository.Entrypoint
 }
 
 // normalizeRef turns "nginx" into "docker.io/library/nginx:latest", as
@@ -94,7 +95,7 @@ func resolve(ref string) *image {
 		manifest = digest // a name@digest names its manifest
 	}
 	if k != nil {
-		img.user, img.def = k.User, k.Default
+		img.user, img.def, img.entrypoint = k.User, k.Default, k.Entrypoint
 	}
 	if known != nil {
 		if known.ID != "" {

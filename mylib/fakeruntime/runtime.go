@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -75,6 +77,11 @@ type Runtime struct {
 	// testHookStopWaiting, if set, is called when StopContainer starts
 	// waiting out its timeout.
 	testHookStopWaiting func()
+
+	// The pod network (netns.go): nil without Config.PodNetwork or when it
+	// could not be made (netErr says why).
+	net    *podNetwork
+	netErr error
 }
 
 // DefaultPodCIDR is the range sandbox IPs come from: containerd's default
@@ -105,6 +112,11 @@ type Config struct {
 	// PullBandwidth is how fast, in bytes per second of the runtime's
 	// clock, a missing image's bytes arrive (default 0: at once).
 	PullBandwidth int64
+	// PodNetwork makes the sandboxes' IPs reachable from the host, in a
+	// network namespace of the runtime's own (see netns.go), so that the
+	// images' servers answer probes and curl. It needs root and iproute2;
+	// without them the runtime runs without it (PodNetworkError says why).
+	PodNetwork bool
 }
 
 // Pulls as long as a real one, for a runtime on the real clock (unit tests
@@ -131,7 +143,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runtime{
+	r := &Runtime{
 		clock:         cfg.Clock,
 		shutdownGrace: cfg.ShutdownGrace,
 		pullLatency:   max(cfg.PullLatency, 0),
@@ -143,8 +155,23 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		ips:           ips,
 		names:         map[string]string{},
 		imageNames:    map[string]string{},
-	}, nil
+		netErr:        ErrNoPodNetwork,
+	}
+	if cfg.PodNetwork {
+		r.net, r.netErr = newPodNetwork(ips.prefix)
+	}
+	return r, nil
 }
+
+// ErrNoPodNetwork: the runtime was not asked for a pod network.
+var ErrNoPodNetwork = errors.New("the runtime has no pod network (Config.PodNetwork is off)")
+
+// PodNetworkError is nil when the sandboxes' IPs are reachable from the
+// host (Config.PodNetwork, made), else why not, in one sentence.
+func (r *Runtime) PodNetworkError() error { return r.netErr }
+
+// PodCIDR is the range the sandboxes' IPs come from.
+func (r *Runtime) PodCIDR() netip.Prefix { return r.ips.prefix }
 
 // New returns an empty runtime that reads time from clk, with the defaults
 // of Config. Call Close when done with it.
@@ -165,6 +192,9 @@ func (r *Runtime) Close() error {
 	for _, c := range r.containers {
 		r.kill(c)
 		c.closeFiles()
+	}
+	if r.net != nil {
+		r.net.close()
 	}
 	if r.tempState && r.stateDir != "" {
 		err := os.RemoveAll(r.stateDir)
@@ -220,6 +250,7 @@ type container struct {
 	workDir  string              // WorkingDir, made at creation
 	mounts   []*runtimeapi.Mount // as asked; reported, never mounted
 	running  procTable           // the utilities running in it (pgrep)
+	fault    faultSwitch         // the control API makes its servers fail (servers.go)
 	dir      string              // on the host: the container's directory; rootfs is in it
 	root     *os.Root            // the container's "/"; nil once removed
 	log      *logFile
@@ -260,6 +291,9 @@ func (r *Runtime) addSandbox(s *sandbox) {
 func (r *Runtime) removeSandbox(s *sandbox) {
 	for _, c := range s.containers {
 		r.removeContainer(c)
+	}
+	if r.net != nil && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		r.net.delIP(s.ip)
 	}
 	r.ips.release(s.ip)
 	delete(r.names, s.nameKey())
@@ -316,6 +350,7 @@ func (r *Runtime) start(c *container) {
 	stdout, stderr := c.log.stream(StreamStdout), c.log.stream(StreamStderr)
 	p := newProc(r.clock, c.root, c.hostname, c.env, stdout, stderr, &c.running)
 	p.workDir = c.workDir
+	p.net = r.containerNet(c)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.proc, c.cancel, c.done = p, cancel, make(chan struct{})
 	done := c.done

@@ -73,6 +73,12 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 	if err != nil {
 		return nil, status.Errorf(codes.ResourceExhausted, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
 	}
+	if r.net != nil {
+		if err := r.net.addIP(ip); err != nil {
+			r.ips.release(ip)
+			return nil, status.Errorf(codes.Internal, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
+		}
+	}
 	hostname := cfg.GetHostname()
 	if hostname == "" {
 		hostname = m.GetName()
@@ -116,6 +122,9 @@ func (r *Runtime) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandb
 func (r *Runtime) stopSandbox(s *sandbox) {
 	for _, c := range r.containersOf(s.id) {
 		r.kill(c)
+	}
+	if r.net != nil && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		r.net.delIP(s.ip) // a stopped sandbox's network is torn down
 	}
 	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 }

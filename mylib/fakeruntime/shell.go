@@ -39,7 +39,8 @@ const ExitCodeSIGTERM = 143
 
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
-var Utilities = []string{"cat", "date", "env", "hostname", "ls", "mkdir", "printenv", "rm", "pgrep", "sh", "sleep", "top", "touch"}
+// The server commands (agnhost, etcd, goproxy, nginx) are in servers.go.
+var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "rm", "pgrep", "sh", "sleep", "top", "touch"}
 
 // proc is one script running in a container: its main process, or a
 // command run by ExecSync.
@@ -56,6 +57,8 @@ type proc struct {
 	// running counts the utilities running in the container, by name,
 	// for pgrep; shared by the container's main script and its execs.
 	running *procTable
+	// net is where the server commands listen (servers.go); nil in an exec.
+	net *containerNet
 }
 
 // procTable counts the utilities running in a container.
@@ -152,7 +155,7 @@ func isShell(name string) bool {
 
 // utilityName is the command name without a /bin-like directory.
 func utilityName(name string) string {
-	for _, dir := range []string{"/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/"} {
+	for _, dir := range []string{"/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/", "/"} {
 		if n, ok := strings.CutPrefix(name, dir); ok && !strings.Contains(n, "/") {
 			return n
 		}
@@ -358,12 +361,15 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 			fmt.Fprintf(hc.Stderr, "%s: only %s -c SCRIPT is supported\n", name, name)
 			return interp.NewExitStatus(2)
 		}
-		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running}
+		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running, net: p.net}
 		code := sub.run(ctx, script, params)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return interp.NewExitStatus(uint8(code))
+	}
+	if err, ok := p.server(ctx, hc, name, args[1:]); ok {
+		return err
 	}
 	fmt.Fprintf(hc.Stderr, "sh: %s: command not found (the fake runtime runs no programs: see fakeruntime.Utilities)\n", args[0])
 	return interp.NewExitStatus(ExitCodeNotFound)

@@ -26,6 +26,8 @@ import (
 	"mykubelet/mylib/pleg"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/podworkers"
+	"mykubelet/mylib/prober"
+	proberesults "mykubelet/mylib/prober/results"
 	"mykubelet/mylib/status"
 )
 
@@ -104,6 +106,17 @@ type PodsConfig struct {
 	// ActiveDeadline, with RunContainers, fails a pod past its
 	// spec.activeDeadlineSeconds (reason DeadlineExceeded).
 	ActiveDeadline bool
+	// Probes runs the containers' startup, liveness and readiness probes
+	// (mylib/prober; needs RunContainers): they set each container's
+	// started and ready, a failed liveness or startup probe has the
+	// container killed and restarted, and the sync loop prints one
+	// "SyncLoop (probe)" line per result that changes. False: a container
+	// is started and ready as soon as it runs.
+	Probes bool
+	// ProbeDial opens the connections of httpGet, tcpSocket and grpc
+	// probes (prober.GuardedDialer keeps them to networks the kubelet may
+	// reach); nil: a plain net.Dialer.
+	ProbeDial prober.DialFunc
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package
@@ -145,6 +158,11 @@ type Kubelet struct {
 
 	// Set with Config.Pods.ContainerGC and ActiveDeadline (kubelet_lifecycle.go).
 	lifecycle lifecycle
+	// Set with Config.Pods.Probes (kubelet_probes.go).
+	probeManager     prober.Manager
+	livenessManager  proberesults.Manager
+	readinessManager proberesults.Manager
+	startupManager   proberesults.Manager
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -184,6 +202,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	if cfg.Runtime != nil && cfg.WithoutWorkers {
 		return errors.New("kubelet: Config.Pods.Runtime is not used WithoutWorkers")
+	}
+	if cfg.Probes && !cfg.RunContainers {
+		return errors.New("kubelet: Config.Pods.Probes needs RunContainers (probes need running containers)")
 	}
 	if cfg.RelistPeriod == 0 {
 		cfg.RelistPeriod = pleg.RelistPeriod
@@ -244,7 +265,14 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		return err
 	}
 	kl.statusManager = sm
-	cr.SetSyncOptions(kuberuntime.SyncOptions{Recorder: kl.recorder, RuntimeHelper: runtimeHelper{kl}, PodLogsDirectory: cfg.PodLogsDirectory})
+	opts := kuberuntime.SyncOptions{Recorder: kl.recorder, RuntimeHelper: runtimeHelper{kl}, PodLogsDirectory: cfg.PodLogsDirectory}
+	if cfg.Probes {
+		if err := kl.newProbeManager(cr, cfg.ProbeDial); err != nil {
+			return err
+		}
+		opts.LivenessManager, opts.StartupManager = kl.livenessManager, kl.startupManager
+	}
+	cr.SetSyncOptions(opts)
 	return kl.newLifecycle(cfg)
 }
 
@@ -294,6 +322,7 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 		wg.Go(func() { kl.pleg.Run(ctx) })
 	}
 	kl.syncLoop(ctx, kl.updates, plegCh)
+	kl.stopProbes()
 	return nil
 }
 
@@ -372,6 +401,14 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 		if kl.sourcesReady() {
 			kl.HandlePodCleanups(ctx)
 		}
+	case u := <-updates(kl.livenessManager):
+		if u.Result == proberesults.Failure {
+			kl.handleProbeSync(ctx, u, "liveness", "unhealthy")
+		}
+	case u := <-updates(kl.readinessManager):
+		kl.handleProbeSync(ctx, u, "readiness", map[bool]string{true: "ready", false: ""}[u.Result == proberesults.Success])
+	case u := <-updates(kl.startupManager):
+		kl.handleProbeSync(ctx, u, "startup", map[bool]string{true: "started", false: "unhealthy"}[u.Result == proberesults.Success])
 	}
 	return true
 }
@@ -401,8 +438,14 @@ func (kl *Kubelet) HandlePodUpdate(ctx context.Context, u kubetypes.PodUpdate) {
 		}
 		switch u.Op {
 		case kubetypes.ADD:
+			if kl.probeManager != nil {
+				kl.probeManager.AddPod(pod)
+			}
 			kl.dispatchWork(ctx, pod, kubetypes.SyncPodCreate)
 		case kubetypes.REMOVE:
+			if kl.probeManager != nil {
+				kl.probeManager.RemovePod(pod)
+			}
 			kl.dispatchWork(ctx, pod, kubetypes.SyncPodKill)
 		case kubetypes.RECONCILE:
 			// only the status changed: the kubelet owns status, nothing to run
@@ -458,6 +501,9 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 			uids[p.UID] = true
 		}
 		kl.statusManager.RemoveOrphanedStatuses(uids)
+		if kl.probeManager != nil {
+			kl.probeManager.CleanupPods(uids) // workers of pods that are gone
+		}
 	}
 	if err := kubepod.DeleteOrphanedMirrorPods(ctx, kl.mirrorPodClient, orphans, kl.out); err != nil {
 		klog.ErrorS(err, "Deleting orphaned mirror pods failed; will retry")

@@ -147,10 +147,26 @@ func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v
 // status manager, or the pod's own); hostIPs are the node's addresses;
 // reasons may be nil.
 func generateAPIPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, oldPodStatus v1.PodStatus, podIsTerminal bool, hostIPs []string, reasons *ReasonCache) v1.PodStatus {
+	return generateAPIPodStatusProbed(pod, podStatus, oldPodStatus, podIsTerminal, hostIPs, reasons, nil)
+}
+
+// podStatusProber sets the containers' started and ready from the probes
+// (prober.Manager's UpdatePodStatus).
+type podStatusProber interface {
+	UpdatePodStatus(pod *v1.Pod, podStatus *v1.PodStatus)
+}
+
+// generateAPIPodStatusProbed is generateAPIPodStatus with the prober's word
+// on each container's started and ready, before the pod's conditions are
+// computed from them, as upstream; probes may be nil.
+func generateAPIPodStatusProbed(pod *v1.Pod, podStatus *kubecontainer.PodStatus, oldPodStatus v1.PodStatus, podIsTerminal bool, hostIPs []string, reasons *ReasonCache, probes podStatusProber) v1.PodStatus {
 	if podStatus == nil { // nothing known from the runtime yet
 		podStatus = &kubecontainer.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	s := convertStatusToAPIStatus(pod, podStatus, oldPodStatus, reasons)
+	if probes != nil {
+		probes.UpdatePodStatus(pod, s)
+	}
 	all := append(append([]v1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
 	s.Phase = getPhase(pod, all, podIsTerminal)
 

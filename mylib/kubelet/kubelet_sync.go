@@ -184,6 +184,9 @@ func (kl *Kubelet) getPullSecretsForPod(ctx context.Context, pod *v1.Pod) []v1.S
 // gracePeriod seconds, check that nothing runs, and write the status of
 // the stopped pod.
 func (kl *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64) error {
+	if kl.probeManager != nil {
+		kl.probeManager.StopLivenessAndStartup(pod) // its containers stop anyway
+	}
 	kl.setPodStatus(pod, kl.apiPodStatus(pod, podStatus, false))
 	running := kubecontainer.ConvertPodStatusToRunningPod(kl.containerRuntime.Type(), podStatus)
 	if err := kl.containerRuntime.KillPod(ctx, pod, running, gracePeriod); err != nil {
@@ -232,6 +235,9 @@ func (kl *Kubelet) runtimePodStatus(ctx context.Context, pod *v1.Pod, prev *kube
 func (kl *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {
 	s := kl.apiPodStatus(pod, podStatus, true)
 	kl.setPodStatus(pod, s)
+	if kl.probeManager != nil {
+		kl.probeManager.RemovePod(pod)
+	}
 	kl.statusManager.TerminatePod(pod)
 	final, _ := kl.statusManager.GetPodStatus(pod.UID)
 	next := "its status stays"
@@ -253,7 +259,15 @@ func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 	if !ok {
 		old = pod.Status
 	}
-	s := generateAPIPodStatus(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache)
+	// A copy: the new status shares nothing with the status manager's
+	// cached one, whose readers (its sync loop, the prober's workers) run
+	// while SetPodStatus normalizes the new one in place.
+	old = *old.DeepCopy()
+	var probes podStatusProber // a nil interface, not a nil *Manager, without probes
+	if kl.probeManager != nil {
+		probes = kl.probeManager
+	}
+	s := generateAPIPodStatusProbed(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache, probes)
 	applyPodSyncHandlers(kl.lifecycle.podSyncHandlers, pod, &s)
 	return s
 }

@@ -12,6 +12,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
+	proberesults "mykubelet/mylib/prober/results"
 )
 
 // SyncOptions is what SyncPod and KillPod need besides the CRI.
@@ -28,6 +29,33 @@ type SyncOptions struct {
 	PodLogsDirectory string
 	// RuntimeHandler is the CRI runtime handler for sandboxes ("" default).
 	RuntimeHandler string
+	// LivenessManager and StartupManager are the prober's results: a
+	// running container whose liveness or startup probe failed is killed
+	// (and started again by the restart policy). Nil: no probes.
+	LivenessManager, StartupManager ProbeResults
+}
+
+// ProbeResults is what computePodActions reads of the prober's results
+// (mylib/prober/results.Manager).
+type ProbeResults interface {
+	Get(kubecontainer.ContainerID) (proberesults.Result, bool)
+}
+
+// probeFailed says whether the container's liveness or startup probe has
+// failed, with upstream's message and the probe, whose
+// terminationGracePeriodSeconds then applies.
+func (m *Manager) probeFailed(c *v1.Container, id kubecontainer.ContainerID) (string, *v1.Probe, bool) {
+	if m.opts.LivenessManager != nil {
+		if r, ok := m.opts.LivenessManager.Get(id); ok && r == proberesults.Failure {
+			return fmt.Sprintf("Container %s failed liveness probe", c.Name), c.LivenessProbe, true
+		}
+	}
+	if m.opts.StartupManager != nil {
+		if r, ok := m.opts.StartupManager.Get(id); ok && r == proberesults.Failure {
+			return fmt.Sprintf("Container %s failed startup probe", c.Name), c.StartupProbe, true
+		}
+	}
+	return "", nil, false
 }
 
 // SetSyncOptions gives the Manager what SyncPod needs. Call it before the
@@ -76,6 +104,9 @@ type containerToKillInfo struct {
 	container *kubecontainer.Container
 	name      string
 	message   string
+	// gracePeriodOverride is the failed probe's
+	// terminationGracePeriodSeconds, if it has one.
+	gracePeriodOverride *int64
 }
 
 // podActions is what SyncPod must do to bring the runtime to the pod's spec.
@@ -147,8 +178,10 @@ func findNextInitContainerToRun(pod *v1.Pod, podStatus *kubecontainer.PodStatus)
 }
 
 // computePodActions compares the pod's spec with what the runtime runs.
+// A running container whose liveness or startup probe failed is killed,
+// and started again unless the restart policy is Never, as upstream.
 // Unlike upstream: no sidecar (restartable) init containers, no ephemeral
-// containers, no probes, no in-place resize.
+// containers, no in-place resize.
 func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodStatus) podActions {
 	createPodSandbox, attempt, sandboxID := PodSandboxChanged(pod, podStatus)
 	changes := podActions{
@@ -219,6 +252,18 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 			}
 			continue
 		}
+		if msg, probe, failed := m.probeFailed(c, cs.ID); failed {
+			info := containerToKillInfo{container: &kubecontainer.Container{ID: cs.ID, Name: cs.Name}, name: c.Name, message: msg}
+			if probe != nil && probe.TerminationGracePeriodSeconds != nil && pod.DeletionGracePeriodSeconds == nil {
+				info.gracePeriodOverride = probe.TerminationGracePeriodSeconds
+			}
+			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+				info.message += ", will be restarted"
+				changes.ContainersToStart = append(changes.ContainersToStart, i)
+			}
+			changes.ContainersToKill[cs.ID] = info
+			continue
+		}
 		keepCount++
 	}
 	if keepCount == 0 && len(changes.ContainersToStart) == 0 {
@@ -255,7 +300,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		for _, info := range changes.ContainersToKill {
 			r := kubecontainer.NewSyncResult(kubecontainer.KillContainer, info.name)
 			result.AddSyncResult(r)
-			if err := m.killContainer(ctx, pod, info.container, info.message, nil); err != nil {
+			if err := m.killContainer(ctx, pod, info.container, info.message, info.gracePeriodOverride); err != nil {
 				r.Fail(kubecontainer.ErrKillContainer, err.Error())
 				return result
 			}
