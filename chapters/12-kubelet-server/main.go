@@ -121,7 +121,8 @@ func main() {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("kubelet %s: API on %s port %d, runtime %s %s; Ctrl-C to stop\n", o.NodeName, nodeIP, *port, runtime.Type(), rt.Endpoint)
+		fmt.Printf("kubelet %s: pods from %s and the API server, runtime %s %s; Ctrl-C to stop\n",
+			o.NodeName, sources.ManifestPath, runtime.Type(), rt.Endpoint)
 		err = kl.Run(ctx)
 		fmt.Println("stopped")
 		return err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"mykubelet/mylib/bootstrap"
 	"mykubelet/mylib/statedir"
 	"mykubelet/scripts/docscheck"
 	"mykubelet/scripts/testkit/chaptertest"
@@ -47,7 +49,7 @@ func freePort(t *testing.T) int {
 
 func (f *fixture) start(t *testing.T) *chaptertest.Process {
 	t.Helper()
-	return chaptertest.Start(t, f.Bin, "--node-name", node, "--state-dir", f.state, "--port", strconv.Itoa(f.port), "--serving-cert-timeout", "3m")
+	return chaptertest.Start(t, f.Bin, "--node-name", node, "--state-dir", f.state, "--port", strconv.Itoa(f.port))
 }
 
 // kubectl runs a shell line as the README's reader would (admin
@@ -156,6 +158,7 @@ func TestChapter12EndToEnd(t *testing.T) {
 			"kubectl logs chatty --tail=1":                          "three\n",
 			"kubectl logs chatty --tail=2":                          "two\nthree\n",
 			"kubectl logs chatty --limit-bytes=6":                   "one\ntw",
+			"kubectl logs chatty --since=1h --limit-bytes=6":        "one\ntw",
 			"kubectl logs chatty --since=1h":                        "one\ntwo\nthree\n",
 			"kubectl logs chatty --since-time=2999-01-01T00:00:00Z": "",
 		} {
@@ -204,6 +207,18 @@ func TestChapter12EndToEnd(t *testing.T) {
 		assert.Equal(t, "42 from chatty\ncommand terminated with exit code 5\n", out)
 		out, code = f.kubectl(t, `kubectl exec chatty -- nosuchcommand`)
 		assert.Equal(t, 127, code, out)
+		f.waitPod(t, "countdown", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+		out, code = f.kubectl(t, `kubectl exec countdown -- true`)
+		assert.Equal(t, 1, code)
+		assert.Equal(t, "error: cannot exec into a container in a completed pod; current phase is Succeeded\n", out, "kubectl checks first")
+		out, _ = f.kubectl(t, `kubectl get --raw "/api/v1/namespaces/default/pods/crasher/exec?command=true&stdout=true" 2>&1; true`)
+		t.Logf("exec without upgrade: %s", out)
+	})
+
+	t.Run("curl as the README: 401", func(t *testing.T) {
+		out, code := f.kubectl(t, "curl -s --cacert "+f.Cluster.CAFile()+" https://127.0.0.1:"+strconv.Itoa(f.port)+"/pods")
+		assert.Equal(t, 0, code)
+		assert.Equal(t, "Unauthorized\n", out)
 	})
 
 	t.Run("curl without and with credentials: 401, 403, 200", func(t *testing.T) {
@@ -282,10 +297,30 @@ func TestChapter12EndToEnd(t *testing.T) {
 		assert.Equal(t, 401, code)
 	})
 
+	t.Run("a second kubelet on the same port: one clear line", func(t *testing.T) {
+		other := chaptertest.ShortTempDir(t)
+		chaptertest.WriteNodeKubeconfig(t, other, f.NodeConfig)
+		_, stderr, code := chaptertest.Run(t, f.Bin, "--node-name", node, "--state-dir", other, "--port", strconv.Itoa(f.port))
+		assert.NotEqual(t, 0, code)
+		assert.Equal(t, "12-kubelet-server: error: kubelet server on 127.0.0.1:"+strconv.Itoa(f.port)+": listen tcp 127.0.0.1:"+strconv.Itoa(f.port)+": bind: address already in use\n", lastLine(stderr))
+	})
+
 	assert.Equal(t, 0, p.Stop())
 	assert.NotContains(t, p.Stderr(), "panic")
-	_ = readme
-	_ = docscheck.Match
+	assert.NoError(t, docscheck.Match(chaptertest.ExpectedOutput(t, readme),
+		strings.ReplaceAll(p.Stdout(), "127.0.0.1:"+strconv.Itoa(f.port), "127.0.0.1:10250")))
+
+	t.Run("nobody approves: the run ends at the timeout with one clear line", func(t *testing.T) {
+		other := chaptertest.ShortTempDir(t)
+		chaptertest.WriteNodeKubeconfig(t, other, f.NodeConfig)
+		stdout, stderr, code := chaptertest.Run(t, f.Bin, "--node-name", node, "--state-dir", other, "--port", strconv.Itoa(freePort(t)), "--serving-cert-timeout", "3s")
+		assert.NotEqual(t, 0, code)
+		m := regexp.MustCompile(`run: kubectl certificate approve (\S+)`).FindStringSubmatch(stdout)
+		require.NotNil(t, m, stdout)
+		assert.Equal(t, "12-kubelet-server: error: certificate signing request "+m[1]+" was not approved and signed within 3s; approve it with `kubectl certificate approve "+m[1]+"` and run again (the key is kept, so the next run waits for the same CSR)\n", lastLine(stderr))
+		_, err := os.Stat(filepath.Join(other, "pki", bootstrap.TmpServingKeyFile))
+		assert.NoError(t, err, "the key is kept")
+	})
 
 	t.Run("a kubelet whose serving certificate is from another CA is refused by the API server", func(t *testing.T) {
 		other, err := localcluster.NewCA("other-ca")
@@ -305,4 +340,10 @@ func TestChapter12EndToEnd(t *testing.T) {
 		assert.Contains(t, out, "tls: failed to verify certificate: x509: certificate signed by unknown authority")
 		assert.Equal(t, 0, p.Stop())
 	})
+}
+
+// lastLine is the last line of s, with its newline.
+func lastLine(s string) string {
+	lines := strings.SplitAfter(strings.TrimRight(s, "\n")+"\n", "\n")
+	return lines[len(lines)-2]
 }
