@@ -27,8 +27,8 @@ import (
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
-	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/pleg"
+	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/server"
 	"mykubelet/mylib/statedir"
 )
