@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -125,4 +126,45 @@ func mustParse(t *testing.T, s string) *url.URL {
 	u, err := url.Parse(s)
 	require.NoError(t, err)
 	return u
+}
+
+// TestAttachStreamsWhatTheContainerWritesUntilItExits: attached while the
+// container sleeps, the session gets what it writes next, stdout and
+// stderr apart, and ends when the container does.
+func TestAttachStreamsWhatTheContainerWritesUntilItExits(t *testing.T) {
+	r, clk := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	resp, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
+		Command: []string{"sh", "-c", "echo before; sleep 5; echo out; echo err >&2"}, LogPath: "app/0.log"},
+		SandboxConfig: &runtimeapi.PodSandboxConfig{LogDirectory: t.TempDir()}})
+	require.NoError(t, err)
+	c := resp.ContainerId
+	startContainer(t, r, c)
+	waitSleeping(t, r)
+	baseline := clk.Waiters() // the script's sleep
+
+	att, err := r.Attach(context.Background(), &runtimeapi.AttachRequest{ContainerId: c, Stdout: true, Stderr: true})
+	require.NoError(t, err)
+	ex, err := remotecommand.NewSPDYExecutor(&rest.Config{}, "POST", mustParse(t, att.Url))
+	require.NoError(t, err)
+	var out, errOut bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
+	}()
+	for clk.Waiters() <= baseline { // the session polls the log on the runtime's clock
+		time.Sleep(time.Millisecond)
+	}
+	for {
+		clk.Step(time.Second)
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			assert.Equal(t, "out\n", out.String(), "only what was written after attaching")
+			assert.Equal(t, "err\n", errOut.String())
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
