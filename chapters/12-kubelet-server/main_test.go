@@ -215,6 +215,13 @@ func TestChapter12EndToEnd(t *testing.T) {
 		t.Logf("exec without upgrade: %s", out)
 	})
 
+	t.Run("kubectl exec -it: a shell with a prompt, in a terminal (script gives kubectl one)", func(t *testing.T) {
+		out, code := f.kubectl(t, `printf 'echo $((6*7))\rexit 7\r' | script -qec "kubectl exec -it chatty -- sh" /dev/null`)
+		assert.Equal(t, 7, code, out)
+		assert.Contains(t, out, "# ")
+		assert.Contains(t, out, "42\r\n")
+	})
+
 	t.Run("curl as the README: 401", func(t *testing.T) {
 		out, code := f.kubectl(t, "curl -s --cacert "+f.Cluster.CAFile()+" https://127.0.0.1:"+strconv.Itoa(f.port)+"/pods")
 		assert.Equal(t, 0, code)
@@ -338,6 +345,13 @@ func TestChapter12EndToEnd(t *testing.T) {
 		out, code := f.kubectl(t, "kubectl logs chatty")
 		assert.NotEqual(t, 0, code)
 		assert.Contains(t, out, "tls: failed to verify certificate: x509: certificate signed by unknown authority")
+
+		// The README's cleanup: the running kubelet finishes each deletion.
+		out, code = f.kubectl(t, "kubectl delete -f yaml/kubelet-server-pods.yaml --ignore-not-found")
+		assert.Equal(t, 0, code, out)
+		pods, err := f.Admin.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, pods.Items)
 		assert.Equal(t, 0, p.Stop())
 	})
 }
