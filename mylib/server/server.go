@@ -33,7 +33,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -356,16 +355,13 @@ type StreamOptions struct {
 	Stdin, Stdout, Stderr, TTY bool
 }
 
-// ParseStreamOptions reads StreamOptions from a query, with upstream's errors.
+// ParseStreamOptions reads StreamOptions from a query as upstream's
+// remotecommand.NewOptions: stdin, stdout, stderr and tty are on when "1";
+// stderr is dropped with a TTY (it goes to stdout); at least one stream.
 func ParseStreamOptions(q url.Values) (StreamOptions, error) {
-	flag := func(name string) bool {
-		b, _ := strconv.ParseBool(q.Get(name)) // "1" and "true"; anything else is false, as upstream
-		return b
-	}
-	o := StreamOptions{Stdin: flag("input") || flag("stdin"), Stdout: flag("output") || flag("stdout"), Stderr: flag("error") || flag("stderr"), TTY: flag("tty")}
+	o := StreamOptions{Stdin: q.Get("stdin") == "1", Stdout: q.Get("stdout") == "1", Stderr: q.Get("stderr") == "1", TTY: q.Get("tty") == "1"}
 	if o.TTY && o.Stderr {
-		// upstream: "stderr cannot be set with tty" is a warning; stderr is merged
-		o.Stderr = false
+		o.Stderr = false // upstream logs "Access to exec with tty and stderr is not supported, bypassing stderr"
 	}
 	if !o.Stdin && !o.Stdout && !o.Stderr {
 		return o, errors.New("you must specify at least 1 of stdin, stdout, stderr")
