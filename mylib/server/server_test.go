@@ -146,7 +146,7 @@ func TestExecIsProxiedToTheRuntimesStreamingServer(t *testing.T) {
 		"/exec/default/p/c?stdout=1":                    {400, "you must specify a command (the query parameter command, once per argument)\n"},
 		"/exec/default/p/waiting?command=true&stdout=1": {500, `container not found ("waiting")` + "\n"},
 		"/exec/default/q/c?command=true&stdout=1":       {404, "pod does not exist\n"},
-		"/exec/default/p/c?command=true&stdout=1":       {400, "Upgrade request required\n"},
+		"/exec/default/p/c?command=true&stdout=1":       {500, "Upgrade request required\n"}, // as upstream's responder
 	} {
 		resp, err := http.Post(srv.URL+path, "", nil)
 		require.NoError(t, err)
