@@ -356,10 +356,12 @@ type StreamOptions struct {
 }
 
 // ParseStreamOptions reads StreamOptions from a query as upstream's
-// remotecommand.NewOptions: stdin, stdout, stderr and tty are on when "1";
-// stderr is dropped with a TTY (it goes to stdout); at least one stream.
+// remotecommand.NewOptions: the parameters the API server sends (input,
+// output, error, tty: v1.ExecStdinParam…) are on when "1"; stderr is
+// dropped with a TTY (it goes to stdout); at least one stream.
 func ParseStreamOptions(q url.Values) (StreamOptions, error) {
-	o := StreamOptions{Stdin: q.Get("stdin") == "1", Stdout: q.Get("stdout") == "1", Stderr: q.Get("stderr") == "1", TTY: q.Get("tty") == "1"}
+	o := StreamOptions{Stdin: q.Get(v1.ExecStdinParam) == "1", Stdout: q.Get(v1.ExecStdoutParam) == "1",
+		Stderr: q.Get(v1.ExecStderrParam) == "1", TTY: q.Get(v1.ExecTTYParam) == "1"}
 	if o.TTY && o.Stderr {
 		o.Stderr = false // upstream logs "Access to exec with tty and stderr is not supported, bypassing stderr"
 	}

@@ -127,7 +127,7 @@ func TestContainerLogsAndTheirErrors(t *testing.T) {
 // gets the output and the exit code.
 func TestExecIsProxiedToTheRuntimesStreamingServer(t *testing.T) {
 	srv := kubeletWithAPod(t)
-	u, err := url.Parse(srv.URL + "/exec/default/p/c?command=sh&command=-c&command=" + url.QueryEscape("cat; echo hi; exit 3") + "&stdin=1&stdout=1&stderr=1")
+	u, err := url.Parse(srv.URL + "/exec/default/p/c?command=sh&command=-c&command=" + url.QueryEscape("cat; echo hi; exit 3") + "&input=1&output=1&error=1")
 	require.NoError(t, err)
 	ex, err := remotecommand.NewSPDYExecutor(&rest.Config{}, "POST", u)
 	require.NoError(t, err)
@@ -143,10 +143,10 @@ func TestExecIsProxiedToTheRuntimesStreamingServer(t *testing.T) {
 		body string
 	}{
 		"/exec/default/p/c?command=true":                {400, "you must specify at least 1 of stdin, stdout, stderr\n"},
-		"/exec/default/p/c?stdout=1":                    {400, "you must specify a command (the query parameter command, once per argument)\n"},
-		"/exec/default/p/waiting?command=true&stdout=1": {500, `container not found ("waiting")` + "\n"},
-		"/exec/default/q/c?command=true&stdout=1":       {404, "pod does not exist\n"},
-		"/exec/default/p/c?command=true&stdout=1":       {500, "Upgrade request required\n"}, // as upstream's responder
+		"/exec/default/p/c?output=1":                    {400, "you must specify a command (the query parameter command, once per argument)\n"},
+		"/exec/default/p/waiting?command=true&output=1": {500, `container not found ("waiting")` + "\n"},
+		"/exec/default/q/c?command=true&output=1":       {404, "pod does not exist\n"},
+		"/exec/default/p/c?command=true&output=1":       {500, "Upgrade request required\n"}, // as upstream's responder
 	} {
 		resp, err := http.Post(srv.URL+path, "", nil)
 		require.NoError(t, err)
@@ -155,4 +155,17 @@ func TestExecIsProxiedToTheRuntimesStreamingServer(t *testing.T) {
 		assert.Equal(t, want.code, resp.StatusCode, path)
 		assert.Equal(t, want.body, string(b), path)
 	}
+}
+
+// TestParseStreamOptionsReadsWhatTheAPIServerSends: the API server's
+// streamParams send input, output, error and tty as "1".
+func TestParseStreamOptionsReadsWhatTheAPIServerSends(t *testing.T) {
+	o, err := ParseStreamOptions(url.Values{"input": {"1"}, "output": {"1"}, "error": {"1"}})
+	require.NoError(t, err)
+	assert.Equal(t, StreamOptions{Stdin: true, Stdout: true, Stderr: true}, o)
+	o, err = ParseStreamOptions(url.Values{"input": {"1"}, "output": {"1"}, "error": {"1"}, "tty": {"1"}})
+	require.NoError(t, err)
+	assert.Equal(t, StreamOptions{Stdin: true, Stdout: true, TTY: true}, o, "stderr goes to the terminal")
+	_, err = ParseStreamOptions(url.Values{"stdout": {"1"}, "output": {"true"}})
+	assert.EqualError(t, err, "you must specify at least 1 of stdin, stdout, stderr", `only "1", and only upstream's names`)
 }
