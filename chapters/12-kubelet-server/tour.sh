@@ -41,7 +41,9 @@ printf 'x=41\necho $((x+1))\n' | show kubectl exec -i chatty -- sh
 step "Without credentials: 401; with a token RBAC does not allow: 403"
 kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$TOUR_DIR/ca.crt"
 show curl -s --cacert "$TOUR_DIR/ca.crt" "https://127.0.0.1:$port/pods"
-show curl -s --cacert "$TOUR_DIR/ca.crt" -H "Authorization: Bearer $(kubectl create token default)" "https://127.0.0.1:$port/pods"
+token="$(kubectl create token default)"
+printf '$ curl -s --cacert %s -H "Authorization: Bearer $(kubectl create token default)" %s\n' "$TOUR_DIR/ca.crt" "https://127.0.0.1:$port/pods"
+curl -s --cacert "$TOUR_DIR/ca.crt" -H "Authorization: Bearer $token" "https://127.0.0.1:$port/pods"
 
 step "Clean up while the kubelet runs"
 show kubectl delete -f "$REPO_ROOT/yaml/kubelet-server-pods.yaml" --ignore-not-found
