@@ -42,6 +42,7 @@ step "Without credentials: 401; with a token RBAC does not allow: 403"
 kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$TOUR_DIR/ca.crt"
 show curl -s --cacert "$TOUR_DIR/ca.crt" "https://127.0.0.1:$port/pods"
 token="$(kubectl create token default)"
+# shellcheck disable=SC2016 # printed as the reader would type it
 printf '$ curl -s --cacert %s -H "Authorization: Bearer $(kubectl create token default)" %s\n' "$TOUR_DIR/ca.crt" "https://127.0.0.1:$port/pods"
 curl -s --cacert "$TOUR_DIR/ca.crt" -H "Authorization: Bearer $token" "https://127.0.0.1:$port/pods"
 
