@@ -21,8 +21,11 @@
 // Where it departs from containerd, and why: a script that traps TERM runs its
 // trap at the next command or sleep (the interpreter knows only EXIT and ERR
 // traps); sleep, date and every timeout read the injected clock, so tests
-// drive them; Exec, Attach and PortForward are not implemented (they need the
-// kubelet's streaming server).
+// drive them; Exec and Attach answer a URL of the runtime's own streaming
+// server on 127.0.0.1 (streaming.go: SPDY, v4.channel.k8s.io), where `sh`
+// with stdin is an interactive shell (with a TTY: a prompt, echo and line
+// editing, best effort); Attach streams output only (the mock's containers
+// have no stdin); PortForward is not implemented (nothing listens).
 //
 // For teaching, a small HTTP control API (NewControlHandler, loopback only,
 // no authentication) kills, stops, removes or execs in containers and

@@ -110,24 +110,6 @@ func (r *Runtime) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenCo
 	return &runtimeapi.ReopenContainerLogResponse{}, nil
 }
 
-// streamingNotYet is the answer of the streaming calls.
-const streamingNotYet = "%s is a streaming call, served through the kubelet's streaming server; the fake runtime does not implement it yet: use ExecSync"
-
-// Exec is not implemented: see streamingNotYet.
-func (r *Runtime) Exec(context.Context, *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, streamingNotYet, "Exec")
-}
-
-// Attach is not implemented: see streamingNotYet.
-func (r *Runtime) Attach(context.Context, *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, streamingNotYet, "Attach")
-}
-
-// PortForward is not implemented: see streamingNotYet.
-func (r *Runtime) PortForward(context.Context, *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, streamingNotYet, "PortForward")
-}
-
 // RuntimeConfig answers the runtime's cgroup driver, which the kubelet
 // reads at start to match its own: systemd, as containerd's default.
 func (r *Runtime) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {

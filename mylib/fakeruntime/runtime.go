@@ -74,6 +74,9 @@ type Runtime struct {
 	names      map[string]string
 	imageNames map[string]string
 
+	// streams is the streaming server of Exec and Attach (streaming.go).
+	streams streamServer
+
 	// testHookStopWaiting, if set, is called when StopContainer starts
 	// waiting out its timeout.
 	testHookStopWaiting func()
@@ -187,6 +190,7 @@ func New(clk clock.Clock) *Runtime {
 // one of the runtime's, removes it. The runtime keeps answering, empty of
 // processes; Serve calls Close when it stops.
 func (r *Runtime) Close() error {
+	r.closeStreams()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range r.containers {

@@ -49,7 +49,8 @@ type proc struct {
 	root     *os.Root
 	hostname string
 	env      []string
-	workDir  string // the script's starting directory in the container ("" is /)
+	workDir  string    // the script's starting directory in the container ("" is /)
+	stdin    io.Reader // nil: none (a container's main process; ExecSync)
 	stdout   io.Writer
 	stderr   io.Writer
 
@@ -171,10 +172,36 @@ func (p *proc) run(ctx context.Context, script string, params []string) int {
 		fmt.Fprintf(p.stderr, "sh: %v\n", err)
 		return 2
 	}
+	runner, err := p.newRunner(params)
+	if err != nil {
+		fmt.Fprintf(p.stderr, "sh: %v\n", err)
+		return 2
+	}
+	return exitCode(ctx, runner.Run(ctx, file), p.stderr)
+}
+
+// exitCode is the exit code of a Run that returned err.
+func exitCode(ctx context.Context, err error, stderr io.Writer) int {
+	if ctx.Err() != nil {
+		return ExitCodeSIGKILL
+	}
+	if err == nil {
+		return 0
+	}
+	if code, ok := interp.IsExitStatus(err); ok {
+		return int(code)
+	}
+	fmt.Fprintf(stderr, "sh: %v\n", err)
+	return 1
+}
+
+// newRunner is the interpreter for the process, with positional
+// parameters params ($0 first).
+func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 	opts := []interp.RunnerOption{
 		interp.Env(expand.ListEnviron(p.env...)),
 		interp.Dir("/"), // the container's /, as every handler below sees it
-		interp.StdIO(nil, p.stdout, p.stderr),
+		interp.StdIO(p.stdin, p.stdout, p.stderr),
 		interp.CallHandler(p.call),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return p.exec }),
 		interp.OpenHandler(p.open),
@@ -187,24 +214,12 @@ func (p *proc) run(ctx context.Context, script string, params []string) int {
 	}
 	runner, err := interp.New(opts...)
 	if err != nil {
-		fmt.Fprintf(p.stderr, "sh: %v\n", err)
-		return 2
+		return nil, err
 	}
 	if p.workDir != "" {
 		runner.Dir = path.Clean("/" + p.workDir) // a path in the container, which interp.Dir would look up on the host
 	}
-	err = runner.Run(ctx, file)
-	if ctx.Err() != nil {
-		return ExitCodeSIGKILL
-	}
-	if err == nil {
-		return 0
-	}
-	if code, ok := interp.IsExitStatus(err); ok {
-		return int(code)
-	}
-	fmt.Fprintf(p.stderr, "sh: %v\n", err)
-	return 1
+	return runner, nil
 }
 
 // call runs before every simple command. It keeps the TERM trap, which
@@ -361,7 +376,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 			fmt.Fprintf(hc.Stderr, "%s: only %s -c SCRIPT is supported\n", name, name)
 			return interp.NewExitStatus(2)
 		}
-		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running, net: p.net}
+		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running, net: p.net}
 		code := sub.run(ctx, script, params)
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -1,186 +1,470 @@
-// Package server is the kubelet's debug HTTP server, much smaller than
-// upstream's: /pods shows the pod manager's pods (upstream's kubelet serves
-// the same path, pkg/kubelet/server/server.go), as JSON for programs and as
-// an HTML table for a browser; Handle adds more, such as /podcache/<uid> to
-// push a pod status into the pod cache by hand.
+// Package server is the kubelet's HTTP servers, after upstream's
+// pkg/kubelet/server:
 //
-// Bind it to 127.0.0.1 (ListenLoopback): it has no authentication. It
-// answers 403 to requests that name another host or come from another site
-// (LoopbackOnly), so that a web page cannot use the learner's browser to
-// reach it.
+//   - Server (server.go, auth.go) is the kubelet API on port 10250, the one
+//     the API server calls for `kubectl logs`, `kubectl exec` and
+//     /api/v1/nodes/<node>/proxy/…: HTTPS with the node's serving
+//     certificate; every request authenticated (a client certificate of
+//     the cluster CA, or a bearer token through a TokenReview) and
+//     authorized (a SubjectAccessReview for the verb on nodes/<subresource>,
+//     see GetRequestAttributes); /healthz, /pods, /containerLogs, /exec,
+//     /attach and /portForward.
+//   - DebugServer (debug.go) is a read-only page of the pod manager's pods
+//     for a learner's browser, on loopback without authentication.
+//
+// Where Server departs from upstream, and why: plain net/http instead of
+// go-restful; no /stats, /metrics, /run, /checkpoint, /configz (nothing here
+// measures them); no caching of TokenReview and SubjectAccessReview answers
+// (upstream keeps them 2 min and 5 min/30 s: fewer API calls, slower to
+// notice a revoked permission); a container's log is read by polling its
+// file rather than with fsnotify; no WebSocket upgrade of its own
+// (ExtendWebSocketsToKubelet: the node does not declare it, so the API
+// server translates kubectl's WebSocket streams into SPDY before they reach
+// the kubelet).
 package server
 
 import (
-	"encoding/json"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
-	"html/template"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
+	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
-	"mykubelet/mylib/kubetypes"
 	kubepod "mykubelet/mylib/pod"
 )
 
-// DebugServer is the http.Handler of the kubelet's read-only debug
-// endpoints. Upstream's type is server.Server, which also serves the
-// authenticated API on port 10250 (exec, logs, metrics); this one serves
-// only what a learner reads on loopback, so it is named for that and keeps
-// upstream's paths (/pods).
-type DebugServer struct {
-	pods kubepod.Manager
-	mux  *http.ServeMux
+// DefaultPort is the kubelet's --port.
+const DefaultPort = 10250
+
+// LogPollPeriod is how often a followed log is checked for more output.
+const LogPollPeriod = 100 * time.Millisecond
+
+// Config is what NewServer needs.
+type Config struct {
+	// NodeName is the node this kubelet is: the name in every
+	// SubjectAccessReview. Required.
+	NodeName string
+	// Pods is the pod manager: /pods lists it, and the other endpoints look
+	// pods up in it by namespace and name. Required.
+	Pods kubepod.Manager
+	// Runtime answers ContainerStatus (a log's path) and Exec/Attach/
+	// PortForward (a URL of the runtime's streaming server). Required.
+	Runtime runtimeapi.RuntimeServiceClient
+	// Authenticator and Authorizer guard every request. Required.
+	Authenticator Authenticator
+	Authorizer    Authorizer
+	// Clock: nil is the real clock.
+	Clock clock.Clock
 }
 
-// NewDebugServer serves the pods of pm.
-func NewDebugServer(pm kubepod.Manager) *DebugServer {
-	s := &DebugServer{pods: pm, mux: http.NewServeMux()}
-	s.mux.HandleFunc("/pods", s.getPods)
-	s.mux.HandleFunc("/pods/{namespace}/{name}", s.getPod)
-	return s
+// Server is the kubelet API's http.Handler (upstream's server.Server).
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+	h   http.Handler
 }
 
-// Handle adds a handler (e.g. PodCachePattern, /podcache/).
-func (s *DebugServer) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
-
-// ServeHTTP answers 403 to a request for another host or from another site
-// (see LoopbackOnly), 404 for unknown paths and 405 for methods other than
-// GET and HEAD (except on paths registered with Handle, which decide).
-func (s *DebugServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := checkLoopbackRequest(r); err != nil {
-		httpError(w, http.StatusForbidden, "forbidden: "+err.Error())
-		return
+// NewServer checks cfg and builds the handler.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.NodeName == "" || cfg.Pods == nil || cfg.Runtime == nil || cfg.Authenticator == nil || cfg.Authorizer == nil {
+		return nil, errors.New("server: Config needs NodeName, Pods, Runtime, Authenticator and Authorizer")
 	}
-	_, pattern := s.mux.Handler(r)
-	if pattern == "" {
-		httpError(w, http.StatusNotFound, fmt.Sprintf("no such page %q: try /pods or /pods/<namespace>/<name>", r.URL.Path))
-		return
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
-	if strings.HasPrefix(pattern, "/pods") && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		httpError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s: use GET", r.Method, r.URL.Path))
-		return
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	s.mux.HandleFunc("GET /pods", s.getPods)
+	s.mux.HandleFunc("GET /pods/{$}", s.getPods)
+	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.getContainerLogs)
+	for _, m := range []string{"GET", "POST"} {
+		s.mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", s.getExec)
+		s.mux.HandleFunc(m+" /exec/{namespace}/{pod}/{uid}/{container}", s.getExec)
+		s.mux.HandleFunc(m+" /attach/{namespace}/{pod}/{container}", s.getAttach)
+		s.mux.HandleFunc(m+" /attach/{namespace}/{pod}/{uid}/{container}", s.getAttach)
+		s.mux.HandleFunc(m+" /portForward/{namespace}/{pod}", s.getPortForward)
+		s.mux.HandleFunc(m+" /portForward/{namespace}/{pod}/{uid}", s.getPortForward)
 	}
-	s.mux.ServeHTTP(w, r) // the mux, not h, so that r.PathValue works
+	s.h = WithAuth(cfg.NodeName, cfg.Authenticator, cfg.Authorizer, s.mux)
+	return s, nil
 }
 
-// row is one line of the HTML table.
-type row struct {
-	Namespace, Name, UID, Source, Phase, MirrorUID string
-	Link                                           string
+// ServeHTTP authenticates and authorizes, then serves.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.h.ServeHTTP(w, r) }
+
+// TLSConfig is the server's TLS: the serving certificate, TLS 1.2 or
+// later, and client certificates asked for but checked by
+// X509Authenticator (so that a wrong one is a 401, as upstream's).
+func TLSConfig(cert tls.Certificate) *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, ClientAuth: tls.RequestClientCert}
 }
 
-func (s *DebugServer) rows() []row {
-	var rows []row
-	for _, p := range s.pods.GetPods() {
-		r := row{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Phase: string(p.Status.Phase),
-			Link: "/pods/" + p.Namespace + "/" + p.Name}
-		r.Source, _ = kubetypes.GetPodSource(p)
-		if m, ok := s.pods.GetMirrorPodByPod(p); ok {
-			r.MirrorUID = string(m.UID)
+// ListenAndServe serves s with TLS on lis in a goroutine wg waits for,
+// until ctx ends.
+func ListenAndServe(ctx context.Context, wg *sync.WaitGroup, lis net.Listener, s http.Handler, cert tls.Certificate) {
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, TLSConfig: TLSConfig(cert)}
+	tlsLis := tls.NewListener(lis, srv.TLSConfig)
+	wg.Go(func() {
+		if err := srv.Serve(tlsLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.ErrorS(err, "Kubelet server stopped", "address", lis.Addr())
 		}
-		rows = append(rows, r)
-	}
-	return rows
+	})
+	wg.Go(func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close() // streams (exec, logs -f) still open: cut them
+		}
+	})
 }
 
-func (s *DebugServer) getPods(w http.ResponseWriter, r *http.Request) {
-	format, err := negotiate(r)
+// NewWebhookAuth returns the authenticator and authorizer of a kubelet
+// configured as kubeadm configures it (authentication.anonymous off,
+// x509 with the cluster CA, webhook on; authorization mode Webhook):
+// client certificates of clientCA, bearer tokens through TokenReviews, and
+// SubjectAccessReviews, both asked with client, the node's credentials.
+func NewWebhookAuth(client kubernetes.Interface, clientCA []byte) (Authenticator, Authorizer, error) {
+	roots, err := CertPool(clientCA)
 	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
-		return
+		return nil, nil, err
 	}
-	if format == "html" {
-		writeHTML(w, podsPage, map[string]any{"Rows": s.rows()})
-		return
-	}
+	return UnionAuthenticator{X509Authenticator{Roots: roots}, TokenReviewAuthenticator{Client: client}},
+		SubjectAccessReviewAuthorizer{Client: client}, nil
+}
+
+// getPods answers the pod manager's pods as a v1 PodList.
+func (s *Server) getPods(w http.ResponseWriter, _ *http.Request) {
 	list := v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: []v1.Pod{}}
-	for _, p := range s.pods.GetPods() {
+	for _, p := range s.cfg.Pods.GetPods() {
 		list.Items = append(list.Items, *p)
 	}
 	writeJSON(w, list)
 }
 
-func (s *DebugServer) getPod(w http.ResponseWriter, r *http.Request) {
-	format, err := negotiate(r)
-	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	p, ok := s.pods.GetPodByName(ns, name)
+// podAndStatus finds a pod and the status to read container IDs from: a
+// static pod's is on its mirror pod.
+func (s *Server) podAndStatus(ns, name string) (*v1.Pod, *v1.PodStatus, bool) {
+	pod, ok := s.cfg.Pods.GetPodByName(ns, name)
 	if !ok {
-		httpError(w, http.StatusNotFound, fmt.Sprintf("pod %s/%s is not known to the pod manager", ns, name))
-		return
+		return nil, nil, false
 	}
-	pod := p.DeepCopy()
-	pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
-	if format == "html" {
-		b, _ := json.MarshalIndent(pod, "", "  ") // a Pod always marshals
-		mirror := ""
-		if m, ok := s.pods.GetMirrorPodByPod(p); ok {
-			mirror = string(m.UID)
+	st := &pod.Status
+	if m, ok := s.cfg.Pods.GetMirrorPodByPod(pod); ok {
+		st = &m.Status
+	}
+	return pod, st, true
+}
+
+func hasContainer(pod *v1.Pod, name string) bool {
+	for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for _, c := range cs {
+			if c.Name == name {
+				return true
+			}
 		}
-		writeHTML(w, podPage, map[string]any{"Pod": pod, "MirrorUID": mirror, "JSON": string(b)})
+	}
+	return false
+}
+
+// getContainerLogs is upstream's getContainerLogs with
+// GetKubeletContainerLogs: the query decoded and validated, the pod and
+// container looked up, the container ID from the pod's status
+// (validateContainerLogStatus), its log path from the runtime, then
+// ReadLogs.
+func (s *Server) getContainerLogs(w http.ResponseWriter, r *http.Request) {
+	ns, podName, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	opts, err := ParseLogOptions(r.URL.Query(), s.cfg.Clock.Now())
+	if err != nil {
+		var bq *BadQueryError
+		if errors.As(err, &bq) && bq.Invalid {
+			http.Error(w, `{"message": "Invalid request."}: `+err.Error(), http.StatusUnprocessableEntity)
+			return
+		}
+		http.Error(w, `{"message": "Unable to decode query."}: `+err.Error(), http.StatusBadRequest)
 		return
 	}
-	writeJSON(w, pod)
+	pod, podStatus, ok := s.podAndStatus(ns, podName)
+	if !ok {
+		http.Error(w, fmt.Sprintf("pod %q does not exist", podName), http.StatusNotFound)
+		return
+	}
+	if !hasContainer(pod, container) {
+		http.Error(w, fmt.Sprintf("container %q not found in pod %q", container, podName), http.StatusNotFound)
+		return
+	}
+	id, err := ValidateContainerLogStatus(pod.Name, podStatus, container, opts.Previous)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp, err := s.cfg.Runtime.ContainerStatus(r.Context(), &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		http.Error(w, fmt.Sprintf("failed to get container status %q: %v", id, err), http.StatusBadRequest)
+		return
+	}
+	path := resp.GetStatus().GetLogPath()
+	if path == "" {
+		http.Error(w, fmt.Sprintf("container %q in pod %q has no log path", container, podName), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	fw := &flushWriter{w: w}
+	if f, ok := w.(http.Flusher); ok {
+		fw.f = f
+	}
+	running := func(ctx context.Context) (bool, error) {
+		st, err := s.cfg.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+		if status.Code(err) == codes.Unavailable {
+			return true, nil // as upstream: the runtime is away, the container may well run on
+		}
+		if err != nil {
+			return false, err
+		}
+		return st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING, nil
+	}
+	if err := ReadLogs(r.Context(), path, opts, running, s.cfg.Clock, LogPollPeriod, fw, fw); err != nil && r.Context().Err() == nil {
+		if !fw.wrote {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		klog.ErrorS(err, "Reading a container's log failed", "pod", klog.KRef(ns, podName), "container", container)
+	}
 }
 
-// negotiate picks "json" or "html": ?format= wins, then an Accept header
-// asking for text/html (a browser), else JSON.
-func negotiate(r *http.Request) (string, error) {
-	switch f := r.URL.Query().Get("format"); f {
-	case "json", "html":
-		return f, nil
-	case "":
+// flushWriter flushes after every write, so that `kubectl logs -f` sees
+// each line when it is written.
+type flushWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	f     http.Flusher
+	wrote bool
+}
+
+func (fw *flushWriter) Write(p []byte) (int, error) {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	n, err := fw.w.Write(p)
+	fw.wrote = true
+	if fw.f != nil {
+		fw.f.Flush()
+	}
+	return n, err
+}
+
+// ValidateContainerLogStatus picks the container whose log to read from
+// the pod's status, with upstream's messages: the running one; a
+// terminated one; with previous, the last terminated one; none while it
+// waits to start.
+func ValidateContainerLogStatus(podName string, ps *v1.PodStatus, containerName string, previous bool) (string, error) {
+	var cs *v1.ContainerStatus
+	for _, list := range [][]v1.ContainerStatus{ps.ContainerStatuses, ps.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == containerName {
+				cs = &list[i]
+			}
+		}
+	}
+	if cs == nil {
+		return "", fmt.Errorf("container %q in pod %q is not available", containerName, podName)
+	}
+	last := cs.LastTerminationState
+	waiting, running, terminated := cs.State.Waiting, cs.State.Running, cs.State.Terminated
+	var id string
+	switch {
+	case previous:
+		if last.Terminated == nil || last.Terminated.ContainerID == "" {
+			return "", fmt.Errorf("previous terminated container %q in pod %q not found", containerName, podName)
+		}
+		id = last.Terminated.ContainerID
+	case running != nil:
+		id = cs.ContainerID
+	case terminated != nil:
+		id = terminated.ContainerID
+		if id == "" && last.Terminated != nil {
+			id = last.Terminated.ContainerID
+		}
+		if id == "" {
+			return "", fmt.Errorf("container %q in pod %q is terminated", containerName, podName)
+		}
+	case last.Terminated != nil:
+		if last.Terminated.ContainerID == "" {
+			return "", fmt.Errorf("container %q in pod %q is terminated", containerName, podName)
+		}
+		id = last.Terminated.ContainerID
+	case waiting != nil:
+		switch waiting.Reason {
+		case "ErrImagePull":
+			return "", fmt.Errorf("container %q in pod %q is waiting to start: image can't be pulled", containerName, podName)
+		case "ImagePullBackOff":
+			return "", fmt.Errorf("container %q in pod %q is waiting to start: trying and failing to pull image", containerName, podName)
+		default:
+			return "", fmt.Errorf("container %q in pod %q is waiting to start: %v", containerName, podName, waiting.Reason)
+		}
 	default:
-		return "", fmt.Errorf("unknown format %q: use ?format=json or ?format=html", f)
+		return "", fmt.Errorf("container %q in pod %q is waiting to start - no logs yet", containerName, podName)
 	}
-	if strings.Contains(r.Header.Get("Accept"), "text/html") {
-		return "html", nil
+	_, raw, ok := strings.Cut(id, "://")
+	if !ok {
+		return "", fmt.Errorf("container %q in pod %q: bad container ID %q", containerName, podName, id)
 	}
-	return "json", nil
+	return raw, nil
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		klog.V(2).InfoS("Writing a debug response failed", "err", err) // the client went away
+// runningContainerID is the ID of the pod's running container of that
+// name, for exec and attach (upstream's findContainer, which reads the
+// runtime; this reads the status the kubelet wrote).
+func (s *Server) runningContainerID(ns, podName, container string) (*v1.Pod, string, int, error) {
+	pod, ps, ok := s.podAndStatus(ns, podName)
+	if !ok {
+		return nil, "", http.StatusNotFound, errors.New("pod does not exist")
 	}
-}
-
-func writeHTML(w http.ResponseWriter, t *template.Template, data any) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := t.Execute(w, data); err != nil {
-		klog.V(2).InfoS("Writing a debug page failed", "err", err) // the client went away
+	for _, list := range [][]v1.ContainerStatus{ps.ContainerStatuses, ps.InitContainerStatuses} {
+		for _, cs := range list {
+			if cs.Name == container && cs.State.Running != nil {
+				if _, raw, ok := strings.Cut(cs.ContainerID, "://"); ok {
+					return pod, raw, 0, nil
+				}
+			}
+		}
 	}
+	return pod, "", http.StatusInternalServerError, fmt.Errorf("container not found (%q)", container)
 }
 
-// httpError writes one line of plain text.
-func httpError(w http.ResponseWriter, code int, msg string) {
-	http.Error(w, msg, code)
+// StreamOptions are the query of /exec and /attach (upstream's
+// remotecommand.NewOptions): stdin, stdout, stderr, tty; at least one
+// stream, and no stderr with a TTY (it goes to stdout).
+type StreamOptions struct {
+	Stdin, Stdout, Stderr, TTY bool
 }
 
-var podsPage = template.Must(template.New("pods").Parse(`<!doctype html>
-<html><head><title>mykubelet: pods</title>
-<style>body{font-family:sans-serif} td,th{padding:2px 10px;text-align:left} tr:nth-child(even){background:#eee}</style></head>
-<body><h1>Pods in the pod manager</h1>
-<table><tr><th>NAMESPACE</th><th>NAME</th><th>UID</th><th>SOURCE</th><th>PHASE</th><th>MIRROR POD UID</th></tr>
-{{range .Rows}}<tr><td>{{.Namespace}}</td><td><a href="{{.Link}}">{{.Name}}</a></td><td>{{.UID}}</td><td>{{.Source}}</td><td>{{.Phase}}</td><td>{{.MirrorUID}}</td></tr>
-{{else}}<tr><td colspan="6">no pods</td></tr>
-{{end}}</table>
-<p>As JSON: <a href="/pods?format=json">/pods?format=json</a></p></body></html>
-`))
+// ParseStreamOptions reads StreamOptions from a query as upstream's
+// remotecommand.NewOptions: the parameters the API server sends (input,
+// output, error, tty: v1.ExecStdinParam…) are on when "1"; stderr is
+// dropped with a TTY (it goes to stdout); at least one stream.
+func ParseStreamOptions(q url.Values) (StreamOptions, error) {
+	o := StreamOptions{Stdin: q.Get(v1.ExecStdinParam) == "1", Stdout: q.Get(v1.ExecStdoutParam) == "1",
+		Stderr: q.Get(v1.ExecStderrParam) == "1", TTY: q.Get(v1.ExecTTYParam) == "1"}
+	if o.TTY && o.Stderr {
+		o.Stderr = false // upstream logs "Access to exec with tty and stderr is not supported, bypassing stderr"
+	}
+	if !o.Stdin && !o.Stdout && !o.Stderr {
+		return o, errors.New("you must specify at least 1 of stdin, stdout, stderr")
+	}
+	return o, nil
+}
 
-var podPage = template.Must(template.New("pod").Parse(`<!doctype html>
-<html><head><title>mykubelet: {{.Pod.Namespace}}/{{.Pod.Name}}</title></head>
-<body><h1>{{.Pod.Namespace}}/{{.Pod.Name}}</h1>
-<p>UID {{.Pod.UID}}{{if .MirrorUID}}, mirror pod UID {{.MirrorUID}}{{end}}. <a href="/pods">all pods</a></p>
-<pre>{{.JSON}}</pre></body></html>
-`))
+func (s *Server) getExec(w http.ResponseWriter, r *http.Request) {
+	opts, err := ParseStreamOptions(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	cmd := r.URL.Query()["command"]
+	if len(cmd) == 0 {
+		http.Error(w, "you must specify a command (the query parameter command, once per argument)", http.StatusBadRequest)
+		return
+	}
+	_, id, code, err := s.runningContainerID(r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container"))
+	if err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	resp, err := s.cfg.Runtime.Exec(r.Context(), &runtimeapi.ExecRequest{ContainerId: id, Cmd: cmd,
+		Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, Tty: opts.TTY})
+	s.proxyStream(w, r, resp.GetUrl(), err)
+}
+
+func (s *Server) getAttach(w http.ResponseWriter, r *http.Request) {
+	opts, err := ParseStreamOptions(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	_, id, code, err := s.runningContainerID(r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container"))
+	if err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	resp, err := s.cfg.Runtime.Attach(r.Context(), &runtimeapi.AttachRequest{ContainerId: id,
+		Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, Tty: opts.TTY})
+	s.proxyStream(w, r, resp.GetUrl(), err)
+}
+
+func (s *Server) getPortForward(w http.ResponseWriter, r *http.Request) {
+	pod, _, ok := s.podAndStatus(r.PathValue("namespace"), r.PathValue("pod"))
+	if !ok {
+		http.Error(w, "pod does not exist", http.StatusNotFound)
+		return
+	}
+	if uid := r.PathValue("uid"); uid != "" && string(pod.UID) != uid {
+		http.Error(w, "pod not found", http.StatusNotFound)
+		return
+	}
+	sandboxes, err := s.cfg.Runtime.ListPodSandbox(r.Context(), &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+		LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(pod.UID)}}})
+	if err != nil || len(sandboxes.GetItems()) == 0 {
+		http.Error(w, fmt.Sprintf("pod %q has no running sandbox: %v", pod.Name, err), http.StatusInternalServerError)
+		return
+	}
+	resp, err := s.cfg.Runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sandboxes.GetItems()[0].GetId()})
+	s.proxyStream(w, r, resp.GetUrl(), err)
+}
+
+// proxyStream hands the upgraded connection to the runtime's streaming
+// server at rawURL, as upstream does with an UpgradeAwareHandler; errors
+// of the runtime are written as upstream's streaming.WriteError does
+// (404 for NotFound, 429 for ResourceExhausted, else 500).
+func (s *Server) proxyStream(w http.ResponseWriter, r *http.Request, rawURL string, err error) {
+	if err != nil {
+		code := http.StatusInternalServerError
+		switch status.Code(err) {
+		case codes.NotFound:
+			code = http.StatusNotFound
+		case codes.ResourceExhausted:
+			code = http.StatusTooManyRequests
+		}
+		http.Error(w, err.Error(), code)
+		return
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("the runtime's streaming URL %q: %v", rawURL, err), http.StatusInternalServerError)
+		return
+	}
+	proxy.NewUpgradeAwareHandler(u, nil, false, true, responder{}).ServeHTTP(w, r)
+}
+
+type responder struct{}
+
+func (responder) Error(w http.ResponseWriter, _ *http.Request, err error) {
+	klog.ErrorS(err, "Error while proxying request")
+	http.Error(w, err.Error(), http.StatusInternalServerError)
+}
+
+// CertPool reads a PEM bundle of CA certificates (the cluster CA).
+func CertPool(pemBytes []byte) (*x509.CertPool, error) {
+	p := x509.NewCertPool()
+	if !p.AppendCertsFromPEM(pemBytes) {
+		return nil, errors.New("no PEM certificate in the CA bundle")
+	}
+	return p, nil
+}

@@ -34,6 +34,10 @@ const (
 	DefaultNodeMonitorGracePeriod = 50 * time.Second
 	// ServiceClusterIPRange is the API server's --service-cluster-ip-range.
 	ServiceClusterIPRange = "10.96.0.0/16"
+	// KubeletPreferredAddressTypes is the API server's
+	// --kubelet-preferred-address-types, kubeadm's order: the node's
+	// InternalIP before its hostname.
+	KubeletPreferredAddressTypes = "InternalIP,ExternalIP,Hostname"
 )
 
 // Ports of the control plane; zero means "pick a free one".

@@ -56,6 +56,14 @@ func (c *Cluster) args(name string) []string {
 			"--client-ca-file=" + c.pki("ca.crt"),
 			"--kubelet-client-certificate=" + c.pki("apiserver-kubelet-client.crt"),
 			"--kubelet-client-key=" + c.pki("apiserver-kubelet-client.key"),
+			// As kubeadm's docs harden it once kubelets request their
+			// serving certificates (serverTLSBootstrap): the API server
+			// checks the kubelet's serving certificate against the cluster
+			// CA, which signs kubernetes.io/kubelet-serving CSRs; and, as
+			// kubeadm's own flags, it dials the node's InternalIP first
+			// (127.0.0.1 for the tutorial's nodes).
+			"--kubelet-certificate-authority=" + c.pki("ca.crt"),
+			"--kubelet-preferred-address-types=" + KubeletPreferredAddressTypes,
 			"--enable-bootstrap-token-auth=true",
 			"--authorization-mode=Node,RBAC",
 			"--enable-admission-plugins=NodeRestriction",

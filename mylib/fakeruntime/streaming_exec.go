@@ -1,0 +1,274 @@
+package fakeruntime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// execStreams runs cmd in a running container with the session's streams
+// and returns its exit code, as ExecSync does but streaming: `sh` alone
+// with stdin is an interactive shell reading commands from stdin (with a
+// prompt and a line editor when tty); anything else as ExecSync runs it.
+// The container's end ends the command (137).
+func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdin io.Reader, stdout, stderr io.Writer, tty bool) (int, error) {
+	r.mu.Lock()
+	c, err := r.findContainer(id)
+	if err != nil {
+		r.mu.Unlock()
+		return 0, err
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || c.root == nil {
+		r.mu.Unlock()
+		return 0, status.Errorf(codes.FailedPrecondition, "Exec %s: container is %s, not running", short(c.id), c.state)
+	}
+	if tty {
+		stdout = &crlfWriter{w: stdout}
+		stderr = stdout
+		if stdin != nil {
+			stdin = newLineDiscipline(stdin, stdout)
+		}
+	}
+	p := newProc(r.clock, c.root, c.hostname, c.env, stdout, stderr, &c.running)
+	p.workDir = c.workDir
+	p.stdin = stdin
+	killed := c.done
+	r.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-killed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if len(cmd) == 1 && isShell(cmd[0]) && stdin != nil {
+		prompt := ""
+		if tty {
+			prompt = "# "
+		}
+		return p.interactive(ctx, stdin, prompt), nil
+	}
+	script, params, err := argvScript(cmd)
+	if err != nil {
+		return 0, status.Errorf(codes.InvalidArgument, "Exec: cmd: %v", err)
+	}
+	return p.run(ctx, script, params), nil
+}
+
+// interactive is a shell reading its commands from in, one complete
+// command at a time, keeping its variables and directory between them,
+// until `exit` or the end of its input (then the last command's code).
+//
+// The commands it runs get no stdin: the shell itself reads it (the
+// interpreter would copy a reader into a pipe of its own, so two readers
+// would race for the same bytes).
+func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) int {
+	p.stdin = nil
+	runner, err := p.newRunner(nil)
+	if err != nil {
+		return exitCode(ctx, err, p.stderr)
+	}
+	parser := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
+	io.WriteString(p.stdout, prompt)
+	code := 0
+	exited := false
+	err = parser.Interactive(in, func(stmts []*syntax.Stmt) bool {
+		if parser.Incomplete() {
+			if prompt != "" {
+				io.WriteString(p.stdout, "> ")
+			}
+			return true
+		}
+		for _, st := range stmts {
+			err := runner.Run(ctx, st)
+			code = exitCode(ctx, err, p.stderr)
+			if runner.Exited() || ctx.Err() != nil {
+				exited = true
+				return false
+			}
+		}
+		io.WriteString(p.stdout, prompt)
+		return true
+	})
+	if err != nil && !exited && ctx.Err() == nil {
+		io.WriteString(p.stderr, "sh: "+err.Error()+"\n")
+		return 2
+	}
+	return code
+}
+
+// attachStreams copies what the container writes from now on to stdout
+// and stderr until it exits, reading its log file as the kubelet would
+// (the mock's processes write only there).
+func (r *Runtime) attachStreams(ctx context.Context, id string, stdout, stderr io.Writer) error {
+	r.mu.Lock()
+	c, err := r.findContainer(id)
+	if err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	path, done := c.logPath, c.done
+	r.mu.Unlock()
+	if path == "" {
+		<-done
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return status.Errorf(codes.Internal, "Attach: %v", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		return err
+	}
+	br := bufio.NewReader(f)
+	var partial []byte
+	ended := false
+	for {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			if ended {
+				return nil
+			}
+			_, _ = f.Seek(-int64(len(line)), io.SeekCurrent)
+			br.Reset(f)
+			t := r.clock.NewTimer(50 * time.Millisecond) // on the runtime's clock
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-done:
+				ended = true // read what is left, then end
+			case <-t.C():
+			}
+			t.Stop()
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		l, perr := ParseLogLine(bytes.TrimSuffix(line, []byte{'\n'}))
+		if perr != nil {
+			continue
+		}
+		out := stdout
+		if l.Stream == StreamStderr {
+			out = stderr
+		}
+		if l.Partial {
+			partial = append(partial, l.Text...)
+			continue
+		}
+		_, _ = out.Write(append(append(partial, l.Text...), '\n'))
+		partial = nil
+	}
+}
+
+// crlfWriter turns "\n" into "\r\n", as a terminal's output processing
+// (onlcr) does.
+type crlfWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (c *crlfWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.w.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n"))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// lineDiscipline is a terminal's canonical mode, best effort: what the
+// user types is echoed; a line is handed to the shell on Enter (CR or LF);
+// Backspace (DEL or ^H) erases; ^C drops the line; ^D on an empty line is
+// the end of input.
+type lineDiscipline struct {
+	in      io.Reader
+	echo    io.Writer
+	pending []byte // read from in, not looked at yet
+	line    []byte
+	out     []byte // a finished line not yet read
+	eof     bool
+}
+
+func newLineDiscipline(in io.Reader, echo io.Writer) *lineDiscipline {
+	return &lineDiscipline{in: in, echo: echo}
+}
+
+// Read hands out one finished line at a time; it looks at (and echoes)
+// what was typed after that line only when the shell asks for more, as a
+// terminal does with type-ahead.
+func (l *lineDiscipline) Read(p []byte) (int, error) {
+	for len(l.out) == 0 {
+		if len(l.pending) == 0 {
+			if l.eof {
+				return 0, io.EOF
+			}
+			buf := make([]byte, 256)
+			n, err := l.in.Read(buf)
+			l.pending = append(l.pending, buf[:n]...)
+			if err != nil {
+				l.eof = true
+			}
+			if n == 0 && l.eof {
+				l.out = append(l.out, l.line...)
+				l.line = nil
+				if len(l.out) == 0 {
+					return 0, io.EOF
+				}
+				break
+			}
+		}
+		l.edit()
+	}
+	n := copy(p, l.out)
+	l.out = l.out[n:]
+	return n, nil
+}
+
+// edit applies pending bytes to the line until a line is finished.
+func (l *lineDiscipline) edit() {
+	for len(l.pending) > 0 && len(l.out) == 0 {
+		b := l.pending[0]
+		l.pending = l.pending[1:]
+		switch b {
+		case '\r', '\n':
+			_, _ = l.echo.Write([]byte("\n"))
+			l.out = append(append(l.out, l.line...), '\n')
+			l.line = nil
+		case 0x7f, 0x08:
+			if len(l.line) > 0 {
+				l.line = l.line[:len(l.line)-1]
+				_, _ = l.echo.Write([]byte("\b \b"))
+			}
+		case 0x03:
+			_, _ = l.echo.Write([]byte("^C\n# "))
+			l.line = nil
+		case 0x04:
+			if len(l.line) == 0 {
+				l.eof = true
+				l.pending = nil
+				return
+			}
+			l.out = append(l.out, l.line...)
+			l.line = nil
+		default:
+			_, _ = l.echo.Write([]byte{b})
+			l.line = append(l.line, b)
+		}
+	}
+}
