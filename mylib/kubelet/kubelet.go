@@ -92,6 +92,10 @@ type PodsConfig struct {
 	// PodLogsDirectory is where containers' logs go; "" means
 	// kuberuntime.DefaultPodLogsDirectory.
 	PodLogsDirectory string
+	// Admit checks each new pod against the Node before it runs, and fails
+	// the pods that do not fit (kubelet_admission.go); needs RunContainers.
+	// False admits every pod.
+	Admit bool
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package
@@ -130,6 +134,7 @@ type Kubelet struct {
 	backOff          *flowcontrol.Backoff
 	hostIPsMu        sync.Mutex
 	hostIPs          []string
+	admission        *admission // nil unless Config.Pods.Admit
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -230,6 +235,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	kl.statusManager = sm
 	cr.SetSyncOptions(kuberuntime.SyncOptions{Recorder: kl.recorder, RuntimeHelper: runtimeHelper{kl}, PodLogsDirectory: cfg.PodLogsDirectory})
+	if cfg.Admit {
+		return kl.newAdmission()
+	}
 	return nil
 }
 
@@ -368,7 +376,7 @@ func (kl *Kubelet) HandlePodUpdate(ctx context.Context, u kubetypes.PodUpdate) {
 		names = append(names, p.Namespace+"/"+p.Name)
 	}
 	kl.printf("SyncLoop %s source=%s pods=[%s]", u.Op, u.Source, strings.Join(names, " "))
-	for _, pod := range u.Pods {
+	for _, pod := range kl.inAdmissionOrder(u) {
 		switch u.Op {
 		case kubetypes.ADD:
 			kl.podManager.AddPod(pod)
@@ -382,6 +390,9 @@ func (kl *Kubelet) HandlePodUpdate(ctx context.Context, u kubetypes.PodUpdate) {
 				kl.dispatchWork(ctx, static, kubetypes.SyncPodUpdate)
 			}
 			continue
+		}
+		if !kl.admit(ctx, u.Op, pod) {
+			continue // rejected: no pod worker
 		}
 		switch u.Op {
 		case kubetypes.ADD:
