@@ -175,6 +175,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	if cfg.Runtime != nil && cfg.WithoutWorkers {
 		return errors.New("kubelet: Config.Pods.Runtime is not used WithoutWorkers")
 	}
+	if cfg.Admit && !cfg.RunContainers {
+		return errAdmitNeedsRunContainers
+	}
 	if cfg.RelistPeriod == 0 {
 		cfg.RelistPeriod = pleg.RelistPeriod
 	}

@@ -33,9 +33,11 @@ type admission struct {
 	nodeAt   time.Time
 }
 
+var errAdmitNeedsRunContainers = errors.New("kubelet: Config.Pods.Admit needs RunContainers (a rejected pod is failed through the status manager)")
+
 func (kl *Kubelet) newAdmission() error {
 	if kl.statusManager == nil {
-		return errors.New("kubelet: Config.Pods.Admit needs RunContainers (a rejected pod is failed through the status manager)")
+		return errAdmitNeedsRunContainers
 	}
 	a := &admission{rejected: map[types.UID]bool{}}
 	a.handlers = lifecycle.PodAdmitHandlers{lifecycle.NewPredicateAdmitHandler(kl.getNodeAnyWay)}

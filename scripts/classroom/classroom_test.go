@@ -129,3 +129,11 @@ func TestTwoLearners(t *testing.T) {
 	assert.Regexp(t, `(?m)^bob\s+until `, out.String())
 	assert.EqualError(t, room.Revoke(ctx, []string{"carol"}), "no learner carol in "+filepath.Join(room.StateDir, "classroom"))
 }
+
+func TestIssueRefusesABadNameBeforeTouchingTheCluster(t *testing.T) {
+	room := &Classroom{StateDir: t.TempDir()} // no client: nothing may be sent
+	assert.ErrorContains(t, room.Issue(context.Background(), []string{"alice", "--ttl"}), `learner name "--ttl" cannot name a node`)
+	roster, err := room.Roster()
+	require.NoError(t, err)
+	assert.Empty(t, roster)
+}

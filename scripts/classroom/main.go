@@ -18,7 +18,7 @@ import (
 const usage = `usage: classroom [--kubeconfig PATH] [--state-dir DIR] COMMAND
   issue NAME…              one bootstrap token and kubeconfig per learner
   issue --count N          for learner-01 … learner-NN
-  issue … --ttl 48h        how long the tokens stay valid (default 24h)
+  issue --ttl 48h …        how long the tokens stay valid (default 24h; before the names)
   revoke [NAME…]           delete their tokens (every learner's without NAME)
   status                   every learner's node: Ready, chapter, pods running`
 
