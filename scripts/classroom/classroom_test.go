@@ -32,7 +32,7 @@ func TestNumberedAndNames(t *testing.T) {
 func TestBadCommandsSayWhatIsWrong(t *testing.T) {
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
 	assert.EqualError(t, run([]string{"--state-dir", t.TempDir()}), "no command")
-	assert.ErrorContains(t, run([]string{"--state-dir", t.TempDir(), "status"}), "admin kubeconfig: ")
+	assert.EqualError(t, run([]string{"--state-dir", t.TempDir(), "status"}), `no admin kubeconfig: set KUBECONFIG (or --kubeconfig) to a cluster admin's, e.g. eval "$(scripts/cluster.sh env)"`)
 }
 
 // TestTwoLearners runs the classroom against a real control plane (Node

@@ -52,6 +52,9 @@ func run(args []string) error {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = *kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return errors.New("no admin kubeconfig: set KUBECONFIG (or --kubeconfig) to a cluster admin's, e.g. eval \"$(scripts/cluster.sh env)\"")
+	}
 	if err != nil {
 		return fmt.Errorf("admin kubeconfig: %w", err)
 	}
