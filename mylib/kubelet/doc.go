@@ -11,6 +11,10 @@
 //     generateAPIPodStatus in kubelet_pods.go) and events are recorded;
 //     without it, SyncPod only says what it would do, and only mirror pods
 //     and the final delete of a pod are real.
+//   - With PodsConfig.Admit (kubelet_admission.go), each new pod is checked
+//     by mylib/lifecycle's admit handlers first, and a pod that does not
+//     fit (maxPods, requests, node selector/affinity) is failed with the
+//     reason instead of run: upstream's canAdmitPod and rejectPod.
 //   - The runtime's health (runtime.go: CRI Status every 5 s, the PLEG's
 //     health) decides the node's Ready condition when both halves run.
 //

@@ -117,6 +117,10 @@ type PodsConfig struct {
 	// probes (prober.GuardedDialer keeps them to networks the kubelet may
 	// reach); nil: a plain net.Dialer.
 	ProbeDial prober.DialFunc
+	// Admit checks each new pod against the Node before it runs, and fails
+	// the pods that do not fit (kubelet_admission.go); needs RunContainers.
+	// False admits every pod.
+	Admit bool
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package
@@ -163,6 +167,7 @@ type Kubelet struct {
 	livenessManager  proberesults.Manager
 	readinessManager proberesults.Manager
 	startupManager   proberesults.Manager
+	admission        *admission // nil unless Config.Pods.Admit
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -205,6 +210,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	if cfg.Probes && !cfg.RunContainers {
 		return errors.New("kubelet: Config.Pods.Probes needs RunContainers (probes need running containers)")
+	}
+	if cfg.Admit && !cfg.RunContainers {
+		return errAdmitNeedsRunContainers
 	}
 	if cfg.RelistPeriod == 0 {
 		cfg.RelistPeriod = pleg.RelistPeriod
@@ -273,6 +281,11 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		opts.LivenessManager, opts.StartupManager = kl.livenessManager, kl.startupManager
 	}
 	cr.SetSyncOptions(opts)
+	if cfg.Admit {
+		if err := kl.newAdmission(); err != nil {
+			return err
+		}
+	}
 	return kl.newLifecycle(cfg)
 }
 
@@ -421,7 +434,7 @@ func (kl *Kubelet) HandlePodUpdate(ctx context.Context, u kubetypes.PodUpdate) {
 		names = append(names, p.Namespace+"/"+p.Name)
 	}
 	kl.printf("SyncLoop %s source=%s pods=[%s]", u.Op, u.Source, strings.Join(names, " "))
-	for _, pod := range u.Pods {
+	for _, pod := range kl.inAdmissionOrder(u) {
 		switch u.Op {
 		case kubetypes.ADD:
 			kl.podManager.AddPod(pod)
@@ -435,6 +448,9 @@ func (kl *Kubelet) HandlePodUpdate(ctx context.Context, u kubetypes.PodUpdate) {
 				kl.dispatchWork(ctx, static, kubetypes.SyncPodUpdate)
 			}
 			continue
+		}
+		if !kl.admit(ctx, u.Op, pod) {
+			continue // rejected: no pod worker
 		}
 		switch u.Op {
 		case kubetypes.ADD:

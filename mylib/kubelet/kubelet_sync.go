@@ -295,6 +295,9 @@ func (h runtimeHelper) GeneratePodHostNameAndDomain(pod *v1.Pod) (string, string
 // PodCouldHaveRunningContainers is false once the pod's worker finished
 // stopping it: only then may a terminal phase be written.
 func (kl *Kubelet) PodCouldHaveRunningContainers(pod *v1.Pod) bool {
+	if kl.wasRejected(pod.UID) {
+		return false // never given to a pod worker
+	}
 	return !kl.podWorkers.IsPodKnownTerminated(pod.UID)
 }
 

@@ -1,0 +1,158 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"mykubelet/mylib/kubetypes"
+	kubelifecycle "mykubelet/mylib/lifecycle"
+)
+
+// AdmissionNodeCacheTTL is how long admission trusts its copy of the Node
+// before reading it again (upstream watches it with an informer instead).
+const AdmissionNodeCacheTTL = 10 * time.Second
+
+// admission is the pod half's gate (PodsConfig.Admit): upstream's
+// HandlePodAdditions → canAdmitPod → rejectPod. A rejected pod never gets
+// a pod worker; it is failed through the status manager and forgotten
+// when it is removed.
+type admission struct {
+	handlers kubelifecycle.PodAdmitHandlers
+
+	mu       sync.Mutex
+	rejected map[types.UID]bool
+	node     *v1.Node
+	nodeAt   time.Time
+}
+
+var errAdmitNeedsRunContainers = errors.New("kubelet: Config.Pods.Admit needs RunContainers (a rejected pod is failed through the status manager)")
+
+func (kl *Kubelet) newAdmission() error {
+	if kl.statusManager == nil {
+		return errAdmitNeedsRunContainers
+	}
+	a := &admission{rejected: map[types.UID]bool{}}
+	a.handlers = kubelifecycle.PodAdmitHandlers{kubelifecycle.NewPredicateAdmitHandler(kl.getNodeAnyWay)}
+	kl.admission = a
+	return nil
+}
+
+// getNodeAnyWay returns the Node from the API server, a copy at most
+// AdmissionNodeCacheTTL old when useCache.
+func (kl *Kubelet) getNodeAnyWay(ctx context.Context, useCache bool) (*v1.Node, error) {
+	a := kl.admission
+	a.mu.Lock()
+	if useCache && a.node != nil && kl.clock.Since(a.nodeAt) < AdmissionNodeCacheTTL {
+		n := a.node
+		a.mu.Unlock()
+		return n, nil
+	}
+	a.mu.Unlock()
+	n, err := kl.client.CoreV1().Nodes().Get(ctx, kl.nodeName, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	a.node, a.nodeAt = n, kl.clock.Now()
+	a.mu.Unlock()
+	return n, nil
+}
+
+// inAdmissionOrder returns u's pods oldest first when admission is on, so
+// that the pods admitted first are those created first (upstream sorts
+// HandlePodAdditions' pods by creation time); otherwise as they came.
+func (kl *Kubelet) inAdmissionOrder(u kubetypes.PodUpdate) []*v1.Pod {
+	if kl.admission == nil || u.Op != kubetypes.ADD {
+		return u.Pods
+	}
+	pods := slices.Clone(u.Pods)
+	slices.SortStableFunc(pods, func(a, b *v1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return pods
+}
+
+// admit reports whether pod (already in the pod manager) goes to a pod
+// worker. A new pod is checked by the admit handlers against the pods
+// admitted before it and, if refused, rejected; a rejected pod stays
+// rejected for every later update, and is forgotten when removed.
+func (kl *Kubelet) admit(ctx context.Context, op kubetypes.PodOperation, pod *v1.Pod) bool {
+	a := kl.admission
+	if a == nil {
+		return true
+	}
+	a.mu.Lock()
+	rejected := a.rejected[pod.UID]
+	if op == kubetypes.REMOVE {
+		delete(a.rejected, pod.UID)
+	}
+	a.mu.Unlock()
+	if rejected {
+		return false
+	}
+	if op != kubetypes.ADD || isTerminalPhase(pod.Status.Phase) || kl.podWorkers.IsPodTerminationRequested(pod.UID) {
+		return true
+	}
+	others := slices.DeleteFunc(kl.activePods(), func(p *v1.Pod) bool { return p.UID == pod.UID })
+	result := a.handlers.Admit(ctx, &kubelifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others})
+	if result.Admit {
+		return true
+	}
+	klog.FromContext(ctx).Info("Pod admission denied", "pod", klog.KObj(pod), "podUID", pod.UID, "reason", result.Reason, "message", result.Message)
+	a.mu.Lock()
+	a.rejected[pod.UID] = true
+	a.mu.Unlock()
+	kl.rejectPod(pod, result.Reason, result.Message)
+	return false
+}
+
+// rejectPod fails the pod with the reason, as upstream: a Warning event,
+// and phase Failed through the status manager.
+func (kl *Kubelet) rejectPod(pod *v1.Pod, reason, message string) {
+	kl.printf("pod %s/%s rejected: %s: %s", pod.Namespace, pod.Name, reason, message)
+	kl.recorder.Eventf(pod, v1.EventTypeWarning, reason, "%s", message)
+	kl.statusManager.SetPodStatus(pod, v1.PodStatus{
+		QOSClass: GetPodQOS(pod),
+		Phase:    v1.PodFailed,
+		Reason:   reason,
+		Message:  "Pod was rejected: " + message,
+	})
+}
+
+// wasRejected: a rejected pod never ran, so it has no containers.
+func (kl *Kubelet) wasRejected(uid types.UID) bool {
+	if kl.admission == nil {
+		return false
+	}
+	kl.admission.mu.Lock()
+	defer kl.admission.mu.Unlock()
+	return kl.admission.rejected[uid]
+}
+
+// activePods are the pod manager's pods that hold resources: not
+// rejected, not known terminated, and not in a terminal phase (the API's
+// or the status manager's) unless still terminating (upstream:
+// GetActivePods, filterOutInactivePods).
+func (kl *Kubelet) activePods() []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range kl.podManager.GetPods() {
+		if kl.wasRejected(p.UID) || kl.podWorkers.IsPodKnownTerminated(p.UID) {
+			continue
+		}
+		terminal := isTerminalPhase(p.Status.Phase)
+		if st, ok := kl.statusManager.GetPodStatus(p.UID); ok && isTerminalPhase(st.Phase) {
+			terminal = true
+		}
+		if terminal && !kl.podWorkers.IsPodTerminationRequested(p.UID) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

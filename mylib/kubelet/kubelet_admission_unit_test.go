@@ -1,0 +1,88 @@
+package kubelet
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/status"
+)
+
+// newAdmissionFixture is a pod fixture with admission on, against a Node
+// with room for maxPods pods.
+func newAdmissionFixture(t *testing.T, maxPods int64) (*podFixture, *record.FakeRecorder) {
+	t.Helper()
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourcePods: *resource.NewQuantity(maxPods, resource.DecimalSI)}}}
+	f := newPodFixture(t, node)
+	sm, err := status.NewManager(status.Config{Client: f.cs, PodManager: f.kl.podManager, PodDeletionSafety: f.kl, Clock: f.clock})
+	require.NoError(t, err)
+	rec := record.NewFakeRecorder(10)
+	f.kl.statusManager, f.kl.recorder = sm, rec
+	require.NoError(t, f.kl.newAdmission())
+	return f, rec
+}
+
+func created(p *v1.Pod, at time.Time) *v1.Pod {
+	p.CreationTimestamp = metav1.NewTime(at)
+	return p
+}
+
+func TestAdmissionRejectsThePodBeyondMaxPodsOldestFirst(t *testing.T) {
+	f, rec := newAdmissionFixture(t, 1)
+	ctx := context.Background()
+	older, newer := created(apiPod("older", "u1"), t0), created(apiPod("newer", "u2"), t0.Add(time.Second))
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{newer, older}}, nil, false, false)
+
+	assert.Equal(t, []string{"create older"}, f.workers.dispatched(), "the older pod is admitted first; the newer gets no worker")
+	assert.Equal(t, "Warning OutOfpods Node didn't have enough resource: pods, requested: 1, used: 1, capacity: 1", <-rec.Events)
+	st, ok := f.kl.statusManager.GetPodStatus("u2")
+	require.True(t, ok)
+	assert.Equal(t, v1.PodFailed, st.Phase)
+	assert.Equal(t, "OutOfpods", st.Reason)
+	assert.Equal(t, "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 1, capacity: 1", st.Message)
+	assert.Equal(t, v1.PodQOSBestEffort, st.QOSClass)
+	assert.False(t, f.kl.PodCouldHaveRunningContainers(newer), "a rejected pod never ran: its Failed phase may be written")
+	assert.Contains(t, f.out.String(), "pod default/newer rejected: OutOfpods: Node didn't have enough resource")
+
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.UPDATE, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{newer}}, nil, false, false)
+	assert.Equal(t, []string{"create older"}, f.workers.dispatched(), "a rejected pod stays rejected")
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.REMOVE, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{newer}}, nil, false, false)
+	assert.Equal(t, []string{"create older"}, f.workers.dispatched(), "nothing to kill")
+	assert.False(t, f.kl.wasRejected("u2"), "forgotten once removed")
+}
+
+func TestAdmissionDoesNotCountRejectedOrFinishedPods(t *testing.T) {
+	f, _ := newAdmissionFixture(t, 2)
+	ctx := context.Background()
+	elsewhere := created(apiPod("elsewhere", "u1"), t0)
+	elsewhere.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	done := created(apiPod("done", "u2"), t0)
+	done.Status.Phase = v1.PodSucceeded
+	a, b, c := created(apiPod("a", "u3"), t0), created(apiPod("b", "u4"), t0), created(apiPod("c", "u5"), t0)
+	for _, p := range []*v1.Pod{elsewhere, done, a, b, c} {
+		f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{p}}, nil, false, false)
+	}
+	assert.Equal(t, []string{"create done", "create a", "create b"}, f.workers.dispatched(),
+		"a finished pod goes to its worker unchecked and takes no room; the rejected one takes none either")
+	st, _ := f.kl.statusManager.GetPodStatus("u1")
+	assert.Equal(t, "NodeAffinity", st.Reason)
+	st, _ = f.kl.statusManager.GetPodStatus("u5")
+	assert.Equal(t, "OutOfpods", st.Reason)
+}
+
+func TestAdmissionNeedsRunContainers(t *testing.T) {
+	f := newPodFixture(t)
+	want := "kubelet: Config.Pods.Admit needs RunContainers (a rejected pod is failed through the status manager)"
+	assert.EqualError(t, f.kl.newAdmission(), want)
+	_, err := New(Config{Client: f.cs, NodeName: "n1", Pods: &PodsConfig{Updates: make(chan kubetypes.PodUpdate), Runtime: emptyRuntime{}, Admit: true}})
+	assert.EqualError(t, err, want)
+}

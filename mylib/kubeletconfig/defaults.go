@@ -1,0 +1,93 @@
+package kubeletconfig
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
+)
+
+// Upstream's defaults (pkg/kubelet/apis/config/v1beta1/defaults.go, v1.37)
+// for the supported fields.
+const (
+	DefaultAddress                   = "0.0.0.0"
+	DefaultPort                      = 10250
+	DefaultSyncFrequency             = time.Minute
+	DefaultFileCheckFrequency        = 20 * time.Second
+	DefaultNodeStatusUpdateFrequency = 10 * time.Second
+	DefaultNodeStatusReportFrequency = 5 * time.Minute
+	DefaultNodeLeaseDurationSeconds  = 40
+	DefaultKubeAPIQPS                = 50
+	DefaultKubeAPIBurst              = 100
+	DefaultEventRecordQPS            = 50
+	DefaultEventBurst                = 100
+	DefaultMaxPods                   = 110
+	DefaultContainerRuntimeEndpoint  = "unix:///run/containerd/containerd.sock"
+	DefaultAuthenticationCacheTTL    = 2 * time.Minute
+	DefaultAuthorizedCacheTTL        = 5 * time.Minute
+	DefaultUnauthorizedCacheTTL      = 30 * time.Second
+)
+
+// SetDefaults fills in what kc leaves unset, as upstream's
+// SetDefaults_KubeletConfiguration does for these fields. As there,
+// nodeStatusReportFrequency follows nodeStatusUpdateFrequency when only
+// that is set.
+func SetDefaults(kc *kubeletv1beta1.KubeletConfiguration) {
+	def := func(d *metav1.Duration, v time.Duration) {
+		if d.Duration == 0 {
+			d.Duration = v
+		}
+	}
+	if kc.Kind == "" {
+		kc.Kind, kc.APIVersion = Kind, APIVersion
+	}
+	if kc.Address == "" {
+		kc.Address = DefaultAddress
+	}
+	if kc.Port == 0 {
+		kc.Port = DefaultPort
+	}
+	def(&kc.SyncFrequency, DefaultSyncFrequency)
+	def(&kc.FileCheckFrequency, DefaultFileCheckFrequency)
+	if kc.NodeStatusReportFrequency.Duration == 0 {
+		kc.NodeStatusReportFrequency.Duration = DefaultNodeStatusReportFrequency
+		if kc.NodeStatusUpdateFrequency.Duration != 0 {
+			kc.NodeStatusReportFrequency = kc.NodeStatusUpdateFrequency
+		}
+	}
+	def(&kc.NodeStatusUpdateFrequency, DefaultNodeStatusUpdateFrequency)
+	if kc.NodeLeaseDurationSeconds == 0 {
+		kc.NodeLeaseDurationSeconds = DefaultNodeLeaseDurationSeconds
+	}
+	if kc.KubeAPIQPS == nil {
+		kc.KubeAPIQPS = ptr.To[int32](DefaultKubeAPIQPS)
+	}
+	if kc.KubeAPIBurst == 0 {
+		kc.KubeAPIBurst = DefaultKubeAPIBurst
+	}
+	if kc.EventRecordQPS == nil {
+		kc.EventRecordQPS = ptr.To[int32](DefaultEventRecordQPS)
+	}
+	if kc.EventBurst == 0 {
+		kc.EventBurst = DefaultEventBurst
+	}
+	if kc.MaxPods == 0 {
+		kc.MaxPods = DefaultMaxPods
+	}
+	if kc.ContainerRuntimeEndpoint == "" {
+		kc.ContainerRuntimeEndpoint = DefaultContainerRuntimeEndpoint
+	}
+	if kc.Authentication.Anonymous.Enabled == nil {
+		kc.Authentication.Anonymous.Enabled = ptr.To(false)
+	}
+	if kc.Authentication.Webhook.Enabled == nil {
+		kc.Authentication.Webhook.Enabled = ptr.To(true)
+	}
+	def(&kc.Authentication.Webhook.CacheTTL, DefaultAuthenticationCacheTTL)
+	if kc.Authorization.Mode == "" {
+		kc.Authorization.Mode = kubeletv1beta1.KubeletAuthorizationModeWebhook
+	}
+	def(&kc.Authorization.Webhook.CacheAuthorizedTTL, DefaultAuthorizedCacheTTL)
+	def(&kc.Authorization.Webhook.CacheUnauthorizedTTL, DefaultUnauthorizedCacheTTL)
+}

@@ -1,0 +1,125 @@
+package kubeletconfig
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// Flags are the kubelet's command-line flags this package knows, under
+// upstream's names (cmd/kubelet/app/options). Those that are not
+// KubeletConfiguration fields are read here; the rest land in the
+// configuration, over the file, when given.
+type Flags struct {
+	// ConfigFile is --config: the KubeletConfiguration file; "" for none.
+	ConfigFile string
+	// BootstrapKubeconfig is --bootstrap-kubeconfig: the credentials to ask
+	// for a client certificate with when Kubeconfig is missing.
+	BootstrapKubeconfig string
+	// Kubeconfig is --kubeconfig: the node's own credentials.
+	Kubeconfig string
+	// CertDir is --cert-dir: where the client and serving certificates go.
+	CertDir string
+	// NodeIP is --node-ip: the node's InternalIP; nil to choose one.
+	NodeIP net.IP
+	// HostnameOverride is --hostname-override: the node's name instead of
+	// the hostname.
+	HostnameOverride string
+
+	fs     *flag.FlagSet
+	values kubeletv1beta1.KubeletConfiguration // where the configuration's flags land
+}
+
+// configFlags copy a configuration flag's value from the flags' copy to
+// the configuration; only the flags given on the command line are copied.
+var configFlags = map[string]func(to, from *kubeletv1beta1.KubeletConfiguration){
+	"rotate-certificates":        func(to, from *kubeletv1beta1.KubeletConfiguration) { to.RotateCertificates = from.RotateCertificates },
+	"rotate-server-certificates": func(to, from *kubeletv1beta1.KubeletConfiguration) { to.ServerTLSBootstrap = from.ServerTLSBootstrap },
+	"container-runtime-endpoint": func(to, from *kubeletv1beta1.KubeletConfiguration) {
+		to.ContainerRuntimeEndpoint = from.ContainerRuntimeEndpoint
+	},
+	"pod-manifest-path": func(to, from *kubeletv1beta1.KubeletConfiguration) { to.StaticPodPath = from.StaticPodPath },
+	"max-pods":          func(to, from *kubeletv1beta1.KubeletConfiguration) { to.MaxPods = from.MaxPods },
+}
+
+// AddFlags registers the flags on fs, with upstream's names, and returns
+// where they land. Call KubeletConfiguration after fs.Parse.
+func AddFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{fs: fs}
+	fs.StringVar(&f.ConfigFile, "config", "", "the kubelet's KubeletConfiguration file ("+APIVersion+"); flags given on the command line win over it")
+	fs.StringVar(&f.BootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token, used to get a client certificate when --kubeconfig is missing")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "the node's kubeconfig; written from the bootstrap kubeconfig when missing")
+	fs.StringVar(&f.CertDir, "cert-dir", "", "directory of the client and serving certificates and keys")
+	fs.TextVar(&f.NodeIP, "node-ip", net.IP(nil), "the node's InternalIP (default: chosen by the kubelet)")
+	fs.StringVar(&f.HostnameOverride, "hostname-override", "", "the node's name, instead of the hostname")
+	v := &f.values
+	fs.BoolVar(&v.RotateCertificates, "rotate-certificates", false, "ask for a new client certificate before the current one expires (config: rotateCertificates)")
+	fs.BoolVar(&v.ServerTLSBootstrap, "rotate-server-certificates", false, "get the serving certificate through a CSR, and renew it (config: serverTLSBootstrap)")
+	fs.StringVar(&v.ContainerRuntimeEndpoint, "container-runtime-endpoint", DefaultContainerRuntimeEndpoint, "the CRI endpoint (config: containerRuntimeEndpoint)")
+	fs.StringVar(&v.StaticPodPath, "pod-manifest-path", "", "directory of static pod manifests (config: staticPodPath)")
+	fs.Func("max-pods", fmt.Sprintf("how many pods may run on the node (config: maxPods) (default %d)", DefaultMaxPods), func(s string) error {
+		var n int32
+		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 {
+			return fmt.Errorf("want a whole number of at least 1, got %q", s)
+		}
+		v.MaxPods = n
+		return nil
+	})
+	return f
+}
+
+// KubeletConfiguration is the configuration to run with: the --config file
+// if given (else an empty one), upstream's defaults for what it leaves
+// unset, then every flag given on the command line over it, as upstream's
+// kubeletConfigFlagPrecedence; then checked.
+func (f *Flags) KubeletConfiguration() (*kubeletv1beta1.KubeletConfiguration, error) {
+	if !f.fs.Parsed() {
+		return nil, errors.New("kubelet config: the flags are not parsed yet")
+	}
+	kc := &kubeletv1beta1.KubeletConfiguration{}
+	if f.ConfigFile != "" {
+		var err error
+		if kc, err = Load(f.ConfigFile); err != nil {
+			return nil, err
+		}
+	}
+	SetDefaults(kc)
+	f.fs.Visit(func(fl *flag.Flag) {
+		if set, ok := configFlags[fl.Name]; ok {
+			set(kc, &f.values)
+		}
+	})
+	if err := Validate(kc); err != nil {
+		where := "flags"
+		if f.ConfigFile != "" {
+			where = f.ConfigFile + " and flags"
+		}
+		return nil, fmt.Errorf("kubelet config (%s): %w", where, err)
+	}
+	return kc, nil
+}
+
+// Validate checks a defaulted configuration (upstream:
+// pkg/kubelet/apis/config/validation, for these fields).
+func Validate(kc *kubeletv1beta1.KubeletConfiguration) error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(kc.Port >= 1 && kc.Port <= 65535, "port %d: want 1-65535", kc.Port)
+	check(net.ParseIP(kc.Address) != nil, "address %q: want an IP address", kc.Address)
+	check(kc.MaxPods >= 0, "maxPods %d: must not be negative", kc.MaxPods)
+	check(kc.NodeLeaseDurationSeconds >= 1, "nodeLeaseDurationSeconds %d: want at least 1", kc.NodeLeaseDurationSeconds)
+	check(kc.NodeStatusUpdateFrequency.Duration > 0 && kc.SyncFrequency.Duration > 0 && kc.FileCheckFrequency.Duration > 0,
+		"syncFrequency, fileCheckFrequency and nodeStatusUpdateFrequency must be positive")
+	check(*kc.KubeAPIQPS >= 0 && kc.KubeAPIBurst >= 0 && *kc.EventRecordQPS >= 0 && kc.EventBurst >= 0, "kubeAPIQPS, kubeAPIBurst, eventRecordQPS and eventBurst must not be negative")
+	mode := kc.Authorization.Mode
+	check(mode == kubeletv1beta1.KubeletAuthorizationModeWebhook || mode == kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow,
+		"authorization.mode %q: want Webhook or AlwaysAllow", mode)
+	return errors.Join(errs...)
+}

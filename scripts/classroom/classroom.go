@@ -1,0 +1,222 @@
+// Command classroom is the instructor's side of a workshop on one shared
+// cluster (the local one, kind, or any, through KUBECONFIG = an admin):
+// one bootstrap token and bootstrap kubeconfig per learner, their
+// revocation, and a status view of every learner's node. scripts/classroom.sh
+// runs it.
+//
+//	classroom issue NAME…        one token + bootstrap kubeconfig each
+//	classroom issue --count N    learner-01 … learner-NN
+//	classroom revoke [NAME…]     delete their tokens (all when no NAME)
+//	classroom status             every learner's node: Ready, chapter, pods
+//
+// A learner's node is named as the learner. Its progress through the
+// chapters is read from the Node's annotation mykubelet.dev/chapter
+// (ChapterAnnotation), which a chapter sets on its node.
+//
+// The roster is the state directory's classroom/ folder: one folder per
+// learner holding bootstrap-kubelet.kubeconfig (mode 0600).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"mykubelet/mylib/bootstraptoken"
+	"mykubelet/mylib/statedir"
+)
+
+// ChapterAnnotation on a learner's Node says the last chapter it ran.
+const ChapterAnnotation = "mykubelet.dev/chapter"
+
+// LearnerLabel on a token's Secret names its learner.
+const LearnerLabel = "mykubelet.dev/learner"
+
+// Classroom works on one cluster and one roster.
+type Classroom struct {
+	Client   kubernetes.Interface
+	Admin    *rest.Config // its server and CA go into the bootstrap kubeconfigs
+	StateDir string
+	TTL      time.Duration // 0: bootstraptoken.DefaultTTL
+	Out      io.Writer
+}
+
+func (c *Classroom) dir() string { return filepath.Join(c.StateDir, "classroom") }
+
+// KubeconfigPath is the learner's bootstrap kubeconfig.
+func (c *Classroom) KubeconfigPath(name string) string {
+	return filepath.Join(c.dir(), name, statedir.BootstrapKubeconfig)
+}
+
+// Numbered returns learner-01 … learner-NN.
+func Numbered(n int) []string {
+	width := max(2, len(fmt.Sprint(n)))
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("learner-%0*d", width, i+1)
+	}
+	return names
+}
+
+// CheckName refuses a name that cannot be a Node's.
+func CheckName(name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("learner name %q cannot name a node: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Issue makes (or renews) one bootstrap token and kubeconfig per learner,
+// and prints what to hand each one.
+func (c *Classroom) Issue(ctx context.Context, names []string) error {
+	for _, n := range names {
+		if err := CheckName(n); err != nil {
+			return err
+		}
+	}
+	for _, name := range names {
+		path := c.KubeconfigPath(name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		res, err := bootstraptoken.Setup(ctx, c.Client, c.Admin, bootstraptoken.SetupOptions{TTL: c.TTL, AutoApprove: true, Kubeconfig: path})
+		if err != nil {
+			return fmt.Errorf("learner %s: %w", name, err)
+		}
+		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, LearnerLabel, name)
+		if _, err := c.Client.CoreV1().Secrets(metav1.NamespaceSystem).Patch(ctx, res.Token.SecretName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("learner %s: label token secret: %w", name, err)
+		}
+		fmt.Fprintf(c.Out, "learner %s: token %s (%s) valid until %s\n", name, res.Token.ID, res.Source, res.Expiration.Format(time.RFC3339))
+		fmt.Fprintf(c.Out, "  hand over: %s\n", path)
+		fmt.Fprintf(c.Out, "  the learner runs: go run ./chapters/03-tls-bootstrap --bootstrap-kubeconfig bootstrap-kubelet.kubeconfig --node-name %s\n", name)
+	}
+	fmt.Fprintf(c.Out, "server in the kubeconfigs: %s", c.Admin.Host)
+	if strings.Contains(c.Admin.Host, "://127.") || strings.Contains(c.Admin.Host, "://localhost") {
+		fmt.Fprint(c.Out, " (loopback: only learners on this machine can reach it)")
+	}
+	fmt.Fprintln(c.Out)
+	return nil
+}
+
+// Roster lists the learners issued, sorted.
+func (c *Classroom) Roster() ([]string, error) {
+	entries, err := os.ReadDir(c.dir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Revoke deletes the learners' tokens (every learner's when names is
+// empty) and their bootstrap kubeconfigs. Nodes that already joined keep
+// working: see the note it prints.
+func (c *Classroom) Revoke(ctx context.Context, names []string) error {
+	roster, err := c.Roster()
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		names = roster
+	}
+	for _, name := range names {
+		if !slices.Contains(roster, name) {
+			return fmt.Errorf("no learner %s in %s", name, c.dir())
+		}
+		tok, err := bootstraptoken.TokenFromKubeconfig(c.KubeconfigPath(name))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			fmt.Fprintf(c.Out, "learner %s: no bootstrap kubeconfig left\n", name)
+		case err != nil:
+			return err
+		default:
+			err := c.Client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, tok.SecretName(), metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("learner %s: delete token: %w", name, err)
+			}
+			fmt.Fprintf(c.Out, "learner %s: token %s deleted\n", name, tok.ID)
+		}
+		if err := os.RemoveAll(filepath.Join(c.dir(), name)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(c.Out, "note: a node that already joined keeps its client certificate, and with it the cluster: a token only lets a node ask for one.\n"+
+		"  Kubernetes cannot revoke a certificate; it works until it expires (the signer's duration, a year by default), and a\n"+
+		"  node that rotates renews it with itself. To end a node: stop its kubelet and `kubectl delete node NAME`.")
+	return nil
+}
+
+// Status prints one line per learner: token, node Ready, chapter, pods.
+func (c *Classroom) Status(ctx context.Context) error {
+	roster, err := c.Roster()
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(c.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "LEARNER\tTOKEN\tNODE\tREADY\tCHAPTER\tPODS RUNNING")
+	for _, name := range roster {
+		token := "missing"
+		if tok, err := bootstraptoken.TokenFromKubeconfig(c.KubeconfigPath(name)); err == nil {
+			s, err := c.Client.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, tok.SecretName(), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				token = "expired"
+			case err != nil:
+				return err
+			default:
+				token = "until " + string(s.Data["expiration"])
+			}
+		}
+		ready, chapter, pods := "-", "-", "-"
+		node, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			ready = "no node"
+		case err != nil:
+			return err
+		default:
+			ready = "Unknown"
+			for _, cond := range node.Status.Conditions {
+				if cond.Type == v1.NodeReady {
+					ready = string(cond.Status)
+				}
+			}
+			if ch, ok := node.Annotations[ChapterAnnotation]; ok {
+				chapter = ch
+			}
+			list, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name + ",status.phase=Running"})
+			if err != nil {
+				return err
+			}
+			pods = fmt.Sprint(len(list.Items))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", name, token, name, ready, chapter, pods)
+	}
+	return w.Flush()
+}
