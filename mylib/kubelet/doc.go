@@ -17,6 +17,11 @@
 //     reason instead of run: upstream's canAdmitPod and rejectPod.
 //   - The runtime's health (runtime.go: CRI Status every 5 s, the PLEG's
 //     health) decides the node's Ready condition when both halves run.
+//   - What ends (kubelet_lifecycle.go), with RunContainers:
+//     PodsConfig.ContainerGC collects dead containers and sandboxes every
+//     minute, and expired back-offs and orphaned runtime pods at
+//     housekeeping; PodsConfig.ActiveDeadline fails pods past
+//     activeDeadlineSeconds.
 //
 // Run runs both. Wiring:
 //
@@ -48,5 +53,7 @@
 // once, instead of waiting up to a relist period for the PLEG (upstream's
 // Evented PLEG has the same effect); a terminating pod's status is read
 // from the runtime directly after KillPod, keeping the pod's IP as the
-// PLEG's cache does.
+// PLEG's cache does; a sync that could not start a container hands its
+// status (the waiting reason, e.g. CrashLoopBackOff) over at once, where
+// upstream shows it from the next sync.
 package kubelet
