@@ -250,6 +250,15 @@ func TestChapter11Probes(t *testing.T) {
 		assert.Equal(t, "goproxy\n", string(body))
 	})
 
+	t.Run("grpc: etcd's health service, made NOT_SERVING, has it restarted", func(t *testing.T) {
+		f.Shell(t, `kubectl apply -f yaml/probes/grpc-liveness.yaml`)
+		waitFor(t, "running and ready", 60*time.Second, func() bool { return container(f.pod(t, "etcd-with-grpc")).Ready })
+		post(t, control+"/pods/default/etcd-with-grpc/containers/etcd/fail")
+		waitFor(t, "restarted", 120*time.Second, func() bool { return container(f.pod(t, "etcd-with-grpc")).RestartCount >= 1 })
+		assert.Contains(t, f.messages(t, "etcd-with-grpc", "Unhealthy"), `Liveness probe failed: service unhealthy (responded with "NOT_SERVING")`)
+		assert.Contains(t, f.messages(t, "etcd-with-grpc", "Killing"), "Container etcd failed liveness probe, will be restarted")
+	})
+
 	t.Run("startup: a slow starter is held, not killed", func(t *testing.T) {
 		f.Shell(t, `kubectl apply -f yaml/probes/slow-start.yaml`)
 		waitFor(t, "running", 60*time.Second, func() bool { return container(f.pod(t, "slow-start")).State.Running != nil })

@@ -18,12 +18,12 @@ show kubectl apply -f "$REPO_ROOT/yaml/probes/exec-readiness.yaml" -f "$REPO_ROO
 show kubectl get pod readiness-exec
 wait_for_log ch11 '^SyncLoop \(probe\) probe="readiness" status="ready" pod="default/readiness-exec"' 60 || return 1
 show kubectl get pod readiness-exec
-show kubectl get endpointslices -l kubernetes.io/service-name=readiness-exec -o wide
+show kubectl get endpointslices -l kubernetes.io/service-name=readiness-exec -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]} ready={.conditions.ready}{"\n"}{end}'
 observe "the file goes 30 s after the start; three failed probes later the pod is 0/1 and its endpoint not ready"
 wait_until 90 bash -c "kubectl get pod readiness-exec -o jsonpath='{.status.containerStatuses[0].ready}' | grep -qx false"
 show kubectl get pod readiness-exec
 wait_until 30 bash -c "kubectl get endpointslices -l kubernetes.io/service-name=readiness-exec -o jsonpath='{.items[0].endpoints[0].conditions.ready}' | grep -qx false"
-show kubectl get endpointslices -l kubernetes.io/service-name=readiness-exec -o wide
+show kubectl get endpointslices -l kubernetes.io/service-name=readiness-exec -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]} ready={.conditions.ready}{"\n"}{end}'
 show kubectl get events --field-selector involvedObject.name=readiness-exec,reason=Unhealthy
 
 step "Mend it from outside, through the mock runtime's control API"

@@ -232,4 +232,11 @@ func TestNoPodNetworkIsOneClearError(t *testing.T) {
 		return strings.Contains(r.Snapshot().Sandboxes[0].Containers[0].Command, "nginx")
 	}, 5*time.Second, 10*time.Millisecond, "no command: the image's entrypoint runs")
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c.ContainerId).State, "runs on without a network")
+
+	// SIGTERM: nginx exits 0 at once, as the real one does.
+	_, err = r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c.ContainerId, Timeout: 30})
+	require.NoError(t, err)
+	st := containerStatus(t, r, c.ContainerId)
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.State)
+	assert.Equal(t, int32(0), st.ExitCode, "exits 0 on SIGTERM")
 }

@@ -158,8 +158,17 @@ func (p *proc) stopped(ctx context.Context, termCode int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-p.term:
-		return interp.NewExitStatus(uint8(termCode))
+		return exitStatus(termCode)
 	}
+}
+
+// exitStatus is a utility's exit with code: nil for 0 (the interpreter
+// refuses an exit status error of 0).
+func exitStatus(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return interp.NewExitStatus(uint8(code))
 }
 
 // serveHTTP serves h on the pod IP's port until stopped. While the control
@@ -202,7 +211,7 @@ func (p *proc) serveHTTP(ctx context.Context, hc interp.HandlerContext, name str
 		case <-ctx.Done():
 			err, stop = ctx.Err(), true
 		case <-p.term:
-			err, stop = interp.NewExitStatus(uint8(termCode)), true
+			err, stop = exitStatus(termCode), true
 		}
 		if srv != nil {
 			srv.Close()
