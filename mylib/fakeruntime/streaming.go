@@ -291,7 +291,7 @@ func (r *Runtime) serveStream(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	if ss.errorStream != nil {
-		_ = json.NewEncoder(ss.errorStream).Encode(exitStatus(code, err))
+		_ = json.NewEncoder(ss.errorStream).Encode(streamExitStatus(code, err))
 		_ = ss.errorStream.Close()
 	}
 }
@@ -303,11 +303,11 @@ func writerOrDiscard(s httpstream.Stream) io.Writer {
 	return s
 }
 
-// exitStatus is the Status written to the error stream at the end, as
+// streamExitStatus is the Status written to the error stream at the end, as
 // upstream's writeStatus: Success; or Failure with reason NonZeroExitCode
 // and the code as the cause ExitCode, which kubectl turns into its own
 // exit code; or Failure with the error.
-func exitStatus(code int, err error) metav1.Status {
+func streamExitStatus(code int, err error) metav1.Status {
 	switch {
 	case err != nil:
 		return metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Message: err.Error(), Code: http.StatusInternalServerError}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -133,11 +135,14 @@ func mustParse(t *testing.T, s string) *url.URL {
 // stderr apart, and ends when the container does.
 func TestAttachStreamsWhatTheContainerWritesUntilItExits(t *testing.T) {
 	r, clk := fixture(t)
-	sb := runSandbox(t, r, "web", "uid-1", nil)
-	resp, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
+	logDir := t.TempDir()
+	sbResp, err := r.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"}, LogDirectory: logDir}})
+	require.NoError(t, err)
+	resp, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sbResp.PodSandboxId, Config: &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
 		Command: []string{"sh", "-c", "echo before; sleep 5; echo out; echo err >&2"}, LogPath: "app/0.log"},
-		SandboxConfig: &runtimeapi.PodSandboxConfig{LogDirectory: t.TempDir()}})
+		SandboxConfig: &runtimeapi.PodSandboxConfig{LogDirectory: logDir}})
 	require.NoError(t, err)
 	c := resp.ContainerId
 	startContainer(t, r, c)
@@ -163,6 +168,8 @@ func TestAttachStreamsWhatTheContainerWritesUntilItExits(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "out\n", out.String(), "only what was written after attaching")
 			assert.Equal(t, "err\n", errOut.String())
+			_, err = os.Stat(filepath.Join(logDir, "app", "0.log"))
+			assert.NoError(t, err, "the log is in the sandbox's log directory")
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
