@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"mykubelet/scripts/docscheck"
@@ -172,5 +173,30 @@ func TestChapterReadmesOpenTheSameWay(t *testing.T) {
 		require.NoError(t, err)
 		rel, _ := filepath.Rel(root, c)
 		require.NoError(t, docscheck.CheckShape(string(b), want), rel)
+	}
+}
+
+// Every chapter's README ends by pointing to the next chapter that exists
+// (the last one to the chapter map), so a learner never reads "the end"
+// in the middle of the course.
+func TestEachChapterPointsToTheNext(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	dirs, err := filepath.Glob(filepath.Join(root, "chapters", "[0-9][0-9]-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	for i, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "README.md"))
+		require.NoError(t, err)
+		var next string
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "Next:") {
+				next = line
+			}
+		}
+		want := "](../../README.md#chapters)"
+		if i+1 < len(dirs) {
+			want = "](../" + filepath.Base(dirs[i+1]) + "/README.md)"
+		}
+		assert.Contains(t, next, want, "%s: its Next: line", filepath.Base(d))
 	}
 }
