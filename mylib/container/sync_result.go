@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // SyncAction names one step of a pod sync, as upstream's
@@ -33,6 +34,48 @@ var (
 	ErrConfigPodSandbox      = errors.New("ConfigPodSandboxError")
 	ErrKillPodSandbox        = errors.New("KillPodSandboxError")
 )
+
+// BackoffError is an error that says when to try again: a container in
+// CrashLoopBackOff carries the end of its back-off, so the pod worker
+// retries then instead of after its usual backOffPeriod (upstream
+// BackoffError). Its text is the wrapped error's ("CrashLoopBackOff").
+type BackoffError struct {
+	error
+	backoffTime time.Time
+}
+
+// NewBackoffError wraps err with the time its back-off ends.
+func NewBackoffError(err error, backoffTime time.Time) *BackoffError {
+	return &BackoffError{error: err, backoffTime: backoffTime}
+}
+
+// BackoffTime is when the back-off ends.
+func (e *BackoffError) BackoffTime() time.Time { return e.backoffTime }
+
+// Unwrap lets errors.Is see the wrapped error (ErrCrashLoopBackOff).
+func (e *BackoffError) Unwrap() error { return e.error }
+
+// MinBackoffExpiration finds every BackoffError in err (through wrapping
+// and joined errors) and returns the earliest end of back-off.
+func MinBackoffExpiration(err error) (time.Time, bool) {
+	switch e := err.(type) {
+	case nil:
+		return time.Time{}, false
+	case *BackoffError:
+		return e.backoffTime, true
+	case interface{ Unwrap() []error }:
+		var earliest time.Time
+		found := false
+		for _, inner := range e.Unwrap() {
+			if t, ok := MinBackoffExpiration(inner); ok && (!found || t.Before(earliest)) {
+				earliest, found = t, true
+			}
+		}
+		return earliest, found
+	default:
+		return MinBackoffExpiration(errors.Unwrap(err))
+	}
+}
 
 // SyncResult is what happened to one action of a sync: Target is the
 // container name (or the pod, or a sandbox ID); Error is nil on success.
@@ -78,19 +121,33 @@ func (p *PodSyncResult) AddPodSyncResult(result PodSyncResult) {
 func (p *PodSyncResult) Fail(err error) { p.SyncError = err }
 
 // Error joins the sync error and every failed action into one error, or
-// returns nil when all went well.
+// returns nil when all went well. The errors stay wrapped, so errors.Is
+// and MinBackoffExpiration see them.
 func (p PodSyncResult) Error() error {
-	var msgs []string
+	var errs syncErrors
 	if p.SyncError != nil {
-		msgs = append(msgs, "failed to SyncPod: "+p.SyncError.Error())
+		errs = append(errs, fmt.Errorf("failed to SyncPod: %w", p.SyncError))
 	}
 	for _, r := range p.SyncResults {
 		if r.Error != nil {
-			msgs = append(msgs, fmt.Sprintf("failed to %q for %q with %v: %q", r.Action, r.Target, r.Error, r.Message))
+			errs = append(errs, fmt.Errorf("failed to %q for %q with %w: %q", r.Action, r.Target, r.Error, r.Message))
 		}
 	}
-	if len(msgs) == 0 {
+	if len(errs) == 0 {
 		return nil
 	}
-	return errors.New(strings.Join(msgs, "; "))
+	return errs
 }
+
+// syncErrors are joined on one line ("; "), unlike errors.Join's lines.
+type syncErrors []error
+
+func (e syncErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e syncErrors) Unwrap() []error { return e }

@@ -104,8 +104,11 @@ func TestCrashLoopBackOffMessageEventAndKey(t *testing.T) {
 	clk.Step(time.Second)
 	inBackOff, msg, err := m.doBackOff(pod, c, exitedAt(clk.Now()), backOff)
 	require.True(t, inBackOff)
-	assert.Equal(t, kubecontainer.ErrCrashLoopBackOff, err)
+	assert.ErrorIs(t, err, kubecontainer.ErrCrashLoopBackOff)
 	assert.Equal(t, "CrashLoopBackOff", err.Error(), "the reason the container waits with")
+	end, ok := kubecontainer.MinBackoffExpiration(err)
+	require.True(t, ok, "the error says when the back-off ends")
+	assert.Equal(t, clk.Now().Add(10*time.Second), end, "10 s after the container finished")
 	assert.Equal(t, "back-off 10s restarting failed container=app pod=crash_default(uid-crash)", msg)
 	assert.Equal(t, "Warning BackOff Back-off restarting failed container app in pod crash_default(uid-crash)", <-recorder.Events)
 

@@ -211,7 +211,8 @@ func (m *Manager) killContainersWithSyncResult(ctx context.Context, pod *v1.Pod,
 // doBackOff tells whether a container that exited must wait before it is
 // started again (CrashLoopBackOff), counted from when it finished, keyed by
 // GetStableKey; see kuberuntime_backoff.go for the figures. In back-off it
-// records a BackOff event and returns upstream's message.
+// records a BackOff event and returns upstream's message and a
+// BackoffError that ends when the back-off does.
 func (m *Manager) doBackOff(pod *v1.Pod, container *v1.Container, podStatus *kubecontainer.PodStatus, backOff Backoff) (bool, string, error) {
 	if backOff == nil {
 		return false, "", nil
@@ -230,8 +231,11 @@ func (m *Manager) doBackOff(pod *v1.Pod, container *v1.Container, podStatus *kub
 	if backOff.IsInBackOffSince(key, cs.FinishedAt) {
 		m.event(containerRef(pod, container), v1.EventTypeWarning, events.BackOffStartContainer,
 			fmt.Sprintf("Back-off restarting failed container %s in pod %s", container.Name, podDesc(pod)))
-		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", backOff.Get(key), container.Name, podDesc(pod))
-		return true, msg, kubecontainer.ErrCrashLoopBackOff
+		backoff := backOff.Get(key)
+		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", backoff, container.Name, podDesc(pod))
+		// The error says when the back-off ends, so the pod worker comes
+		// back then (MinBackoffExpiration).
+		return true, msg, kubecontainer.NewBackoffError(kubecontainer.ErrCrashLoopBackOff, cs.FinishedAt.Add(backoff))
 	}
 	backOff.Next(key, cs.FinishedAt)
 	return false, "", nil

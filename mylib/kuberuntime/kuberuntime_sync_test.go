@@ -263,7 +263,9 @@ func TestSyncPodRestartsAnExitedContainerAsANewAttempt(t *testing.T) {
 	res := f.m.SyncPod(ctx, pod, f.status(t, pod), nil, backOff)
 	require.Error(t, res.Error())
 	require.Len(t, res.SyncResults, 2) // ConfigPodSandbox, StartContainer
-	assert.Equal(t, kubecontainer.ErrCrashLoopBackOff, res.SyncResults[1].Error)
+	assert.ErrorIs(t, res.SyncResults[1].Error, kubecontainer.ErrCrashLoopBackOff)
+	_, inBackOff := kubecontainer.MinBackoffExpiration(res.Error())
+	assert.True(t, inBackOff, "the sync's error carries the back-off's end")
 	assert.Equal(t, "sidecar", res.SyncResults[1].Target)
 	events := f.drain()
 	require.Len(t, events, 1)

@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,11 @@ const (
 	workerBackOffPeriodJitterFactor  = 0.5
 	// defaultGracePeriod when the pod says nothing (the API server's default).
 	defaultGracePeriod int64 = 30
+	// backOffOnTransientErrorPeriod is the wait after a sync that found
+	// the network not ready: it may be ready soon.
+	backOffOnTransientErrorPeriod = time.Second
+	// NetworkNotReadyErrorMsg starts the error of such a sync.
+	NetworkNotReadyErrorMsg = "network is not ready"
 )
 
 // PodWorkerState is the phase a pod worker is in.
@@ -419,17 +425,26 @@ func (p *podWorkers) completeTerminated(uid types.UID) {
 	}
 }
 
-// completeWork queues the next resync (at once after a phase change, after
-// a jittered resync interval after success, after a jittered backoff after
-// an error) and wakes the worker again if an update came in meanwhile.
+// completeWork queues the next resync and wakes the worker again if an
+// update came in meanwhile. The next resync: at once after a phase change;
+// after a jittered resync interval after success; after a second when the
+// network was not ready; when a container's CrashLoopBackOff ends if the
+// error says so (a BackoffError), else after the jittered backOffPeriod —
+// never later than the resync interval.
 func (p *podWorkers) completeWork(uid types.UID, phaseTransition bool, syncErr error) {
 	switch {
 	case phaseTransition:
 		p.workQueue.Enqueue(uid, 0)
 	case syncErr == nil:
 		p.workQueue.Enqueue(uid, wait.Jitter(p.resyncInterval, workerResyncIntervalJitterFactor))
+	case strings.Contains(syncErr.Error(), NetworkNotReadyErrorMsg):
+		p.workQueue.Enqueue(uid, wait.Jitter(backOffOnTransientErrorPeriod, workerBackOffPeriodJitterFactor))
 	default:
-		backoff := min(p.backOffPeriod, p.resyncInterval)
+		backoff := p.backOffPeriod
+		if end, ok := kubecontainer.MinBackoffExpiration(syncErr); ok {
+			backoff = end.Sub(p.clock.Now())
+		}
+		backoff = min(max(backoff, 0), p.resyncInterval)
 		p.workQueue.Enqueue(uid, wait.Jitter(backoff, workerBackOffPeriodJitterFactor))
 	}
 	p.podLock.Lock()

@@ -354,6 +354,53 @@ func TestResyncAndBackoff(t *testing.T) {
 	assert.Equal(t, []types.UID{"a"}, e.queue.GetWork())
 }
 
+// requeueAfterError runs one failing sync of a fresh pod with err and
+// returns its environment, the work completed.
+func requeueAfterError(t *testing.T, err func(now time.Time) error) *env {
+	t.Helper()
+	e := newEnv(alwaysFresh{})
+	e.syncer.hook = func(context.Context, call) (bool, error) { return false, err(e.clock.Now()) }
+	e.update(newPod("a", "1"), kubetypes.SyncPodCreate)
+	eventually(t, func() bool { return len(e.syncer.callsOf("a")) == 1 }, "synced")
+	eventually(t, func() bool {
+		e.pw.podLock.Lock()
+		defer e.pw.podLock.Unlock()
+		return !e.pw.podSyncStatuses["a"].working
+	}, "work completed")
+	return e
+}
+
+func TestACrashLoopBackOffIsRetriedWhenItEnds(t *testing.T) {
+	// The sync's error is joined with another and says the back-off ends
+	// 40 s from now: due after 40 s to 60 s, not after backOffPeriod.
+	e := requeueAfterError(t, func(now time.Time) error {
+		return kubecontainer.PodSyncResult{SyncResults: []*kubecontainer.SyncResult{
+			{Action: kubecontainer.StartContainer, Target: "app", Error: kubecontainer.NewBackoffError(kubecontainer.ErrCrashLoopBackOff, now.Add(40*time.Second))},
+			{Action: kubecontainer.StartContainer, Target: "side", Error: kubecontainer.NewBackoffError(kubecontainer.ErrCrashLoopBackOff, now.Add(80*time.Second))},
+		}}.Error()
+	})
+	e.clock.Step(40*time.Second - time.Millisecond)
+	assert.Empty(t, e.queue.GetWork(), "not before the earliest back-off ends")
+	e.clock.Step(20*time.Second + time.Millisecond)
+	assert.Equal(t, []types.UID{"a"}, e.queue.GetWork(), "by its end plus half of it (jitter)")
+}
+
+func TestABackOffLongerThanTheResyncIntervalWaitsTheInterval(t *testing.T) {
+	e := requeueAfterError(t, func(now time.Time) error {
+		return kubecontainer.NewBackoffError(kubecontainer.ErrCrashLoopBackOff, now.Add(5*time.Minute))
+	})
+	e.clock.Step(90*time.Second + time.Millisecond)
+	assert.Equal(t, []types.UID{"a"}, e.queue.GetWork(), "by the resync interval plus jitter")
+}
+
+func TestNetworkNotReadyIsRetriedAfterASecond(t *testing.T) {
+	e := requeueAfterError(t, func(time.Time) error { return errors.New("network is not ready: NetworkReady=false") })
+	e.clock.Step(time.Second - time.Millisecond)
+	assert.Empty(t, e.queue.GetWork())
+	e.clock.Step(500*time.Millisecond + time.Millisecond)
+	assert.Equal(t, []types.UID{"a"}, e.queue.GetWork(), "by 1.5 s")
+}
+
 func TestSyncKnownPodsCleansUp(t *testing.T) {
 	e := newEnv(alwaysFresh{})
 	a, b := newPod("a", "1"), newPod("b", "1")
