@@ -32,6 +32,7 @@ func main() {
 		qps           = o.Flags.Float64("qps", fleet.DefaultQPS, "requests per second for the whole fleet (one shared budget)")
 		burst         = o.Flags.Int("burst", fleet.DefaultBurst, "burst of that budget")
 		cleanup       = o.Flags.Bool("cleanup", false, "delete the fleet's Nodes, Leases and CSRs with the admin kubeconfig (--kubeconfig or $KUBECONFIG), then exit")
+		profiles      = o.Flags.String("profile-address", "", "serve Go's profiles (go tool pprof http://<address>/debug/pprof/heap) on this loopback address, e.g. 127.0.0.1:6060")
 		leaseDuration = nodelease.DurationSeconds(nodelease.DefaultLeaseDurationSeconds)
 	)
 	o.Flags.Var(&leaseDuration, "lease-duration", "each Lease's leaseDurationSeconds; renewed every quarter of it")
@@ -59,6 +60,13 @@ func main() {
 		bootstrapKubeconfig := statedir.Path(o.StateDir, statedir.BootstrapKubeconfig)
 		if _, err := os.Stat(bootstrapKubeconfig); errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("no bootstrap kubeconfig at %s: run chapter 02 first (go run ./chapters/02-bootstrap-token)", bootstrapKubeconfig)
+		}
+		if *profiles != "" {
+			addr, err := fleet.ServeProfiles(ctx, *profiles)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("profiles: go tool pprof http://%s/debug/pprof/heap\n", addr)
 		}
 		counter := fleet.NewCounter()
 		cfg := fleet.Config{

@@ -14,15 +14,24 @@
 //
 // What the agents share, and what they cannot:
 //   - one clock, one machine description (read once), one request budget
-//     (a token-bucket rate limiter shared by every client) and one Counter;
+//     (a token-bucket rate limiter shared by every client), one CA pool and
+//     one Counter;
 //   - not the connection: a TLS client certificate is presented once per
-//     connection, and HTTP/2 multiplexes requests over it, so every
-//     identity needs a connection of its own. Each agent has one client
-//     (built like the kubelet's heartbeat client, with a timeout) holding
-//     only the Nodes and Leases clients, and so one connection.
+//     connection, so every identity needs a connection of its own. Each
+//     agent has one client (built like the kubelet's heartbeat client, with
+//     a timeout) holding only the Nodes and Leases clients, and one
+//     connection, HTTP/1.1 rather than client-go's HTTP/2: for one request
+//     at a time HTTP/2's framer, header tables and flow control cost memory
+//     and buy nothing (Transport.HTTP2 turns it back on, to compare);
 //   - not an informer: with the Node authorizer a node may read only its
 //     own Node, so a shared watch over the fleet would need an identity the
 //     agents do not have. Each agent reads its Node with a GET per sync.
+//   - not a goroutine per loop, unlike upstream (wait.JitterUntil in
+//     the kubelet and its lease controller): an agent's status sync and
+//     Lease renewal run from timers (see beats), so that between two beats
+//     an agent holds no goroutine at all. The Kubelet's own RunNode would
+//     hold three per agent; the fleet calls the same RegisterWithAPIServer,
+//     SyncNodeStatus and nodelease.Controller.Sync instead.
 //
 // Wiring:
 //

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/connrotation"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -82,10 +81,13 @@ type Config struct {
 	CSRParallelism int
 	// CertificateTimeout: zero means DefaultCertificateTimeout.
 	CertificateTimeout time.Duration
+	// Transport says how each agent's connection is built; the zero value
+	// is HTTP/1.1, one connection per agent.
+	Transport Transport
 	// Counter, when set, counts every request of every agent.
 	Counter *Counter
 	// Clock is shared by every agent; nil means the real clock.
-	Clock clock.WithTicker
+	Clock clock.WithTickerAndDelayedExecution
 	// Out receives the fleet's progress lines; nil discards them.
 	Out io.Writer
 }
@@ -97,8 +99,11 @@ type Agent struct {
 	Client  kubernetes.Interface
 	Config  *rest.Config
 	Kubelet *kubelet.Kubelet
+	// Lease renews the node's Lease (nil in ModeStatus). The fleet runs it,
+	// not the Kubelet, so that both are driven by the fleet's timers.
+	Lease *nodelease.Controller
 
-	dialer *connrotation.Dialer // every connection of Client; closed at the end of Run
+	conns *conns // every connection of Client; closed at the end of Run
 }
 
 // Fleet is a set of agents, ready to Run.
@@ -142,7 +147,7 @@ func New(ctx context.Context, cfg Config) (*Fleet, error) {
 		}
 		// The agent's one client (and connection), closed by Run.
 		timeout := min(cfg.NodeStatusUpdateFrequency, time.Duration(cfg.LeaseDurationSeconds)*time.Second)
-		if a.Client, a.dialer, err = newNodeClient(a.Config, timeout); err != nil {
+		if a.Client, a.conns, err = newNodeClient(a.Config, cfg.Transport, timeout); err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
 		if a.Kubelet, err = f.newKubelet(a, machine); err != nil {
@@ -201,7 +206,7 @@ func (f *Fleet) newKubelet(a *Agent, machine func() (*nodestatus.Machine, error)
 	// upstream's it keeps the fleet's shared rate limiter: a thousand agents
 	// in one process must not all burst at once.
 	node := &kubelet.NodeConfig{
-		OnHeartbeatFailure:        a.dialer.CloseAll,
+		OnHeartbeatFailure:        a.conns.CloseAll,
 		Labels:                    map[string]string{LabelFleet: c.Name},
 		NodeStatusUpdateFrequency: c.NodeStatusUpdateFrequency,
 		LeaseDurationSeconds:      c.LeaseDurationSeconds,
@@ -222,10 +227,25 @@ func (f *Fleet) newKubelet(a *Agent, machine func() (*nodestatus.Machine, error)
 			}
 		},
 	}
+	// The Kubelet runs no lease controller of its own: in ModeLease the
+	// fleet runs the same nodelease.Controller the Kubelet would build,
+	// with the same settings, from its timers (see beats).
+	node.DisableNodeLease = true
 	if c.Mode == ModeStatus {
 		// Before v1.14: the status, whole, at every sync, and no Lease.
 		node.NodeStatusReportFrequency = c.NodeStatusUpdateFrequency
-		node.DisableNodeLease = true
+	} else {
+		var err error
+		a.Lease, err = nodelease.NewController(nodelease.Config{
+			Client:                     a.Client,
+			NodeName:                   a.Name,
+			LeaseDurationSeconds:       c.LeaseDurationSeconds,
+			Clock:                      c.Clock,
+			OnRepeatedHeartbeatFailure: a.conns.CloseAll,
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	return kubelet.New(kubelet.Config{Client: a.Client, NodeName: a.Name, Clock: c.Clock, Node: node})
 }
@@ -244,23 +264,34 @@ func (f *Fleet) AllRegistered() <-chan struct{} { return f.allUp }
 func (f *Fleet) Registered() int { return int(f.registered.Load()) }
 func (f *Fleet) Failed() int     { return int(f.failed.Load()) }
 
-// Run runs every agent until ctx ends. An agent that fails (it cannot
-// register, say) is logged and counted; the others go on. Run returns when
-// every agent has stopped and their connections are closed.
+// Run runs every agent until ctx ends: it registers each node, then syncs
+// its status every NodeStatusUpdateFrequency and renews its Lease every
+// quarter of its duration, as the Kubelet's RunNode does, but from timers
+// (see beats) rather than from goroutines that wait. An agent that fails
+// (it cannot register, say) is logged and counted; the others go on. Run
+// returns when every agent has stopped and their connections are closed.
 func (f *Fleet) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
+	b := &beats{clock: f.cfg.Clock}
 	for _, a := range f.agents {
-		wg.Go(func() {
-			if err := a.Kubelet.RunNode(ctx); err != nil {
-				f.failed.Add(1)
-				klog.FromContext(ctx).Error(err, "Node agent stopped", "node", a.Name)
-				fmt.Fprintf(f.cfg.Out, "node %s: stopped: %v\n", a.Name, err)
+		b.spawn(func() {
+			if err := a.Kubelet.RegisterWithAPIServer(ctx); err != nil {
+				if ctx.Err() == nil {
+					f.failed.Add(1)
+					klog.FromContext(ctx).Error(err, "Node agent stopped", "node", a.Name)
+					fmt.Fprintf(f.cfg.Out, "node %s: stopped: %v\n", a.Name, err)
+				}
+				return
 			}
+			if a.Lease != nil {
+				b.every(ctx, a.Lease.RenewInterval(), a.Lease.Sync)
+			}
+			b.every(ctx, f.cfg.NodeStatusUpdateFrequency, a.Kubelet.SyncNodeStatus)
 		})
 	}
-	wg.Wait()
+	<-ctx.Done()
+	b.stop()
 	for _, a := range f.agents {
-		a.dialer.CloseAll()
+		a.conns.CloseAll()
 	}
 	return nil
 }

@@ -160,6 +160,13 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
+// Sync renews the lease once, creating it first if needed: what Run does
+// every RenewInterval. It is for a caller that schedules the renewals itself
+// (many leases in one process, each renewed from a timer rather than from a
+// goroutine of its own); it must not run concurrently with Run or with
+// itself.
+func (c *Controller) Sync(ctx context.Context) { c.sync(ctx) }
+
 // sync renews the lease once, creating it first if needed.
 func (c *Controller) sync(ctx context.Context) {
 	if ctx.Err() != nil {

@@ -203,3 +203,17 @@ func TestDurationSecondsFlag(t *testing.T) {
 		assert.Error(t, d.Set(bad), bad)
 	}
 }
+
+func TestSyncRenewsOnceWithoutWaiting(t *testing.T) {
+	cs := fake.NewClientset(newNode("n1"))
+	fc := &recordingClock{FakeClock: testingclock.NewFakeClock(t0)}
+	c, err := NewController(Config{Client: cs, NodeName: "n1", Clock: fc})
+	require.NoError(t, err)
+
+	c.Sync(context.Background())
+	assert.True(t, getLease(t, cs).Spec.RenewTime.Time.Equal(t0), "the first Sync creates the lease")
+	fc.Step(7 * time.Second)
+	c.Sync(context.Background())
+	assert.True(t, getLease(t, cs).Spec.RenewTime.Time.Equal(t0.Add(7*time.Second)), "the second Sync renews it, whenever it is called")
+	assert.Empty(t, fc.Waits(), "Sync never waits on the clock: the caller schedules it")
+}
