@@ -457,10 +457,10 @@ func (m *manager) needsReconcile(uid types.UID, status v1.PodStatus) bool {
 }
 
 // syncPod writes one status. Upstream reads the pod (GET) before every
-// patch; we patch against what our last patch returned, with the pod's
-// metadata (its deletion timestamp) from the pod manager, and read the API
-// only when we have no such copy, when the full sync found the API
-// disagreeing, or when that patch failed (the pod was recreated under the
+// patch; we patch against what our last patch returned (the watched pod
+// for a first write), with the pod's metadata (its deletion timestamp)
+// from the pod manager, and read the API only when the full sync found it
+// disagreeing or when that patch failed (the pod was recreated under the
 // same name, say). Half the requests: under a burst of pods, at
 // kubeAPIQPS, that is what keeps the status writes from queueing.
 func (m *manager) syncPod(ctx context.Context, uid types.UID, st versionedPodStatus) {
@@ -503,7 +503,8 @@ func (m *manager) syncPod(ctx context.Context, uid types.UID, st versionedPodSta
 
 // knownAPIPod is the pod to write (a static pod's mirror pod) as the API
 // last told us: metadata from the pod manager (the watch), status from our
-// last patch's answer. False when we must read the API instead.
+// last patch's answer, or from the watch if we never patched it. False
+// when we must read the API instead.
 func (m *manager) knownAPIPod(uid types.UID) (*v1.Pod, bool) {
 	pod, ok := m.podManager.GetPodByUID(uid)
 	if !ok {
@@ -515,14 +516,16 @@ func (m *manager) knownAPIPod(uid types.UID) (*v1.Pod, bool) {
 		}
 	}
 	m.apiMu.Lock()
-	status, ok := m.apiStatuses[pod.UID]
+	status, patched := m.apiStatuses[pod.UID]
 	stale := m.readAPI[pod.UID]
 	m.apiMu.Unlock()
-	if !ok || stale {
+	if stale {
 		return nil, false
 	}
 	pod = pod.DeepCopy()
-	pod.Status = status
+	if patched {
+		pod.Status = status
+	}
 	return pod, true
 }
 
