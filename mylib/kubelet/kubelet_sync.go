@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
@@ -29,6 +30,8 @@ import (
 // raw CRI for its Status and Version. mylib/kuberuntime.Manager is one.
 type ContainerRuntime interface {
 	kubecontainer.Runtime
+	// GetPod is one pod's sandboxes and containers, dead ones too.
+	GetPod(ctx context.Context, uid types.UID) (*kubecontainer.Pod, error)
 	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, pullSecrets []v1.Secret, backOff kuberuntime.Backoff) kubecontainer.PodSyncResult
 	KillPod(ctx context.Context, pod *v1.Pod, runningPod kubecontainer.Pod, gracePeriodOverride *int64) error
 	SetSyncOptions(o kuberuntime.SyncOptions)
@@ -216,13 +219,12 @@ func (kl *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatu
 // any more: the pod keeps the one it had in prev, as the PLEG's pod cache
 // does (upstream GenericPLEG.getPodIPs).
 func (kl *Kubelet) runtimePodStatus(ctx context.Context, pod *v1.Pod, prev *kubecontainer.PodStatus) (*kubecontainer.PodStatus, error) {
-	pods, err := kl.containerRuntime.GetPods(ctx, true)
+	rp, err := kl.containerRuntime.GetPod(ctx, pod.UID)
 	if err != nil {
 		return nil, err
 	}
-	rp := kubecontainer.Pods(pods).FindPodByID(pod.UID)
-	rp.ID, rp.Name, rp.Namespace = pod.UID, pod.Name, pod.Namespace
-	st, err := kl.containerRuntime.GetPodStatus(ctx, &rp)
+	rp.Name, rp.Namespace = pod.Name, pod.Namespace
+	st, err := kl.containerRuntime.GetPodStatus(ctx, rp)
 	if err == nil && len(st.IPs) == 0 && prev != nil {
 		st.IPs = prev.IPs
 	}

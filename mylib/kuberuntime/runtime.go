@@ -221,13 +221,36 @@ func (m *Manager) ImageService() runtimeapi.ImageServiceClient { return m.is }
 // by the kubelet's labels. Pods come newest first, and in each pod sandboxes
 // and containers newest first.
 func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.Pod, error) {
-	timestamp := m.clock.Now()
 	sf := &runtimeapi.PodSandboxFilter{}
 	cf := &runtimeapi.ContainerFilter{}
 	if !all {
 		sf.State = &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}
 		cf.State = &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}
 	}
+	return m.listPods(ctx, sf, cf)
+}
+
+// GetPod returns one pod's sandboxes and containers, dead ones too, asking
+// the runtime only for those labelled with its UID (as upstream's
+// GetPodStatus lists them); a pod the runtime does not have comes back
+// with nothing in it.
+func (m *Manager) GetPod(ctx context.Context, uid types.UID) (*kubecontainer.Pod, error) {
+	byUID := map[string]string{KubernetesPodUIDLabel: string(uid)}
+	pods, err := m.listPods(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: byUID}, &runtimeapi.ContainerFilter{LabelSelector: byUID})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods {
+		if p.ID == uid {
+			return p, nil
+		}
+	}
+	return &kubecontainer.Pod{ID: uid, Timestamp: m.clock.Now()}, nil
+}
+
+// listPods groups what the runtime lists with these filters by pod.
+func (m *Manager) listPods(ctx context.Context, sf *runtimeapi.PodSandboxFilter, cf *runtimeapi.ContainerFilter) ([]*kubecontainer.Pod, error) {
+	timestamp := m.clock.Now()
 	sresp, err := m.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: sf})
 	if err != nil {
 		return nil, fmt.Errorf("CRI ListPodSandbox: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -33,6 +34,35 @@ func connect(t *testing.T) (*kuberuntime.Manager, *fakeruntime.Runtime, *clockte
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	return m, rt, clk
+}
+
+func TestGetPodAsksForOnePodOnly(t *testing.T) {
+	m, rt, _ := connect(t)
+	ctx := context.Background()
+	for _, sp := range fakeruntime.SeedPods {
+		p, err := m.GetPod(ctx, types.UID(sp.UID))
+		require.NoError(t, err)
+		assert.Equal(t, sp.Name, p.Name)
+		require.Len(t, p.Sandboxes, 1, sp.Name)
+		require.Len(t, p.Containers, 1, sp.Name)
+		id, err := rt.FindContainer(sp.Namespace, sp.Name, sp.Container)
+		require.NoError(t, err)
+		assert.Equal(t, id, p.Containers[0].ID.ID, "its own container, no other pod's")
+	}
+	// Dead ones too.
+	sp := fakeruntime.SeedPods[0]
+	_, err := rt.PodAction(sp.Namespace, sp.Name, fakeruntime.ActionKill)
+	require.NoError(t, err)
+	p, err := m.GetPod(ctx, types.UID(sp.UID))
+	require.NoError(t, err)
+	require.Len(t, p.Containers, 1)
+	assert.Equal(t, kubecontainer.ContainerStateExited, p.Containers[0].State)
+
+	none, err := m.GetPod(ctx, "no-such-uid")
+	require.NoError(t, err)
+	assert.EqualValues(t, "no-such-uid", none.ID)
+	assert.Empty(t, none.Sandboxes)
+	assert.Empty(t, none.Containers)
 }
 
 func TestGetPodsGroupsByPodUID(t *testing.T) {
