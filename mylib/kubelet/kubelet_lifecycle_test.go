@@ -164,6 +164,9 @@ func (emptyRuntimeWithSync) SyncPod(context.Context, *v1.Pod, *kubecontainer.Pod
 func (emptyRuntimeWithSync) KillPod(context.Context, *v1.Pod, kubecontainer.Pod, *int64) error {
 	return nil
 }
+func (emptyRuntimeWithSync) GetPod(_ context.Context, uid types.UID) (*kubecontainer.Pod, error) {
+	return &kubecontainer.Pod{ID: uid}, nil
+}
 func (emptyRuntimeWithSync) SetSyncOptions(kuberuntime.SyncOptions)          {}
 func (emptyRuntimeWithSync) RuntimeService() runtimeapi.RuntimeServiceClient { return nil }
 
