@@ -29,12 +29,8 @@ func Cleanup(ctx context.Context, admin kubernetes.Interface, name string, out i
 		return r, fmt.Errorf("list nodes of fleet %s: %w", name, err)
 	}
 	for _, n := range nodes.Items {
-		if err := admin.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return r, fmt.Errorf("delete node %s: %w", n.Name, err)
-		}
-		r.Nodes++
-		// The garbage collector would delete the Lease too (it is owned by
-		// the Node); deleting it now makes the cleanup immediate.
+		// The Lease first: it is owned by the Node, so once the Node is
+		// gone the garbage collector deletes it too, racing us for it.
 		err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(ctx, n.Name, metav1.DeleteOptions{})
 		switch {
 		case err == nil:
@@ -42,6 +38,10 @@ func Cleanup(ctx context.Context, admin kubernetes.Interface, name string, out i
 		case !apierrors.IsNotFound(err):
 			return r, fmt.Errorf("delete lease %s/%s: %w", v1.NamespaceNodeLease, n.Name, err)
 		}
+		if err := admin.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return r, fmt.Errorf("delete node %s: %w", n.Name, err)
+		}
+		r.Nodes++
 	}
 	ours := regexp.MustCompile(`^system:node:` + regexp.QuoteMeta(name) + `-[0-9]{4}$`)
 	csrs, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
