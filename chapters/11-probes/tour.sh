@@ -8,7 +8,9 @@ kubectl delete service readiness-exec --ignore-not-found >/dev/null 2>&1
 
 step "Start the kubelet with its prober (as root: the mock runtime makes its pod network)"
 kubectl get node "$NODE_NAME" >/dev/null || { echo "tour: node $NODE_NAME is not registered; run: scripts/tour.sh 04" >&2; return 1; }
-bg_start ch11 "$bin" --node-name "$NODE_NAME" --state-dir "$STATE_DIR" --control-address 127.0.0.1:0
+# A pod range of its own, so a README walk running beside the tour (as in
+# CI) keeps 10.88.0.0/16: two mock runtimes cannot route one range.
+bg_start ch11 "$bin" --node-name "$NODE_NAME" --state-dir "$STATE_DIR" --control-address 127.0.0.1:0 --pod-cidr 10.89.0.0/16
 wait_for_log ch11 '^node .*: status written' 60 || return 1
 wait_for_log ch11 '^pod network: ' 5 || return 1
 control="$(grep -m1 -oE 'http://127\.0\.0\.1:[0-9]+' "$TOUR_DIR/ch11.log")"
