@@ -86,10 +86,12 @@ func TestReadLogsFollowEndsWhenTheContainerEndsAndFollowsRotation(t *testing.T) 
 	appendLine(t, path, "2026-11-22T10:00:02Z stdout F after rotation")
 	waitFor(t, out, "first\nsecond\nafter rotation\n")
 
+	// The container writes its last words, then ends (in this order: a
+	// container that has ended writes nothing more).
+	appendLine(t, path, "2026-11-22T10:00:03Z stderr F last words")
 	mu.Lock()
 	alive = false
 	mu.Unlock()
-	appendLine(t, path, "2026-11-22T10:00:03Z stderr F last words")
 	require.NoError(t, <-done, "the read ends by itself once the container has ended")
 	assert.Equal(t, "first\nsecond\nafter rotation\nlast words\n", out.String())
 }
