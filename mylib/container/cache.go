@@ -1,6 +1,8 @@
 package container
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +24,11 @@ type Cache interface {
 	// newer than minTime (its own timestamp, or the global one, is after
 	// minTime), then returns it.
 	GetNewerThan(uid types.UID, minTime time.Time) (*PodStatus, error)
+	// GetNewerThanContext is GetNewerThan that gives up, with ctx's error,
+	// when ctx ends first. Upstream has only GetNewerThan; a pod worker
+	// waiting in it when the kubelet stops (the PLEG stopped too) would
+	// wait forever, and our kubelet waits for its workers before it returns.
+	GetNewerThanContext(ctx context.Context, uid types.UID, minTime time.Time) (*PodStatus, error)
 	// Set stores the status (or the error met reading it) read at
 	// timestamp, and wakes the GetNewerThan callers it satisfies. It returns
 	// false, storing nothing, when the cache already holds a newer entry.
@@ -69,6 +76,10 @@ func (c *cache) Get(uid types.UID) (*PodStatus, error) {
 }
 
 func (c *cache) GetNewerThan(uid types.UID, minTime time.Time) (*PodStatus, error) {
+	return c.GetNewerThanContext(context.Background(), uid, minTime)
+}
+
+func (c *cache) GetNewerThanContext(ctx context.Context, uid types.UID, minTime time.Time) (*PodStatus, error) {
 	c.mu.Lock()
 	if e := c.getIfNewerThan(uid, minTime); e != nil {
 		c.mu.Unlock()
@@ -77,8 +88,20 @@ func (c *cache) GetNewerThan(uid types.UID, minTime time.Time) (*PodStatus, erro
 	w := &waiter{minTime: minTime, ch: make(chan *entry, 1)}
 	c.waiters[uid] = append(c.waiters[uid], w)
 	c.mu.Unlock()
-	e := <-w.ch
-	return e.status, e.err
+	select {
+	case e := <-w.ch:
+		return e.status, e.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		ws := slices.DeleteFunc(c.waiters[uid], func(x *waiter) bool { return x == w })
+		if len(ws) == 0 {
+			delete(c.waiters, uid)
+		} else {
+			c.waiters[uid] = ws
+		}
+		return nil, ctx.Err()
+	}
 }
 
 func (c *cache) Set(uid types.UID, status *PodStatus, err error, timestamp time.Time) bool {

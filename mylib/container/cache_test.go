@@ -1,6 +1,7 @@
 package container
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -127,4 +128,27 @@ func TestContainerIDRoundTrip(t *testing.T) {
 	_, err = ParseContainerID("abc123")
 	assert.EqualError(t, err, `invalid container ID "abc123": want type://id`)
 	assert.True(t, ContainerID{}.IsEmpty())
+}
+
+// TestGetNewerThanContextGivesUpWhenCtxEnds: the wait ends with ctx's
+// error, and the waiter is gone (a later Set wakes nobody).
+func TestGetNewerThanContextGivesUpWhenCtxEnds(t *testing.T) {
+	c := NewCache().(*cache)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.GetNewerThanContext(ctx, "p", now)
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.waiters["p"]) == 1
+	}, 5*time.Second, time.Millisecond, "the call waits")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Empty(t, c.waiters, "the waiter is removed")
 }

@@ -336,6 +336,9 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	}
 	kl.syncLoop(ctx, kl.updates, plegCh)
 	kl.stopProbes()
+	if kl.podWorkers != nil {
+		kl.podWorkers.Wait() // the syncs under way end (ctx is done) before Run returns
+	}
 	return nil
 }
 

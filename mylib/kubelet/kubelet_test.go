@@ -53,6 +53,8 @@ func (f *fakePodWorkers) UpdatePod(_ context.Context, o podworkers.UpdatePodOpti
 	f.updates = append(f.updates, o)
 }
 
+func (f *fakePodWorkers) Wait() {}
+
 func (f *fakePodWorkers) SyncKnownPods([]*v1.Pod) map[types.UID]podworkers.PodWorkerSync {
 	f.mu.Lock()
 	defer f.mu.Unlock()

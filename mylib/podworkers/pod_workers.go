@@ -113,7 +113,7 @@ type PodSyncer interface {
 
 // PodCache is the part of the pod cache (mylib/container) the workers read.
 type PodCache interface {
-	GetNewerThan(uid types.UID, minTime time.Time) (*kubecontainer.PodStatus, error)
+	GetNewerThanContext(ctx context.Context, uid types.UID, minTime time.Time) (*kubecontainer.PodStatus, error)
 }
 
 // PodWorkerSync is what SyncKnownPods reports about a worker it kept.
@@ -128,6 +128,11 @@ type PodWorkers interface {
 	SyncKnownPods(desiredPods []*v1.Pod) map[types.UID]PodWorkerSync
 	IsPodTerminationRequested(uid types.UID) bool
 	IsPodKnownTerminated(uid types.UID) bool
+	// Wait returns once every worker goroutine has returned: they return
+	// when the ctx given to UpdatePod ends (after the sync they are in).
+	// Upstream has no Wait (its process just exits); ours lets Run return
+	// only after the last sync, so a kubelet's "stopped" is its last line.
+	Wait()
 }
 
 // podSyncStatus is what the workers know about one pod.
@@ -167,6 +172,7 @@ type podWorkers struct {
 	// wake-up is never lost and never blocks.
 	podUpdates      map[types.UID]chan struct{}
 	podSyncStatuses map[types.UID]*podSyncStatus
+	running         sync.WaitGroup // the worker goroutines
 
 	syncer         PodSyncer
 	workQueue      WorkQueue
@@ -205,6 +211,8 @@ func NewWithIntervals(syncer PodSyncer, workQueue WorkQueue, podCache PodCache, 
 		backOffPeriod:   backOffPeriod,
 	}
 }
+
+func (p *podWorkers) Wait() { p.running.Wait() }
 
 func (p *podWorkers) IsPodTerminationRequested(uid types.UID) bool {
 	p.podLock.Lock()
@@ -270,7 +278,7 @@ func (p *podWorkers) UpdatePod(ctx context.Context, options UpdatePodOptions) {
 	if _, ok := p.podUpdates[uid]; !ok {
 		ch := make(chan struct{}, 1)
 		p.podUpdates[uid] = ch
-		go p.podWorkerLoop(ctx, uid, ch)
+		p.running.Go(func() { p.podWorkerLoop(ctx, uid, ch) })
 	}
 	status.pendingUpdate = &options // coalescing: an older pending update is dropped
 	status.working = true
@@ -338,10 +346,20 @@ func (p *podWorkers) startPodSync(parentCtx context.Context, uid types.UID) (con
 }
 
 // podWorkerLoop is one pod's goroutine. It exits after SyncTerminatedPod
-// succeeds, or when the channel is closed.
+// succeeds, when the channel is closed, or when parentCtx ends (then the
+// sync under way ends first: its ctx is a child of parentCtx).
 func (p *podWorkers) podWorkerLoop(parentCtx context.Context, uid types.UID, podUpdates <-chan struct{}) {
 	var lastSyncTime time.Time
-	for range podUpdates {
+	for {
+		select {
+		case <-parentCtx.Done():
+			p.forgetWorker(uid, podUpdates)
+			return // the kubelet stops; the pod keeps running in the runtime
+		case _, open := <-podUpdates:
+			if !open {
+				return
+			}
+		}
 		ctx, work, ok := p.startPodSync(parentCtx, uid)
 		if !ok {
 			continue
@@ -351,7 +369,7 @@ func (p *podWorkers) podWorkerLoop(parentCtx context.Context, uid types.UID, pod
 		err := func() error {
 			// Wait for a status newer than what the last sync saw (the PLEG
 			// writes the cache every relist).
-			status, err := p.podCache.GetNewerThan(uid, lastSyncTime)
+			status, err := p.podCache.GetNewerThanContext(ctx, uid, lastSyncTime)
 			if err != nil {
 				return err
 			}
@@ -384,6 +402,16 @@ func (p *podWorkers) podWorkerLoop(parentCtx context.Context, uid types.UID, pod
 			phaseTransition = true
 		}
 		p.completeWork(uid, phaseTransition, err)
+	}
+}
+
+// forgetWorker: the worker's goroutine ends with its ctx; a later UpdatePod
+// (with a live ctx) starts a new one.
+func (p *podWorkers) forgetWorker(uid types.UID, podUpdates <-chan struct{}) {
+	p.podLock.Lock()
+	defer p.podLock.Unlock()
+	if ch, ok := p.podUpdates[uid]; ok && (<-chan struct{})(ch) == podUpdates {
+		delete(p.podUpdates, uid)
 	}
 }
 

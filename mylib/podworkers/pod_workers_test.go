@@ -99,7 +99,7 @@ func (f *fakeSyncer) last(uid types.UID) call {
 // alwaysFresh is a pod cache that never makes a worker wait.
 type alwaysFresh struct{}
 
-func (alwaysFresh) GetNewerThan(uid types.UID, _ time.Time) (*kubecontainer.PodStatus, error) {
+func (alwaysFresh) GetNewerThanContext(_ context.Context, uid types.UID, _ time.Time) (*kubecontainer.PodStatus, error) {
 	return &kubecontainer.PodStatus{ID: uid}, nil
 }
 
@@ -483,4 +483,51 @@ func TestAGracePeriodThatShrinksWhileTerminatingCancelsAndRestartsTheTermination
 	}
 	assert.Equal(t, []int64{30, 5}, graces, "terminated again with the shorter grace period")
 	assert.Equal(t, []string{"terminating:1", "terminating:2", "terminated:2"}, e.syncer.callsOf("a"))
+}
+
+// neverFresh is a pod cache whose status never gets newer (a PLEG that
+// has stopped): a worker waits in it until its ctx ends.
+type neverFresh struct{ waiting chan struct{} }
+
+func (n neverFresh) GetNewerThanContext(ctx context.Context, _ types.UID, _ time.Time) (*kubecontainer.PodStatus, error) {
+	n.waiting <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestWaitReturnsOnceTheSyncsUnderWayHaveEnded: when the kubelet's ctx
+// ends, a sync under way finishes (here: it sees its ctx end and returns)
+// before Wait returns, and a worker waiting for a fresh status gives up
+// instead of waiting forever.
+func TestWaitReturnsOnceTheSyncsUnderWayHaveEnded(t *testing.T) {
+	e := newEnv(alwaysFresh{})
+	inSync := make(chan struct{})
+	var ended sync.WaitGroup
+	ended.Add(1)
+	e.syncer.hook = func(ctx context.Context, c call) (bool, error) {
+		close(inSync)
+		<-ctx.Done()
+		ended.Done()
+		return false, ctx.Err()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.pw.UpdatePod(ctx, UpdatePodOptions{UpdateType: kubetypes.SyncPodCreate, Pod: newPod("a", "1")})
+	<-inSync
+
+	stuck := newEnv(neverFresh{waiting: make(chan struct{}, 1)})
+	stuck.pw.UpdatePod(ctx, UpdatePodOptions{UpdateType: kubetypes.SyncPodCreate, Pod: newPod("b", "1")})
+	<-stuck.pw.podCache.(neverFresh).waiting
+
+	cancel()
+	e.pw.Wait()
+	stuck.pw.Wait()
+	ended.Wait() // would not return if Wait had returned before the sync ended
+	assert.Equal(t, []string{"sync:1"}, e.syncer.callsOf("a"), "the sync ran once and ended")
+	assert.Empty(t, stuck.syncer.callsOf("b"), "no sync without a fresh status")
+
+	// A later update with a live ctx starts the pod's worker again.
+	e.syncer.hook = nil
+	e.pw.UpdatePod(context.Background(), UpdatePodOptions{UpdateType: kubetypes.SyncPodUpdate, Pod: newPod("a", "2")})
+	eventually(t, func() bool { return len(e.syncer.callsOf("a")) == 2 }, "a new worker syncs the pod")
+	assert.Equal(t, []string{"sync:1", "sync:2"}, e.syncer.callsOf("a"))
 }
