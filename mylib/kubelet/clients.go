@@ -3,6 +3,7 @@ package kubelet
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -17,18 +18,34 @@ const (
 	DefaultEventBurst     = 100
 )
 
+// DefaultContentType is the kubelet's KubeletConfiguration contentType:
+// protobuf, smaller and cheaper to encode and decode than JSON for the API
+// server and for us. Patches are still sent as JSON (a patch's type is its
+// own); what comes back, and what a watch sends, is protobuf.
+const DefaultContentType = runtime.ContentTypeProtobuf
+
+// useProtobuf sets the content types as upstream's setContentTypeForClient
+// does: protobuf first, JSON for what has no protobuf form.
+func useProtobuf(c *rest.Config) {
+	c.ContentType = DefaultContentType
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+}
+
 // NewClients makes the kubelet's two clients from the node's credentials,
 // as upstream's cmd/kubelet (kubeDeps.KubeClient and EventClient): one for
 // pods, nodes and leases at kubeAPIQPS/Burst, one for events at their own
-// rate, so that a burst of events never delays a pod's status.
+// rate, so that a burst of events never delays a pod's status; both speak
+// protobuf (DefaultContentType).
 func NewClients(cfg *rest.Config) (client, eventClient *kubernetes.Clientset, err error) {
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst = DefaultKubeAPIQPS, DefaultKubeAPIBurst
+	useProtobuf(c)
 	if client, err = kubernetes.NewForConfig(c); err != nil {
 		return nil, nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
 	e := rest.CopyConfig(cfg)
 	e.QPS, e.Burst = DefaultEventRecordQPS, DefaultEventBurst
+	useProtobuf(e)
 	if eventClient, err = kubernetes.NewForConfig(e); err != nil {
 		return nil, nil, fmt.Errorf("event client for %s: %w", cfg.Host, err)
 	}
