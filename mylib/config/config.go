@@ -154,6 +154,14 @@ func (c *PodConfig) merge(source string, update kubetypes.PodUpdate) (removes, a
 		}
 	} else {
 		for _, ref := range filterDuplicateNames(update.Pods, source) {
+			if existing, ok := old[ref.UID]; ok && sameVersion(existing, ref) {
+				// The API server's copy has not changed since the last
+				// update: nothing to copy or compare. (Upstream compares
+				// every pod of every update, which costs a burst of 100
+				// pods some 30,000 deep comparisons.)
+				pods[ref.UID] = existing
+				continue
+			}
 			ref = ref.DeepCopy() // never keep or change what the source owns
 			if ref.Annotations == nil {
 				ref.Annotations = map[string]string{}
@@ -267,8 +275,15 @@ var localAnnotations = map[string]bool{
 	kubetypes.ConfigFirstSeenAnnotationKey: true,
 }
 
+// sameVersion: both are the API server's pod at one resourceVersion, so
+// they are equal. Pods from files have none and are always compared.
+func sameVersion(existing, ref *v1.Pod) bool {
+	return ref.ResourceVersion != "" && ref.ResourceVersion == existing.ResourceVersion
+}
+
 // checkAndUpdatePod copies ref into existing and says what kind of change it was.
 func checkAndUpdatePod(existing, ref *v1.Pod) podChange {
+	existing.ResourceVersion = ref.ResourceVersion
 	if !podsDifferSemantically(existing, ref) {
 		if !reflect.DeepEqual(existing.Status, ref.Status) {
 			existing.Status = ref.Status

@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -189,4 +190,62 @@ func TestChannelAndSeenAllSources(t *testing.T) {
 	assert.Equal(t, kubetypes.ADD, u.Op)
 	require.Len(t, u.Pods, 1)
 	assert.True(t, c.SeenAllSources())
+}
+
+// TestMergeTrustsTheResourceVersion: a pod the API server sends again at
+// the same resourceVersion is not copied or compared (it cannot have
+// changed); a new resourceVersion is compared as before.
+func TestMergeTrustsTheResourceVersion(t *testing.T) {
+	c := newConfig()
+	ctx := context.Background()
+	a := apiPod("a", "1")
+	a.ResourceVersion = "10"
+	c.Merge(ctx, "api", set(a))
+	assert.Equal(t, []string{"ADD a"}, drain(c))
+	stored := c.pods["api"]["1"]
+
+	same := a.DeepCopy()
+	same.Spec.Containers[0].Image = "not-compared" // a change no API server sends without a new version
+	c.Merge(ctx, "api", set(same))
+	assert.Empty(t, drain(c), "same resourceVersion: no change")
+	assert.Same(t, stored, c.pods["api"]["1"], "kept, not copied")
+	assert.Equal(t, "nginx", stored.Spec.Containers[0].Image)
+
+	newer := a.DeepCopy()
+	newer.ResourceVersion = "11"
+	newer.Status.Phase = v1.PodRunning
+	c.Merge(ctx, "api", set(newer))
+	assert.Equal(t, []string{"RECONCILE a"}, drain(c), "a new version is compared")
+	assert.Equal(t, "11", c.pods["api"]["1"].ResourceVersion, "and remembered")
+
+	again := newer.DeepCopy()
+	again.ResourceVersion = "12" // a new version with nothing the kubelet looks at changed
+	c.Merge(ctx, "api", set(again))
+	assert.Empty(t, drain(c))
+	assert.Equal(t, "12", c.pods["api"]["1"].ResourceVersion)
+}
+
+// BenchmarkMergeSetOf100Pods: one pod of 100 changes, as each watch event
+// of a burst does; the API server source sends all 100 every time.
+//
+//	go test -run '^$' -bench BenchmarkMergeSetOf100Pods ./mylib/config/
+func BenchmarkMergeSetOf100Pods(b *testing.B) {
+	c := newConfig()
+	ctx := context.Background()
+	pods := make([]*v1.Pod, 100)
+	for i := range pods {
+		pods[i] = apiPod(fmt.Sprintf("p%03d", i), fmt.Sprintf("uid-%03d", i))
+		pods[i].ResourceVersion = "1"
+	}
+	c.Merge(ctx, "api", set(pods...))
+	drain(c)
+	b.ResetTimer()
+	for i := range b.N {
+		p := pods[i%len(pods)].DeepCopy()
+		p.ResourceVersion = fmt.Sprint(i + 2)
+		p.Status.Phase = v1.PodRunning
+		pods[i%len(pods)] = p
+		c.Merge(ctx, "api", set(pods...))
+		drain(c)
+	}
 }
