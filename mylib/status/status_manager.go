@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -413,6 +415,15 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 			}
 		}
 	}
+	// Oldest status first (upstream takes the map's random order): in a
+	// burst, a pod set Running early is not written after a hundred later
+	// ones.
+	slices.SortFunc(updates, func(a, b podSync) int {
+		if c := a.status.at.Compare(b.status.at); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.podUID), string(b.podUID))
+	})
 	// A batch holds each pod once, so its writers never write the same
 	// pod; the next batch starts when this one is done.
 	work := make(chan podSync)

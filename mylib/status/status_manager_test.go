@@ -499,3 +499,24 @@ func TestMergeKeepsWhatOthersOwn(t *testing.T) {
 	held := mergePodStatus(old, v1.PodStatus{Phase: v1.PodFailed}, true)
 	assert.Equal(t, v1.PodRunning, held.Phase, "no terminal phase while containers could run")
 }
+
+// TestABatchWritesTheOldestStatusFirst: the statuses set first are written
+// first (not in the map's random order), whatever the pods' names.
+func TestABatchWritesTheOldestStatusFirst(t *testing.T) {
+	names := []string{"m", "c", "x", "a", "q", "f", "z", "b"}
+	var pods []*v1.Pod
+	for _, n := range names {
+		pods = append(pods, newPod(n, types.UID("uid-"+n)))
+	}
+	f := newFixture(t, pods...)
+	for _, p := range pods {
+		f.m.SetPodStatus(p, runningStatus(true))
+		f.clk.Step(time.Millisecond)
+	}
+	require.Equal(t, len(names), f.m.syncBatch(context.Background(), false))
+	var written []string
+	for _, a := range f.writes() {
+		written = append(written, a.(core.PatchAction).GetName())
+	}
+	assert.Equal(t, names, written)
+}
