@@ -144,7 +144,7 @@ func (c *Classroom) Roster() ([]string, error) {
 }
 
 // Revoke deletes the learners' tokens (every learner's when names is
-// empty) and their bootstrap kubeconfigs. Nodes that already joined keep
+// empty), the CSRs their tokens sent, and their bootstrap kubeconfigs. Nodes that already joined keep
 // working: see the note it prints.
 func (c *Classroom) Revoke(ctx context.Context, names []string) error {
 	roster, err := c.Roster()
@@ -169,7 +169,11 @@ func (c *Classroom) Revoke(ctx context.Context, names []string) error {
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("learner %s: delete token: %w", name, err)
 			}
-			fmt.Fprintf(c.Out, "learner %s: token %s deleted\n", name, tok.ID)
+			csrs, err := c.deleteCSRs(ctx, tok.Username())
+			if err != nil {
+				return fmt.Errorf("learner %s: %w", name, err)
+			}
+			fmt.Fprintf(c.Out, "learner %s: token %s deleted, with the %d certificate request(s) it sent\n", name, tok.ID, csrs)
 		}
 		if err := os.RemoveAll(filepath.Join(c.dir(), name)); err != nil {
 			return err
@@ -179,6 +183,27 @@ func (c *Classroom) Revoke(ctx context.Context, names []string) error {
 		"  Kubernetes cannot revoke a certificate; it works until it expires (the signer's duration, a year by default), and a\n"+
 		"  node that rotates renews it with itself. To end a node: stop its kubelet and `kubectl delete node NAME`.")
 	return nil
+}
+
+// deleteCSRs deletes the CSRs username sent (the controller manager would
+// an hour after they were signed) and returns how many.
+func (c *Classroom) deleteCSRs(ctx context.Context, username string) (int, error) {
+	list, err := c.Client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("list CSRs: %w", err)
+	}
+	n := 0
+	for _, csr := range list.Items {
+		if csr.Spec.Username != username {
+			continue
+		}
+		err := c.Client.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return n, fmt.Errorf("delete CSR %s: %w", csr.Name, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // Status prints one line per learner's node (one line with NODE "-" for a

@@ -165,17 +165,23 @@ func TestTwoLearners(t *testing.T) {
 	require.NoError(t, err)
 	// The CSRs go an hour after signing (the controller manager's
 	// csrcleaner); the label stays.
-	require.NoError(t, admin.CertificatesV1().CertificateSigningRequests().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
+	aliceToken, err := bootstraptoken.TokenFromKubeconfig(room.KubeconfigPath("alice"))
+	require.NoError(t, err)
+	csrs, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, csr := range csrs.Items {
+		if csr.Spec.Username == aliceToken.Username() {
+			require.NoError(t, admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{}))
+		}
+	}
 	out.Reset()
 	require.NoError(t, room.Status(ctx))
 	assert.Regexp(t, `(?m)^alice\s+until \S+\s+alice-laptop\s+True\s+06-static-pods\s+0$`, out.String())
 	assert.Equal(t, 0, agent.Stop())
 
-	aliceToken, err := bootstraptoken.TokenFromKubeconfig(room.KubeconfigPath("alice"))
-	require.NoError(t, err)
 	out.Reset()
 	require.NoError(t, room.Revoke(ctx, []string{"alice"}))
-	assert.Contains(t, out.String(), "learner alice: token "+aliceToken.ID+" deleted\n")
+	assert.Contains(t, out.String(), "learner alice: token "+aliceToken.ID+" deleted, with the 0 certificate request(s) it sent\n", "the test deleted them above")
 	assert.Contains(t, out.String(), "note: a node that already joined keeps its client certificate")
 	_, err = admin.CoreV1().Secrets("kube-system").Get(ctx, aliceToken.SecretName(), metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the token's secret is gone: %v", err)
@@ -191,6 +197,14 @@ func TestTwoLearners(t *testing.T) {
 	assert.NotContains(t, out.String(), "alice")
 	assert.Regexp(t, `(?m)^bob\s+until `, out.String())
 	assert.EqualError(t, room.Revoke(ctx, []string{"carol"}), "no learner carol in "+filepath.Join(room.StateDir, "classroom"))
+
+	// bob's CSR, sent after alice's were deleted, goes with his token.
+	out.Reset()
+	require.NoError(t, room.Revoke(ctx, nil))
+	assert.Regexp(t, `learner bob: token \S+ deleted, with the 1 certificate request\(s\) it sent\n`, out.String())
+	csrs, err = admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, csrs.Items)
 }
 
 func TestIssueRefusesABadNameBeforeTouchingTheCluster(t *testing.T) {
