@@ -160,6 +160,9 @@ has_flag root-dir && args+=(--root-dir "$nodedir")
 has_flag port && args+=(--port "$kubelet_port")
 has_flag debug-address && args+=(--debug-address 127.0.0.1:0)
 has_flag container-runtime-endpoint && args+=(--container-runtime-endpoint "unix://$nodedir/rt.sock")
+has_flag address && args+=(--address 127.0.0.1)
+# A pod range of its own: two mock runtimes on one machine cannot route one.
+has_flag pod-cidr && args+=(--pod-cidr 10.93.0.0/16)
 
 say "(a) from an empty state directory and a bootstrap token: $(basename "$binary") ${args[*]}"
 start=$(date +%s.%N)
