@@ -64,7 +64,12 @@ node_pid="" approver_pid="" cluster_up=false
 export MYKUBELET_STATE_DIR="$work/state" KUBECONFIG="$work/state/cluster/admin.kubeconfig"
 kubectl() { "$BIN_DIR/kubectl" "$@"; }
 cleanup() {
+  local rc=$?
   set +e
+  if [[ $rc -ne 0 && -s "$work/node.log" ]]; then
+    echo "--- the last lines of the node program's log:" >&2
+    tail -n 20 "$work/node.log" >&2
+  fi
   [[ -n "$approver_pid" ]] && kill "$approver_pid" 2>/dev/null
   if [[ -n "$node_pid" ]] && kill -0 "$node_pid" 2>/dev/null; then
     kill -INT "$node_pid"
@@ -170,7 +175,7 @@ if ! has_flag bootstrap-kubeconfig; then
   "$work/03-tls-bootstrap" --bootstrap-kubeconfig "$bootstrap_kubeconfig" --node-name "$node" --state-dir "$nodedir" >"$work/03.log" 2>&1 ||
     die "chapter 03 failed: $(tail -n 1 "$work/03.log")"
 fi
-"$binary" "${args[@]}" >"$work/node.log" 2>&1 &
+GOTRACEBACK=all "$binary" "${args[@]}" >"$work/node.log" 2>&1 &
 node_pid=$!
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 until kubectl get node "$node" >/dev/null 2>&1; do
@@ -207,10 +212,17 @@ secs="$(elapsed "$t0")"
 cpu="$(awk -v d="$((t1_ticks - t0_ticks))" -v hz="$(getconf CLK_TCK)" -v s="$secs" 'BEGIN { printf "%.1f", d / hz / s * 100 }')"
 rss="$(awk '/^VmRSS:/ { printf "%.0f MiB", $2 / 1024 }' "/proc/$node_pid/status")"
 threads="$(awk '/^Threads:/ { print $2 }' "/proc/$node_pid/status")"
-goroutines="$(kubectl get --raw "/api/v1/nodes/$node/proxy/debug/pprof/goroutine?debug=1" 2>/dev/null | awk 'NR == 1 && /goroutine profile: total/ { print $4 }' || true)"
-[[ -n "$goroutines" ]] || goroutines="n/a (no /debug/pprof on the kubelet's port)"
+goroutines="$(kubectl get --raw "/api/v1/nodes/$node/proxy/debug/pprof/goroutine?debug=1" 2>/dev/null | awk 'NR == 1 && /goroutine profile: total/ { print $4 " (from /debug/pprof)" }' || true)"
 per_minute "$work/w2" "$work/w3" "$secs" >"$work/idle"
 running="$(kubectl get pods -A --field-selector "spec.nodeName=$node,status.phase=Running" --no-headers 2>/dev/null | wc -l)"
+if [[ -z "$goroutines" ]]; then
+  # No /debug/pprof: end the program with SIGQUIT, whose stack dump (with
+  # GOTRACEBACK=all, set at its start) lists every goroutine; the
+  # measurements are done.
+  kill -QUIT "$node_pid"
+  for _ in $(seq 50); do kill -0 "$node_pid" 2>/dev/null || break; sleep 0.2; done
+  goroutines="$(grep -Ec '^goroutine [1-9][0-9]* ' "$work/node.log" || true) (counted in its SIGQUIT stack dump, the runtime's own included: no /debug/pprof)"
+fi
 echo "(c) idle with $running pods running (--max-pods $max_pods), over ${secs} s: CPU ${cpu} % of one core, RSS ${rss}, goroutines ${goroutines}, OS threads ${threads}"
 echo "    API writes per minute, this node's (idle window less the baseline), by verb and resource:"
 join -a 1 -a 2 -e 0 -o 0,1.2,2.2 "$work/idle" "$work/base" |

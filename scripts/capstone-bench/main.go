@@ -120,11 +120,10 @@ func (b burst) run(ctx context.Context, cs kubernetes.Interface) ([]time.Duratio
 	defer cancel()
 	pods := cs.CoreV1().Pods(metav1.NamespaceDefault)
 	selector := "capstone-bench=" + b.label
-	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	events, err := watchPods(ctx, cs, selector)
 	if err != nil {
-		return nil, fmt.Errorf("watch pods: %w", err)
+		return nil, err
 	}
-	defer w.Stop()
 	var wg sync.WaitGroup
 	errs := make(chan error, b.pods)
 	for i := range b.pods {
@@ -146,9 +145,9 @@ func (b burst) run(ctx context.Context, cs kubernetes.Interface) ([]time.Duratio
 		select {
 		case err := <-errs:
 			return nil, err
-		case e, ok := <-w.ResultChan():
+		case e, ok := <-events:
 			if !ok {
-				return nil, fmt.Errorf("the watch ended with %d of %d pods started (timeout %s?)", len(lat), b.pods, b.timeout)
+				return nil, fmt.Errorf("%d of %d pods started within %s", len(lat), b.pods, b.timeout)
 			}
 			pod, isPod := e.Object.(*v1.Pod)
 			if !isPod || done[pod.Name] {
@@ -174,15 +173,64 @@ func (b burst) run(ctx context.Context, cs kubernetes.Interface) ([]time.Duratio
 		return nil, fmt.Errorf("delete the pods: %w", err)
 	}
 	for gone := 0; gone < b.pods; {
-		e, ok := <-w.ResultChan()
+		e, ok := <-events
 		if !ok {
-			return nil, fmt.Errorf("the watch ended with %d of %d pods gone", gone, b.pods)
+			return nil, fmt.Errorf("%d of %d pods gone within %s", gone, b.pods, b.timeout)
 		}
 		if e.Type == watch.Deleted {
 			gone++
 		}
 	}
 	return lat, nil
+}
+
+// watchPods watches the pods with the selector until ctx ends; when the API
+// server ends a watch (its time-out, or an error event), it watches again
+// from the last resource version seen. The channel closes when ctx ends.
+func watchPods(ctx context.Context, cs kubernetes.Interface, selector string) (<-chan watch.Event, error) {
+	pods := cs.CoreV1().Pods(metav1.NamespaceDefault)
+	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("watch pods: %w", err)
+	}
+	out := make(chan watch.Event)
+	go func() {
+		defer close(out)
+		rv := ""
+		for {
+			for e := range w.ResultChan() {
+				switch o := e.Object.(type) {
+				case *v1.Pod:
+					rv = o.ResourceVersion
+				case *metav1.Status:
+					if ctx.Err() != nil {
+						return // the watch ends because we are done
+					}
+					fmt.Fprintf(os.Stderr, "capstone-bench: watch: %s (watching again)\n", o.Message)
+					if o.Code == 410 { // gone: that version is too old, start afresh
+						rv = ""
+					}
+				}
+				select {
+				case out <- e:
+				case <-ctx.Done():
+					w.Stop()
+					return
+				}
+			}
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				if w, err = pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv}); err == nil {
+					break
+				}
+				fmt.Fprintf(os.Stderr, "capstone-bench: watch pods again: %v\n", err)
+				time.Sleep(time.Second)
+			}
+		}
+	}()
+	return out, nil
 }
 
 // allStarted: every container of the pod is running.

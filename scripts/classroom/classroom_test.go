@@ -3,6 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -213,4 +220,24 @@ func TestIssueRefusesABadNameBeforeTouchingTheCluster(t *testing.T) {
 	roster, err := room.Roster()
 	require.NoError(t, err)
 	assert.Empty(t, roster)
+}
+
+func TestNodeOfCSRReadsTheNodeNameOfTheTokensKubeletCSR(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:alice-laptop", Organization: []string{"system:nodes"}}}, key)
+	require.NoError(t, err)
+	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+		Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+		SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+		Username:   "system:bootstrap:abcdef",
+	}}
+	assert.Equal(t, "alice-laptop", NodeOfCSR(csr, "system:bootstrap:abcdef"))
+	assert.Empty(t, NodeOfCSR(csr, "system:bootstrap:other1"), "another token's CSR")
+	serving := csr.DeepCopy()
+	serving.Spec.SignerName = certificatesv1.KubeletServingSignerName
+	assert.Empty(t, NodeOfCSR(serving, "system:bootstrap:abcdef"), "not a kubelet client certificate")
+	garbled := csr.DeepCopy()
+	garbled.Spec.Request = []byte("not PEM")
+	assert.Empty(t, NodeOfCSR(garbled, "system:bootstrap:abcdef"))
 }
