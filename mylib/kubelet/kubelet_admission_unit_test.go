@@ -88,8 +88,8 @@ func TestAdmissionDoesNotCountRejectedOrFinishedPods(t *testing.T) {
 // (upstream: isPodStatusCacheTerminal, kubernetes issue 105523).
 func TestAdmissionAfterARestartDoesNotCountTerminalPodsThatRunNothing(t *testing.T) {
 	for _, tt := range []struct {
-		name      string
-		running   bool
+		name       string
+		running    bool
 		dispatched []string
 	}{
 		{"nothing of it runs: it takes no room", false, []string{"create rejected-before", "create b"}},

@@ -66,7 +66,7 @@ func (f *fakePodWorkers) IsPodTerminationRequested(uid types.UID) bool {
 	defer f.mu.Unlock()
 	return f.terminating[uid]
 }
-func (f *fakePodWorkers) IsPodKnownTerminated(types.UID) bool      { return false }
+func (f *fakePodWorkers) IsPodKnownTerminated(types.UID) bool { return false }
 
 // dispatched is "<type> <name>" for each update handed to the workers.
 func (f *fakePodWorkers) dispatched() []string {
