@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -229,7 +230,7 @@ func servingTLS(ctx context.Context, wg *sync.WaitGroup, s *KubeletServer, clien
 	}
 	if cur := m.Current(); cur != nil {
 		fmt.Printf("serving certificate: %s, valid until %s\n", filepath.Join(s.CertDir, bootstrap.ServerCertPrefix+"-current.pem"),
-			cur.Leaf.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))
+			cur.Leaf.NotAfter.UTC().Format(time.RFC3339))
 	} else {
 		fmt.Println("serving certificate: none yet: a kubernetes.io/kubelet-serving CSR waits for an admin's approval (kubectl certificate approve)")
 	}

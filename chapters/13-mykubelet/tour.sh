@@ -32,7 +32,7 @@ observe "the serving certificate waits for an admin: approve our node's pending 
 kubectl get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name} {.spec.username} {.status.conditions}{"\n"}{end}' |
   awk -v u="system:node:$NODE_NAME" '$2 == u && NF == 2 {print $1}' | xargs -r kubectl certificate approve
 wait_for_log ch13 '^node .*: status written .*Ready=True' 60 || return 1
-show kubectl get node "$NODE_NAME" -o jsonpath='{.status.capacity.pods} pods (--max-pods over the file), kubelet port {.status.daemonEndpoints.kubeletEndpoint.port}{"\n"}'
+show kubectl get node "$NODE_NAME" -o jsonpath='{.status.capacity.pods} pods (--max-pods over the file), kubelet port {.status.daemonEndpoints.kubeletEndpoint.Port}{"\n"}'
 
 step "A Deployment of 3 fills the node; a 4th pod, bound by hand, is rejected"
 show kubectl apply -f "$REPO_ROOT/yaml/nginx-deployment.yaml"
