@@ -256,19 +256,26 @@ serverTLSBootstrap: true
 		assert.GreaterOrEqual(t, len(pemFiles(t, f.certDir, "kubelet-client")), 2, "a second client certificate in the cert dir")
 		assert.GreaterOrEqual(t, len(pemFiles(t, f.certDir, "kubelet-server")), 2, "a second serving certificate")
 		assert.GreaterOrEqual(t, approvedServing(), 2, "one serving CSR per certificate")
+		b, err := os.ReadFile(filepath.Join(f.certDir, "kubelet-client-current.pem"))
+		require.NoError(t, err)
+		client, err := tls.X509KeyPair(b, b)
+		require.NoError(t, err)
+		assert.Equal(t, signing+5*time.Minute, client.Leaf.NotAfter.Sub(client.Leaf.NotBefore), "the signing duration, NotBefore backdated by 5 minutes")
 		assert.Contains(t, p.Stderr(), "Certificate rotation detected, shutting down client connections to start using new credentials")
 		assert.True(t, p.Running(), "the same process")
 
-		// The server presents the newest serving certificate...
-		b, err := os.ReadFile(filepath.Join(f.certDir, "kubelet-server-current.pem"))
-		require.NoError(t, err)
-		current, err := tls.X509KeyPair(b, b)
-		require.NoError(t, err)
-		conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(f.port), &tls.Config{RootCAs: c.CAPool(), ServerName: "127.0.0.1"})
-		require.NoError(t, err)
-		served := conn.ConnectionState().PeerCertificates[0]
-		conn.Close()
-		assert.Equal(t, current.Leaf.SerialNumber, served.SerialNumber)
+		// The server presents the newest serving certificate (read again if
+		// a rotation comes between reading the file and connecting)...
+		eventually(t, "the server presents kubelet-server-current.pem", 30*time.Second, func() bool {
+			b, err := os.ReadFile(filepath.Join(f.certDir, "kubelet-server-current.pem"))
+			require.NoError(t, err)
+			current, err := tls.X509KeyPair(b, b)
+			require.NoError(t, err)
+			conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(f.port), &tls.Config{RootCAs: c.CAPool(), ServerName: "127.0.0.1"})
+			require.NoError(t, err)
+			defer conn.Close()
+			return current.Leaf.SerialNumber.Cmp(conn.ConnectionState().PeerCertificates[0].SerialNumber) == 0
+		})
 		// ...which the API server trusts, and the Lease goes on being
 		// renewed with the new client certificate.
 		assert.Equal(t, "hello", f.kubectl(t, "kubectl exec deploy/nginx-deployment -- echo hello"))
