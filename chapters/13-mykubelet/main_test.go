@@ -36,7 +36,7 @@ const (
 	node = "capstone-node"
 	// signing is the cluster's --cluster-signing-duration: each certificate
 	// lives 9 minutes (NotBefore backdated by 5), so the kubelet asks for
-	// the next one 1.3 to 2.6 minutes after it got one.
+	// the next one 1.3 to 3.1 minutes after it got one.
 	signing = 4 * time.Minute
 	grace   = 20 * time.Second // the cluster's node monitor grace period
 )
