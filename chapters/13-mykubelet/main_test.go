@@ -215,6 +215,7 @@ serverTLSBootstrap: true
 		n, err := f.admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		require.NoError(t, err)
 		chaptertest.CheckReadyConditions(t, n)
+		assert.Equal(t, "13-mykubelet", n.Annotations["mykubelet.dev/chapter"], "the classroom's status view reads how far along the node is")
 	})
 
 	t.Run("flags win over the config file, the file over the defaults", func(t *testing.T) {

@@ -180,6 +180,7 @@ func RunKubelet(ctx context.Context, wg *sync.WaitGroup, s *KubeletServer, deps 
 			Status:                    &kubelet.NodeStatusOptions{RootDir: s.StateDir, MaxPods: int(kc.MaxPods), NodeIP: s.NodeIP, Port: kc.Port},
 			NodeStatusUpdateFrequency: kc.NodeStatusUpdateFrequency.Duration, NodeStatusReportFrequency: kc.NodeStatusReportFrequency.Duration,
 			LeaseDurationSeconds: kc.NodeLeaseDurationSeconds,
+			Annotations:          map[string]string{options.ChapterAnnotation: "13-mykubelet"},
 			OnRegistered:         func(n *v1.Node, created bool) { fmt.Printf("node %s: registered (created %t)\n", n.Name, created) },
 			OnStatusPatched: func(n *v1.Node, _ []byte, reason string) {
 				fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, ready(n))
