@@ -10,7 +10,9 @@
 #   scripts/cluster.sh logs [COMPONENT]   the last lines of the logs
 #
 # Settings: MYKUBELET_STATE_DIR (default .state), MYKUBELET_CACHE_DIR,
-# MYKUBELET_NODE_MONITOR_GRACE_PERIOD (default: upstream's 50s), and the ports
+# MYKUBELET_NODE_MONITOR_GRACE_PERIOD (default: upstream's 50s),
+# MYKUBELET_CLUSTER_SIGNING_DURATION (kube-controller-manager's
+# --cluster-signing-duration; default: upstream's, a year), and the ports
 # MYKUBELET_APISERVER_PORT (6443), MYKUBELET_ETCD_PORT (2379),
 # MYKUBELET_ETCD_PEER_PORT (2380), MYKUBELET_CONTROLLER_MANAGER_PORT (10257),
 # MYKUBELET_SCHEDULER_PORT (10259).
@@ -39,7 +41,8 @@ case "$cmd" in
       -apiserver-port "${MYKUBELET_APISERVER_PORT:-6443}" \
       -controller-manager-port "${MYKUBELET_CONTROLLER_MANAGER_PORT:-10257}" \
       -scheduler-port "${MYKUBELET_SCHEDULER_PORT:-10259}" \
-      -node-monitor-grace-period "${MYKUBELET_NODE_MONITOR_GRACE_PERIOD:-0}" up
+      -node-monitor-grace-period "${MYKUBELET_NODE_MONITOR_GRACE_PERIOD:-0}" \
+      -cluster-signing-duration "${MYKUBELET_CLUSTER_SIGNING_DURATION:-0}" up
     cat >&2 <<MSG
 Admin kubeconfig: $KUBECONFIG_FILE (mode 0600)
 Use it in this shell with:

@@ -39,6 +39,9 @@ func main() {
 
 		// 1. The Node object: create it, or adopt the one that exists.
 		node, err := ensureNode(ctx, cs, o.NodeName)
+		if err == nil {
+			err = o.AnnotateNode(ctx, cs) // which chapter runs as the node (an instructor's status view reads it)
+		}
 		if err != nil {
 			return err
 		}

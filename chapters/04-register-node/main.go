@@ -60,6 +60,7 @@ func main() {
 		}
 		c.heartbeat, c.onHeartbeatFailure = hb, hb.CloseAllConns
 		c.nodeName, c.stateDir, c.maxPods, c.port = o.NodeName, o.StateDir, *maxPods, int32(*port)
+		c.annotations = o.NodeAnnotations() // which chapter runs as the node (an instructor's status view reads it)
 		kl, err := newAgent(cs, clock.RealClock{}, c)
 		if err != nil {
 			return err
@@ -91,6 +92,7 @@ type agentConfig struct {
 	port                               int32
 	updateFreq, reportFreq             time.Duration
 	capacity, systemReserved           v1.ResourceList
+	annotations                        map[string]string
 	leaseDuration                      nodelease.DurationSeconds
 	heartbeat                          kubernetes.Interface // nil: the kubelet's client, without a timeout
 	onHeartbeatFailure                 func()
@@ -105,6 +107,7 @@ func newAgent(cs kubernetes.Interface, clk clock.WithTicker, c agentConfig) (*ku
 	}
 	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(c.stateDir) })
 	return kubelet.New(kubelet.Config{Client: cs, NodeName: c.nodeName, Clock: clk, Node: &kubelet.NodeConfig{
+		Annotations:               c.annotations,
 		HeartbeatClient:           c.heartbeat,
 		OnHeartbeatFailure:        c.onHeartbeatFailure,
 		NodeStatusUpdateFrequency: c.updateFreq,

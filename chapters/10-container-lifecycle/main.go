@@ -96,6 +96,7 @@ func main() {
 		// Chapter 09's Kubelet; this chapter adds ContainerGC and ActiveDeadline.
 		kl, err := kubelet.New(kubelet.Config{Client: client, NodeName: o.NodeName, Clock: clk,
 			Node: &kubelet.NodeConfig{
+				Annotations:  o.NodeAnnotations(), // which chapter runs as the node (an instructor's status view reads it)
 				Status:       &kubelet.NodeStatusOptions{RootDir: o.StateDir, MaxPods: *maxPods, NodeIP: nodeIP},
 				OnRegistered: func(n *v1.Node, created bool) { fmt.Printf("node %s: registered (created %t)\n", n.Name, created) },
 				OnStatusPatched: func(n *v1.Node, _ []byte, reason string) {

@@ -108,7 +108,8 @@ func main() {
 		}
 		kl, err := kubelet.New(kubelet.Config{Client: client, NodeName: o.NodeName, Clock: clk,
 			Node: &kubelet.NodeConfig{
-				Status: &kubelet.NodeStatusOptions{RootDir: o.StateDir, MaxPods: *maxPods, NodeIP: nodeIP, Port: int32(*port)},
+				Annotations: o.NodeAnnotations(), // which chapter runs as the node (an instructor's status view reads it)
+				Status:      &kubelet.NodeStatusOptions{RootDir: o.StateDir, MaxPods: *maxPods, NodeIP: nodeIP, Port: int32(*port)},
 				OnStatusPatched: func(n *v1.Node, _ []byte, reason string) {
 					fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, ready(n))
 				},

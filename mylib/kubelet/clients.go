@@ -37,14 +37,28 @@ func useProtobuf(c *rest.Config) {
 // rate, so that a burst of events never delays a pod's status; both speak
 // protobuf (DefaultContentType).
 func NewClients(cfg *rest.Config) (client, eventClient *kubernetes.Clientset, err error) {
+	return NewClientsWithRates(cfg, ClientRates{KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst,
+		EventRecordQPS: DefaultEventRecordQPS, EventBurst: DefaultEventBurst})
+}
+
+// ClientRates are the rates of NewClientsWithRates, the
+// KubeletConfiguration fields of the same names, handed to client-go as
+// upstream's kubeClientConfigOverrides does.
+type ClientRates struct {
+	KubeAPIQPS, KubeAPIBurst, EventRecordQPS, EventBurst int32
+}
+
+// NewClientsWithRates is NewClients with the rates of a KubeletConfiguration.
+func NewClientsWithRates(cfg *rest.Config, r ClientRates) (client, eventClient *kubernetes.Clientset, err error) {
+	qps := func(q int32) float32 { return float32(q) }
 	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = DefaultKubeAPIQPS, DefaultKubeAPIBurst
+	c.QPS, c.Burst = qps(r.KubeAPIQPS), int(r.KubeAPIBurst)
 	useProtobuf(c)
 	if client, err = kubernetes.NewForConfig(c); err != nil {
 		return nil, nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
 	e := rest.CopyConfig(cfg)
-	e.QPS, e.Burst = DefaultEventRecordQPS, DefaultEventBurst
+	e.QPS, e.Burst = qps(r.EventRecordQPS), int(r.EventBurst)
 	useProtobuf(e)
 	if eventClient, err = kubernetes.NewForConfig(e); err != nil {
 		return nil, nil, fmt.Errorf("event client for %s: %w", cfg.Host, err)

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	"mykubelet/mylib/kubetypes"
@@ -149,10 +150,35 @@ func (kl *Kubelet) activePods() []*v1.Pod {
 		if st, ok := kl.statusManager.GetPodStatus(p.UID); ok && isTerminalPhase(st.Phase) {
 			terminal = true
 		}
-		if terminal && !kl.podWorkers.IsPodTerminationRequested(p.UID) {
+		if terminal && (!kl.podWorkers.IsPodTerminationRequested(p.UID) || !kl.runsInRuntime(p.UID)) {
 			continue
 		}
 		out = append(out, p)
 	}
 	return out
+}
+
+// runsInRuntime reports whether the pod cache shows anything of the pod
+// still running: a running container or a ready sandbox. A pod terminal in
+// the API with nothing running is inactive even while its worker finishes
+// it: after a kubelet restart every terminal pod gets a worker again, and
+// must not count against the pods admitted beside it. Upstream marks such
+// a pod terminated on first sight in its pod workers
+// (isPodStatusCacheTerminal, kubernetes issue 105523); here admission, the
+// only reader of active pods, checks the cache itself, which changes
+// nothing for a kubelet without admission.
+func (kl *Kubelet) runsInRuntime(uid types.UID) bool {
+	st, err := kl.podCache.Get(uid)
+	if err != nil {
+		return true // unknown: count it, as upstream does
+	}
+	if len(st.GetRunningContainerStatuses()) > 0 {
+		return true
+	}
+	for _, sb := range st.SandboxStatuses {
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return true
+		}
+	}
+	return false
 }

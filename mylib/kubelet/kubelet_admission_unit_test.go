@@ -10,8 +10,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
+	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/status"
 )
@@ -77,6 +79,36 @@ func TestAdmissionDoesNotCountRejectedOrFinishedPods(t *testing.T) {
 	assert.Equal(t, "NodeAffinity", st.Reason)
 	st, _ = f.kl.statusManager.GetPodStatus("u5")
 	assert.Equal(t, "OutOfpods", st.Reason)
+}
+
+// TestAdmissionAfterARestartDoesNotCountTerminalPodsThatRunNothing: a
+// kubelet started again gives every pod a worker, the Failed and Succeeded
+// ones too (to finish them); while their workers terminate them, they
+// count against maxPods only if the runtime still runs something of theirs
+// (upstream: isPodStatusCacheTerminal, kubernetes issue 105523).
+func TestAdmissionAfterARestartDoesNotCountTerminalPodsThatRunNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		running    bool
+		dispatched []string
+	}{
+		{"nothing of it runs: it takes no room", false, []string{"create rejected-before", "create b"}},
+		{"its container still runs: it takes its room", true, []string{"create rejected-before"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _ := newAdmissionFixture(t, 1)
+			ctx := context.Background()
+			failed := created(apiPod("rejected-before", "u1"), t0)
+			failed.Status.Phase, failed.Status.Reason = v1.PodFailed, "OutOfpods"
+			f.workers.terminating = map[types.UID]bool{"u1": true}
+			if tt.running {
+				f.kl.podCache.Set("u1", &kubecontainer.PodStatus{ID: "u1", ContainerStatuses: []*kubecontainer.Status{{Name: "c", State: kubecontainer.ContainerStateRunning}}}, nil, t0)
+			}
+			b := created(apiPod("b", "u2"), t0.Add(time.Second))
+			f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{b, failed}}, nil, false, false)
+			assert.Equal(t, tt.dispatched, f.workers.dispatched())
+		})
+	}
 }
 
 func TestAdmissionNeedsRunContainers(t *testing.T) {

@@ -54,6 +54,13 @@ type NodeConfig struct {
 	Hostname string
 	// Labels are extra labels for a new node (the kubelet's --node-labels).
 	Labels map[string]string
+	// Annotations are extra annotations for the node: set on a new node and,
+	// at registration, written onto an existing one whose values differ, so
+	// that the last program to register a node leaves its mark (e.g.
+	// options.NodeAnnotations: which program runs as the node, read by an
+	// instructor's status view). Upstream has no such field: its only
+	// registration annotation is the attach/detach one.
+	Annotations map[string]string
 	// Setters fill in the status, in order (upstream: defaultNodeStatusFuncs).
 	// Required unless Status is set.
 	Setters []nodestatus.Setter
@@ -97,6 +104,7 @@ type NodeConfig struct {
 type nodeHalf struct {
 	hostname                  string
 	labels                    map[string]string
+	annotations               map[string]string
 	setters                   []nodestatus.Setter
 	nodeStatusUpdateFrequency time.Duration
 	nodeStatusReportFrequency time.Duration
@@ -155,6 +163,7 @@ func (kl *Kubelet) newNodeHalf(cfg NodeConfig) error {
 	kl.node = &nodeHalf{
 		hostname:                  cfg.Hostname,
 		labels:                    cfg.Labels,
+		annotations:               cfg.Annotations,
 		setters:                   cfg.Setters,
 		nodeStatusUpdateFrequency: cfg.NodeStatusUpdateFrequency,
 		nodeStatusReportFrequency: cfg.NodeStatusReportFrequency,
@@ -293,6 +302,7 @@ func (kl *Kubelet) tryRegisterWithAPIServer(ctx context.Context, node *v1.Node) 
 	}
 	original := existing.DeepCopy()
 	requiresUpdate := reconcileCMADAnnotationWithExistingNode(node, existing)
+	requiresUpdate = updateAnnotations(kl.node.annotations, existing) || requiresUpdate
 	requiresUpdate = updateDefaultLabels(node, existing) || requiresUpdate
 	requiresUpdate = updateDefaultResources(node, existing) || requiresUpdate
 	if requiresUpdate {
@@ -313,7 +323,8 @@ func (kl *Kubelet) registered(node *v1.Node, created bool) {
 
 // InitialNode is the Node this kubelet would create: name, the default
 // labels (hostname, OS, architecture), Config.Labels, the controller-managed
-// attach/detach annotation, and a status from the setters.
+// attach/detach annotation, Config.Annotations, and a status from the
+// setters.
 func (kl *Kubelet) InitialNode(ctx context.Context) (*v1.Node, error) {
 	node := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -330,6 +341,9 @@ func (kl *Kubelet) InitialNode(ctx context.Context) (*v1.Node, error) {
 	}
 	for k, v := range kl.node.labels {
 		node.Labels[k] = v
+	}
+	for k, v := range kl.node.annotations {
+		node.Annotations[k] = v
 	}
 	kl.setNodeStatus(ctx, node)
 	return node, nil
@@ -373,6 +387,23 @@ func reconcileCMADAnnotationWithExistingNode(initial, existing *v1.Node) bool {
 	}
 	existing.Annotations[ControllerManagedAttachAnnotation] = want
 	return true
+}
+
+// updateAnnotations writes want onto existing's annotations and reports
+// whether existing changed; annotations not in want stay.
+func updateAnnotations(want map[string]string, existing *v1.Node) bool {
+	changed := false
+	for k, v := range want {
+		if cur, ok := existing.Annotations[k]; ok && cur == v {
+			continue
+		}
+		if existing.Annotations == nil {
+			existing.Annotations = map[string]string{}
+		}
+		existing.Annotations[k] = v
+		changed = true
+	}
+	return changed
 }
 
 // updateDefaultResources gives existing the capacity and allocatable of

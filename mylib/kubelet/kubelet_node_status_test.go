@@ -266,3 +266,43 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	assert.Equal(t, 10*time.Second, kl.LeaseRenewInterval())
 	assert.ErrorContains(t, kl.RunPods(context.Background()), "RunPods needs Config.Pods")
 }
+
+func TestAnnotationsOnANewNodeAndOverwrittenOnAnExistingOne(t *testing.T) {
+	const key = "example.com/program"
+	// A new node is created with them.
+	f := newFixture(t)
+	f.kl.node.annotations = map[string]string{key: "second"}
+	require.NoError(t, f.kl.RegisterWithAPIServer(context.Background()))
+	assert.Equal(t, "second", f.node(t).Annotations[key])
+	assert.Equal(t, "true", f.node(t).Annotations[ControllerManagedAttachAnnotation])
+	assert.Equal(t, 0, f.count("patch"))
+
+	// An existing node that an earlier program annotated: the value is
+	// replaced at registration, other annotations stay.
+	existing := f.node(t).DeepCopy()
+	existing.Annotations[key] = "first"
+	existing.Annotations["someone.else/note"] = "kept"
+	g := newFixture(t, existing)
+	g.kl.node.annotations = map[string]string{key: "second"}
+	require.NoError(t, g.kl.RegisterWithAPIServer(context.Background()))
+	assert.Equal(t, "second", g.node(t).Annotations[key])
+	assert.Equal(t, "kept", g.node(t).Annotations["someone.else/note"])
+	assert.Equal(t, 1, g.count("patch"))
+
+	// Registering again with the same value: adopted without a write.
+	h := newFixture(t, g.node(t))
+	h.kl.node.annotations = map[string]string{key: "second"}
+	require.NoError(t, h.kl.RegisterWithAPIServer(context.Background()))
+	assert.Equal(t, 0, h.count("patch"))
+}
+
+func TestNodeConfigAnnotationsReachTheNodeHalf(t *testing.T) {
+	kl, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Node: &NodeConfig{
+		Annotations: map[string]string{"example.com/program": "p"},
+		Setters:     []nodestatus.Setter{nodestatus.ReadyCondition(time.Now, nil, nil)},
+	}})
+	require.NoError(t, err)
+	n, err := kl.InitialNode(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "p", n.Annotations["example.com/program"])
+}

@@ -45,6 +45,8 @@ type fakePodWorkers struct {
 	updates []podworkers.UpdatePodOptions
 	synced  int // SyncKnownPods calls
 	alive   map[types.UID]podworkers.PodWorkerSync
+	// terminating are the pods whose termination was requested.
+	terminating map[types.UID]bool
 }
 
 func (f *fakePodWorkers) UpdatePod(_ context.Context, o podworkers.UpdatePodOptions) {
@@ -61,8 +63,12 @@ func (f *fakePodWorkers) SyncKnownPods([]*v1.Pod) map[types.UID]podworkers.PodWo
 	f.synced++
 	return f.alive
 }
-func (f *fakePodWorkers) IsPodTerminationRequested(types.UID) bool { return false }
-func (f *fakePodWorkers) IsPodKnownTerminated(types.UID) bool      { return false }
+func (f *fakePodWorkers) IsPodTerminationRequested(uid types.UID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.terminating[uid]
+}
+func (f *fakePodWorkers) IsPodKnownTerminated(types.UID) bool { return false }
 
 // dispatched is "<type> <name>" for each update handed to the workers.
 func (f *fakePodWorkers) dispatched() []string {

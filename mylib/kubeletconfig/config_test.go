@@ -120,6 +120,13 @@ func TestFlagsGivenWinOverTheFile(t *testing.T) {
 	assert.Equal(t, "/pki", f.CertDir)
 	assert.Equal(t, "127.0.0.1", f.NodeIP.String())
 	assert.Equal(t, "learner-1", f.HostnameOverride)
+
+	f, err = parse(t, "--config", writeConfig(t, header+"port: 10260\naddress: 127.0.0.1\n"), "--port", "10270")
+	require.NoError(t, err)
+	kc, err = f.KubeletConfiguration()
+	require.NoError(t, err)
+	assert.Equal(t, int32(10270), kc.Port, "--port over the file")
+	assert.Equal(t, "127.0.0.1", kc.Address, "not given as a flag: the file's")
 }
 
 func TestStrictErrorsNameTheFieldAndTheFile(t *testing.T) {
@@ -170,6 +177,8 @@ func TestMissingFileAndBadFlags(t *testing.T) {
 	assert.EqualError(t, err, "kubelet config: open /nonexistent/kubelet.yaml: no such file or directory")
 	_, err = parse(t, "--max-pods", "0")
 	assert.ErrorContains(t, err, `invalid value "0" for flag -max-pods: want a whole number of at least 1, got "0"`)
+	_, err = parse(t, "--port", "70000")
+	assert.ErrorContains(t, err, `invalid value "70000" for flag -port: want a port, 1-65535, got "70000"`)
 	_, err = parse(t, "--node-ip", "nope")
 	assert.ErrorContains(t, err, "node-ip")
 }

@@ -43,6 +43,8 @@ var configFlags = map[string]func(to, from *kubeletv1beta1.KubeletConfiguration)
 	},
 	"pod-manifest-path": func(to, from *kubeletv1beta1.KubeletConfiguration) { to.StaticPodPath = from.StaticPodPath },
 	"max-pods":          func(to, from *kubeletv1beta1.KubeletConfiguration) { to.MaxPods = from.MaxPods },
+	"port":              func(to, from *kubeletv1beta1.KubeletConfiguration) { to.Port = from.Port },
+	"address":           func(to, from *kubeletv1beta1.KubeletConfiguration) { to.Address = from.Address },
 }
 
 // AddFlags registers the flags on fs, with upstream's names, and returns
@@ -68,6 +70,15 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 		v.MaxPods = n
 		return nil
 	})
+	fs.Func("port", fmt.Sprintf("the kubelet API's port (config: port) (default %d)", DefaultPort), func(s string) error {
+		var n int32
+		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("want a port, 1-65535, got %q", s)
+		}
+		v.Port = n
+		return nil
+	})
+	fs.StringVar(&v.Address, "address", DefaultAddress, "the IP the kubelet API listens on (config: address)")
 	return f
 }
 

@@ -3,6 +3,7 @@ package options
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"flag"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -168,7 +171,8 @@ func (d *DebugServer) Listen() (net.Listener, error) {
 
 // NodeClientset is Clientset for a program acting as the node: it also
 // checks that the Node is registered, and otherwise names registerCommand,
-// the command that registers it.
+// the command that registers it; then it puts NodeAnnotations on the Node
+// (AnnotateNode), so the Node says which program now acts as it.
 func (o *Options) NodeClientset(ctx context.Context, registerCommand string) (*kubernetes.Clientset, error) {
 	cs, _, err := o.Clientset(ctx)
 	if err != nil {
@@ -180,7 +184,40 @@ func (o *Options) NodeClientset(ctx context.Context, registerCommand string) (*k
 		}
 		return nil, err
 	}
+	if err := o.AnnotateNode(ctx, cs); err != nil {
+		return nil, err
+	}
 	return cs, nil
+}
+
+// ChapterAnnotation on a Node names the program that last registered it or
+// acted as it: the program's name, which is its directory's (e.g.
+// "04-register-node"). An instructor's status view (scripts/classroom)
+// reads it to see how far along each learner's node is.
+const ChapterAnnotation = "mykubelet.dev/chapter"
+
+// NodeAnnotations are the annotations this program puts on its Node:
+// ChapterAnnotation, the program's name. A program that registers the node
+// gives them to kubelet.NodeConfig.Annotations; one that only acts as an
+// already registered node gets them written by NodeClientset.
+func (o *Options) NodeAnnotations() map[string]string {
+	return map[string]string{ChapterAnnotation: o.Flags.Name()}
+}
+
+// AnnotateNode writes NodeAnnotations onto the Node named --node-name with
+// a merge patch of its metadata, replacing what an earlier program wrote
+// there. A node's own credentials may do it: the Node authorizer lets a
+// node patch its own Node, and NodeRestriction restricts only some of its
+// labels, not its annotations. A patch that changes nothing is not stored.
+func (o *Options) AnnotateNode(ctx context.Context, cs kubernetes.Interface) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": o.NodeAnnotations()}})
+	if err != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, o.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("annotate node %s: %w", o.NodeName, err)
+	}
+	return nil
 }
 
 // NodeNameFromKubeconfig returns <name> when the kubeconfig at path

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -29,9 +30,18 @@ type RunConfig struct {
 	NodeIP net.IP
 	// Port is the kubelet's --port (DefaultPort).
 	Port int
+	// Address is the IP to listen on (the kubelet's --address); "" means
+	// NodeIP.
+	Address string
 	// CertDir and CertTimeout: see bootstrap.ServingConfig.
 	CertDir     string
 	CertTimeout time.Duration
+	// TLS, when set, is the server's TLS configuration, used instead of
+	// asking once for a certificate with bootstrap.RequestServingCert: a
+	// certificate manager's (bootstrap.ServingTLSConfig, rotated as it
+	// renews; until its first CSR is approved, handshakes fail) or a
+	// self-signed certificate (TLSConfig of bootstrap.SelfSignedServingCert).
+	TLS *tls.Config
 	// Out receives the certificate's steps and the line saying where the
 	// server listens.
 	Out io.Writer
@@ -52,10 +62,21 @@ func Run(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig) error {
 	if err != nil {
 		return err
 	}
-	addr := net.JoinHostPort(cfg.NodeIP.String(), strconv.Itoa(cfg.Port))
+	host := cfg.Address
+	if host == "" {
+		host = cfg.NodeIP.String()
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(cfg.Port))
 	lis, err := net.Listen("tcp", addr) // before the CSR: a taken port fails at once
 	if err != nil {
 		return fmt.Errorf("kubelet server on %s: %w", addr, err)
+	}
+	if cfg.TLS != nil {
+		ListenAndServeTLS(ctx, wg, lis, s, cfg.TLS)
+		if cfg.Out != nil {
+			fmt.Fprintf(cfg.Out, "kubelet server: listening on https://%s (authentication: x509 and TokenReview; authorization: SubjectAccessReview)\n", addr)
+		}
+		return nil
 	}
 	cert, err := bootstrap.RequestServingCert(ctx, bootstrap.ServingConfig{Client: cfg.Client, CertDir: cfg.CertDir,
 		NodeName: cfg.NodeName, IPs: []net.IP{cfg.NodeIP}, DNSNames: []string{cfg.NodeName}, Timeout: cfg.CertTimeout, Out: cfg.Out})

@@ -119,7 +119,13 @@ func TLSConfig(cert tls.Certificate) *tls.Config {
 // ListenAndServe serves s with TLS on lis in a goroutine wg waits for,
 // until ctx ends.
 func ListenAndServe(ctx context.Context, wg *sync.WaitGroup, lis net.Listener, s http.Handler, cert tls.Certificate) {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, TLSConfig: TLSConfig(cert)}
+	ListenAndServeTLS(ctx, wg, lis, s, TLSConfig(cert))
+}
+
+// ListenAndServeTLS is ListenAndServe with a TLS configuration of one's
+// own (bootstrap.ServingTLSConfig: a rotated certificate).
+func ListenAndServeTLS(ctx context.Context, wg *sync.WaitGroup, lis net.Listener, s http.Handler, tlsConfig *tls.Config) {
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConfig}
 	tlsLis := tls.NewListener(lis, srv.TLSConfig)
 	wg.Go(func() {
 		if err := srv.Serve(tlsLis); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -23,6 +23,7 @@ func main() {
 	binDir := fs.String("bin-dir", "", "directory with the control-plane binaries")
 	dir := fs.String("dir", "", "the cluster's state directory")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager --node-monitor-grace-period (0: upstream default, 50s)")
+	signing := fs.Duration("cluster-signing-duration", 0, "kube-controller-manager --cluster-signing-duration (0: upstream default, a year)")
 	ports := localcluster.DefaultPorts
 	fs.IntVar(&ports.EtcdClient, "etcd-port", ports.EtcdClient, "etcd client port")
 	fs.IntVar(&ports.EtcdPeer, "etcd-peer-port", ports.EtcdPeer, "etcd peer port")
@@ -39,7 +40,7 @@ func main() {
 	var err error
 	switch fs.Arg(0) {
 	case "up":
-		err = up(localcluster.Config{Dir: *dir, BinDir: *binDir, Ports: ports, NodeMonitorGracePeriod: *grace, Detach: true})
+		err = up(localcluster.Config{Dir: *dir, BinDir: *binDir, Ports: ports, NodeMonitorGracePeriod: *grace, ClusterSigningDuration: *signing, Detach: true})
 	case "down":
 		err = down(*dir)
 	case "status":

@@ -59,6 +59,10 @@ type Config struct {
 	// NodeMonitorGracePeriod is passed to kube-controller-manager; zero keeps
 	// the upstream default (DefaultNodeMonitorGracePeriod).
 	NodeMonitorGracePeriod time.Duration
+	// ClusterSigningDuration is kube-controller-manager's
+	// --cluster-signing-duration, the longest life of a certificate it
+	// signs for a CSR; zero keeps upstream's (a year).
+	ClusterSigningDuration time.Duration
 	// Detach starts the processes in their own session so they outlive this
 	// program; they are stopped with Down. Otherwise they are children that
 	// die with this process, stopped with Cluster.Stop.

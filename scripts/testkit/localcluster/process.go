@@ -98,6 +98,9 @@ func (c *Cluster) args(name string) []string {
 		if c.cfg.NodeMonitorGracePeriod > 0 {
 			a = append(a, "--node-monitor-grace-period="+c.cfg.NodeMonitorGracePeriod.String())
 		}
+		if c.cfg.ClusterSigningDuration > 0 {
+			a = append(a, "--cluster-signing-duration="+c.cfg.ClusterSigningDuration.String())
+		}
 		return a
 	case "kube-scheduler":
 		kc := filepath.Join(d, "scheduler.kubeconfig")

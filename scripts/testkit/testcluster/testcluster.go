@@ -61,6 +61,13 @@ func WithNodeMonitorGracePeriod(d time.Duration) Option {
 	return func(c *localcluster.Config) { c.NodeMonitorGracePeriod = d }
 }
 
+// WithClusterSigningDuration sets kube-controller-manager's
+// --cluster-signing-duration, so that the certificates it signs for CSRs
+// are short-lived and a test sees them rotate in minutes.
+func WithClusterSigningDuration(d time.Duration) Option {
+	return func(c *localcluster.Config) { c.ClusterSigningDuration = d }
+}
+
 // Cluster is a running control plane for one test (or one package, see New).
 type Cluster struct {
 	*localcluster.Cluster

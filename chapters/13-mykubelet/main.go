@@ -1,0 +1,128 @@
+// mykubelet: one program, started the way the real kubelet is, that joins a cluster with a bootstrap token and runs its pods.
+//
+// The order is upstream's cmd/kubelet: main calls NewKubeletCommand (the
+// flags and the --config file, flags over file), whose Execute calls run
+// (server.go: the client certificate from the bootstrap kubeconfig when the
+// node's is missing or expired, certificate rotation, the clients, the
+// container runtime), which calls RunKubelet (the pod sources, the events,
+// the Kubelet, the kubelet API), which calls Kubelet.Run: registration,
+// Lease, status, PLEG, pod workers, sync loop. Everything chapters 04 to 12
+// built, in one process.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+
+	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/kubeletconfig"
+	"mykubelet/mylib/options"
+	"mykubelet/mylib/signals"
+	"mykubelet/mylib/statedir"
+)
+
+const program = "mykubelet"
+
+func main() {
+	os.Exit(NewKubeletCommand().Execute(os.Args[1:]))
+}
+
+// KubeletCommand is upstream's cobra command in small: the flag set, and
+// what its flags land in.
+type KubeletCommand struct {
+	fs    *flag.FlagSet
+	flags *kubeletconfig.Flags
+	// Options of this program that upstream's kubelet does not have.
+	stateDir    string
+	fakeRuntime bool
+	podCIDR     string
+}
+
+// NewKubeletCommand registers upstream's flags (mylib/kubeletconfig) and
+// this program's own.
+func NewKubeletCommand() *KubeletCommand {
+	c := &KubeletCommand{fs: flag.NewFlagSet(program, flag.ContinueOnError)}
+	c.flags = kubeletconfig.AddFlags(c.fs)
+	c.fs.Lookup("node-ip").Usage = "the node's InternalIP, the address the API server dials and the serving certificate's IP (default 127.0.0.1)"
+	c.fs.StringVar(&c.stateDir, "state-dir", statedir.Default(), "the kubelet's root directory; the default of --kubeconfig ("+statedir.NodeKubeconfig+"), --bootstrap-kubeconfig ("+statedir.BootstrapKubeconfig+") and --cert-dir (pki) is in it; $"+statedir.EnvVar+" sets its default")
+	c.fs.BoolVar(&c.fakeRuntime, "fake-runtime", true, "serve the mock CRI runtime in this process (on unix://<state-dir>/"+statedir.RuntimeSocket+" unless --container-runtime-endpoint says where); false: connect to the runtime at --container-runtime-endpoint")
+	c.fs.StringVar(&c.podCIDR, "pod-cidr", fakeruntime.DefaultPodCIDR, "the in-process mock runtime's pod IPs, in a network namespace of its own when it can make one")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	for _, name := range []string{"v", "vmodule"} {
+		f := klogFlags.Lookup(name)
+		c.fs.Var(f.Value, f.Name, f.Usage)
+	}
+	return c
+}
+
+// Execute parses args, reads the configuration and runs the kubelet until
+// Ctrl-C. It returns the exit code: 0, 2 for bad flags, 1 for anything
+// else (a bad --config file among them), each error one line on stderr.
+func (c *KubeletCommand) Execute(args []string) int {
+	c.fs.SetOutput(io.Discard)
+	err := c.fs.Parse(args)
+	c.fs.SetOutput(os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		c.fs.SetOutput(os.Stdout)
+		fmt.Printf("Usage of %s:\n", program)
+		c.fs.PrintDefaults()
+		return 0
+	case err == nil && c.fs.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q (all options are flags)", c.fs.Arg(0))
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v (see --help)\n", program, err)
+		return 2
+	}
+	defer klog.Flush()
+	s, err := c.complete()
+	if err == nil {
+		err = run(signals.SetupSignalContext(), s)
+	}
+	if err != nil {
+		klog.Flush()
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", program, err)
+		return 1
+	}
+	return 0
+}
+
+// complete reads the KubeletConfiguration (file, defaults, flags over
+// file) and fills in the defaults that depend on the state directory.
+func (c *KubeletCommand) complete() (*KubeletServer, error) {
+	kc, err := c.flags.KubeletConfiguration()
+	if err != nil {
+		return nil, err
+	}
+	s := &KubeletServer{Flags: *c.flags, Config: kc, StateDir: c.stateDir, FakeRuntime: c.fakeRuntime, PodCIDR: c.podCIDR}
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&s.Kubeconfig, statedir.Path(s.StateDir, statedir.NodeKubeconfig))
+	def(&s.BootstrapKubeconfig, statedir.Path(s.StateDir, statedir.BootstrapKubeconfig))
+	def(&s.CertDir, statedir.Path(s.StateDir, "pki"))
+	def(&s.NodeName, strings.ToLower(s.HostnameOverride))
+	def(&s.NodeName, options.DefaultNodeName())
+	if errs := validation.IsDNS1123Subdomain(s.NodeName); len(errs) > 0 {
+		return nil, fmt.Errorf("node name %q (--hostname-override, or the hostname) is not valid: %s", s.NodeName, strings.Join(errs, "; "))
+	}
+	if s.NodeIP == nil {
+		s.NodeIP = net.IPv4(127, 0, 0, 1)
+	}
+	if s.FakeRuntime && kc.ContainerRuntimeEndpoint == kubeletconfig.DefaultContainerRuntimeEndpoint {
+		kc.ContainerRuntimeEndpoint = "unix://" + statedir.Path(s.StateDir, statedir.RuntimeSocket)
+	}
+	return s, os.MkdirAll(s.StateDir, 0o700)
+}
