@@ -82,7 +82,7 @@ type Config struct {
 	// CertificateTimeout: zero means DefaultCertificateTimeout.
 	CertificateTimeout time.Duration
 	// Transport says how each agent's connection is built; the zero value
-	// is HTTP/1.1, one connection per agent.
+	// is the fleet's own HTTP/1.1 client, one connection per agent.
 	Transport Transport
 	// Counter, when set, counts every request of every agent.
 	Counter *Counter
@@ -103,7 +103,7 @@ type Agent struct {
 	// not the Kubelet, so that both are driven by the fleet's timers.
 	Lease *nodelease.Controller
 
-	conns *conns // every connection of Client; closed at the end of Run
+	conns conns // every connection of Client; closed at the end of Run
 }
 
 // Fleet is a set of agents, ready to Run.
