@@ -115,6 +115,7 @@ func newNodeClient(cfg *rest.Config, tr Transport, timeout time.Duration) (*node
 	}
 	var rt http.RoundTripper
 	var cs conns
+	clientTimeout := timeout
 	switch tr {
 	case TransportOwn:
 		u, err := url.Parse(cfg.Host)
@@ -126,8 +127,11 @@ func newNodeClient(cfg *rest.Config, tr Transport, timeout time.Duration) (*node
 		}
 		// Only HTTP/1.1 is offered: the server must not pick h2.
 		tlsConfig.NextProtos = []string{"http/1.1"}
-		oc := newOneConn(u.Host, tlsConfig)
-		rt, cs = oc, oc
+		// The transport times each request (see newOneConn), so the
+		// client does not: its requests carry no ?timeout= for the
+		// API server, which then applies its own (60 s).
+		oc := newOneConn(u.Host, tlsConfig, timeout)
+		rt, cs, clientTimeout = oc, oc, 0
 	case TransportHTTP1, TransportHTTP2:
 		d := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
 		t := &http.Transport{
@@ -153,7 +157,11 @@ func newNodeClient(cfg *rest.Config, tr Transport, timeout time.Duration) (*node
 	c := rest.CopyConfig(cfg)
 	c.TLSClientConfig = rest.TLSClientConfig{}
 	c.Transport = rt
-	c.Timeout = timeout
+	c.Timeout = clientTimeout
+	// Protobuf, as the kubelet asks for (its --kube-api-content-type): the
+	// answers decode with less work and less garbage than JSON.
+	c.ContentType = "application/vnd.kubernetes.protobuf"
+	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	hc, err := rest.HTTPClientFor(c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("client: %w", err)

@@ -33,8 +33,9 @@ import (
 // before RoundTrip returns, so a watch would never return: do not use it
 // for one).
 type oneConn struct {
-	addr   string // host:port of the API server
-	dialer *tls.Dialer
+	addr    string // host:port of the API server
+	dialer  *tls.Dialer
+	timeout time.Duration // of each request, dial and wait included (0: none)
 
 	// turn is held for a whole request: HTTP/1.1 carries one at a time.
 	// A channel rather than a mutex so that waiting for it ends with the
@@ -46,10 +47,14 @@ type oneConn struct {
 }
 
 // newOneConn dials addr (host:port) with tlsConfig when the first request
-// comes, and again after the connection is lost.
-func newOneConn(addr string, tlsConfig *tls.Config) *oneConn {
+// comes, and again after the connection is lost. Each request ends after
+// timeout (0: when its context ends): the transport keeps the time itself,
+// because http.Client.Timeout would start a goroutine per request to watch
+// it (net/http does that for any transport but its own).
+func newOneConn(addr string, tlsConfig *tls.Config, timeout time.Duration) *oneConn {
 	return &oneConn{
-		addr: addr,
+		addr:    addr,
+		timeout: timeout,
 		dialer: &tls.Dialer{
 			NetDialer: &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
 			Config:    tlsConfig,
@@ -95,6 +100,11 @@ var longAgo = time.Unix(1, 0)
 // leaves.
 func (t *oneConn) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+	}
 	if req.URL.Scheme != "https" || req.URL.Host != t.addr {
 		closeBody(req)
 		return nil, fmt.Errorf("fleet transport: %s: only https://%s is served", req.URL.Redacted(), t.addr)

@@ -59,7 +59,8 @@ func (s *connServer) accepted() int {
 func (s *connServer) restConfig(t *testing.T, name string) *rest.Config {
 	cert, key := clientCert(t, "system:node:"+name)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
-	return &rest.Config{Host: s.URL, TLSClientConfig: rest.TLSClientConfig{CertData: cert, KeyData: key, CAData: ca}}
+	// A user agent, as the fleet sets: client-go then wraps the transport.
+	return &rest.Config{Host: s.URL, UserAgent: "fleet-test", TLSClientConfig: rest.TLSClientConfig{CertData: cert, KeyData: key, CAData: ca}}
 }
 
 // ownTransport builds the agent's own transport for s, as the fleet does.
@@ -328,4 +329,37 @@ func TestOwnTransportBodyNotReplayedWithoutGetBody(t *testing.T) {
 	assert.Error(t, err)
 	assert.False(t, errors.Is(err, context.Canceled))
 	assert.Equal(t, 1, s.accepted())
+}
+
+// TestOwnTransportTimesRequests: the agent's client times its requests out
+// in the transport, without the goroutine per request that
+// http.Client.Timeout starts (net/http's own transport, given the timeout
+// in the client, has it).
+func TestOwnTransportTimesRequests(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	s := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+	})
+	defer close(release)
+	for _, tc := range []struct {
+		tr   Transport
+		want bool
+	}{{TransportOwn, false}, {TransportHTTP1, true}} {
+		client, cs, err := newNodeClient(s.restConfig(t, "a"), tc.tr, 500*time.Millisecond)
+		require.NoError(t, err)
+		errs := make(chan error, 1)
+		go func() {
+			_, err := client.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
+			errs <- err
+		}()
+		<-entered
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		assert.Equal(t, tc.want, strings.Contains(stacks, "net/http.setRequestCancel"), "transport %d: a goroutine watching the request's time", tc.tr)
+		err = <-errs
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "transport %d", tc.tr)
+		cs.CloseAll()
+	}
 }
