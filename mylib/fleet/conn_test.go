@@ -63,10 +63,15 @@ func (s *connServer) restConfig(t *testing.T, name string) *rest.Config {
 	return &rest.Config{Host: s.URL, UserAgent: "fleet-test", TLSClientConfig: rest.TLSClientConfig{CertData: cert, KeyData: key, CAData: ca}}
 }
 
-// ownTransport builds the agent's own transport for s, as the fleet does.
+// ownTransport builds the agent's own transport for s, as the fleet does,
+// with requests timed out after 10 s.
 func ownTransport(t *testing.T, s *connServer) *oneConn {
+	return ownTransportTimeout(t, s, 10*time.Second)
+}
+
+func ownTransportTimeout(t *testing.T, s *connServer, timeout time.Duration) *oneConn {
 	t.Helper()
-	_, cs, err := newNodeClient(s.restConfig(t, "a"), TransportOwn, 10*time.Second)
+	_, cs, err := newNodeClient(s.restConfig(t, "a"), TransportOwn, timeout)
 	require.NoError(t, err)
 	t.Cleanup(cs.CloseAll)
 	return cs.(*oneConn)
@@ -268,7 +273,7 @@ func TestOwnTransportCancel(t *testing.T) {
 		fmt.Fprint(w, "ok")
 	})
 	defer close(release)
-	rt := ownTransport(t, s)
+	rt := ownTransportTimeout(t, s, 0) // no timeout: only the cancel ends it
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/hang", nil)
 	require.NoError(t, err)
