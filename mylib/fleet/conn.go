@@ -134,8 +134,8 @@ func (t *oneConn) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		t.drop(c)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (%v)", ctx.Err(), err)
+		if cerr := ctxErr(ctx); cerr != nil {
+			return nil, fmt.Errorf("%w (%v)", cerr, err)
 		}
 		if attempt > 1 || !reused || c.read > 0 || !closedByServer(err) || req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
 			return nil, err
@@ -149,6 +149,19 @@ func (t *oneConn) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Body = body
 		}
 	}
+}
+
+// ctxErr is ctx.Err(), or context.DeadlineExceeded once the deadline has
+// passed: the connection's deadline (set from the context's) can end a read
+// a moment before the context's own timer marks it done.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // closedByServer says whether err is what reading or writing a connection
