@@ -139,6 +139,10 @@ func benchRun(b *testing.B, bin string, n int, mode string) {
 		rssSum, rssMax, rssN = rssSum+r, max(rssMax, r), rssN+1
 	}
 	s1 := take(cmd.Process.Pid)
+	ready, err := countReady(admin)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var fleetLines []string
 	if mode != "kwok" {
 		fleetLines = out.since(`^last `, reports0)
@@ -167,6 +171,7 @@ func benchRun(b *testing.B, bin string, n int, mode string) {
 	}
 	fmt.Printf("\n== N=%d %s, measured %s after a %s warm-up; load average %s -> %s\n", n, mode, (*benchWindow).Round(time.Second), warmUp, s0.load, s1.load)
 	fmt.Printf("start:      %s\n", start)
+	fmt.Printf("nodes:      %d of %d Ready at the end of the window\n", ready, n)
 	fmt.Printf("API server: %.1f node/lease writes/s (%s), %.1f KiB/s request bodies\n", writes/secs, strings.Join(kinds, ", "), bytes/1024/secs)
 	if len(fleetLines) > 0 {
 		fmt.Printf("fleet counter, last 10 s windows: first %s\n                                   last  %s\n", fleetLines[0], fleetLines[len(fleetLines)-1])
@@ -392,21 +397,26 @@ func createKwokNodes(b *testing.B, cs kubernetes.Interface, n int) {
 
 func waitReady(b *testing.B, cs kubernetes.Interface, n int, timeout time.Duration) {
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
-		nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			continue
-		}
-		ready := 0
-		for _, node := range nodes.Items {
-			for _, c := range node.Status.Conditions {
-				if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
-					ready++
-				}
-			}
-		}
-		if ready >= n {
+		if ready, err := countReady(cs); err == nil && ready >= n {
 			return
 		}
 	}
 	b.Fatalf("fewer than %d nodes Ready after %s", n, timeout)
+}
+
+// countReady counts the cluster's nodes whose Ready condition is True.
+func countReady(cs kubernetes.Interface) (int, error) {
+	nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	ready := 0
+	for _, node := range nodes.Items {
+		for _, c := range node.Status.Conditions {
+			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return ready, nil
 }
