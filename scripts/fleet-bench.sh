@@ -9,6 +9,8 @@
 #   scripts/fleet-bench.sh                       100 nodes, 3 minutes per run
 #   scripts/fleet-bench.sh 100,1000 2m           sizes and measured window
 #   scripts/fleet-bench.sh 1000 2m lease,kwok    only some of lease,status,kwok
+#   scripts/fleet-bench.sh 1000 2m lease,lease@80Mi,kwok
+#                                                the fleet also with --memory-limit 80Mi
 #
 # KWOK is installed from the Go module proxy into a temporary directory
 # (never into the repository) and pointed at the local control plane only.
@@ -23,7 +25,8 @@ modes="${3:-lease,status,kwok}"
 kwok_version="v0.8.0"
 [[ "$sizes" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "sizes are numbers separated by commas, e.g. 100,1000 (got '$sizes')"
 [[ "$window" =~ ^[0-9]+(s|m)$ ]] || die "the window is a number and a unit, e.g. 3m (got '$window')"
-[[ "$modes" =~ ^(lease|status|kwok)(,(lease|status|kwok))*$ ]] || die "modes are lease, status and kwok separated by commas (got '$modes')"
+mode_re='((lease|status)(@[0-9]+Mi)?|kwok)'
+[[ "$modes" =~ ^$mode_re(,$mode_re)*$ ]] || die "modes are lease, status and kwok separated by commas, lease@80Mi for a memory limit (got '$modes')"
 command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.md, Prerequisites)"
 
 MYKUBELET_BIN_DIR="$("$REPO_ROOT/scripts/build-control-plane.sh")"

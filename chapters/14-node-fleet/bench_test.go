@@ -31,7 +31,7 @@ import (
 
 var (
 	benchNodes  = flag.String("fleet.nodes", "100", "comma-separated fleet sizes for BenchmarkFleet")
-	benchModes  = flag.String("fleet.modes", "lease,status,kwok", "what to run for each size: lease, status (this fleet), kwok (KWOK with its lease stage)")
+	benchModes  = flag.String("fleet.modes", "lease,status,kwok", "what to run for each size: lease, status (this fleet; lease@80Mi runs it with --memory-limit 80Mi), kwok (KWOK with its lease stage)")
 	benchWindow = flag.Duration("fleet.window", 3*time.Minute, "how long each run is measured, after a 30 s warm-up")
 	benchKwok   = flag.String("fleet.kwok", "", "the kwok binary (v0.8.0); needed for mode kwok")
 	benchStages = flag.String("fleet.kwok-stages", "", "a kwok config with its node-initialize and node-heartbeat-with-lease stages")
@@ -89,6 +89,7 @@ func benchRun(b *testing.B, bin string, n int, mode string) {
 	var cmd *exec.Cmd
 	var out *lines
 	start := ""
+	mode, memoryLimit, _ := strings.Cut(mode, "@")
 	switch mode {
 	case "lease", "status":
 		stateDir := b.TempDir()
@@ -96,7 +97,10 @@ func benchRun(b *testing.B, bin string, n int, mode string) {
 			b.Fatal(err)
 		}
 		args := []string{"--state-dir", stateDir, "--nodes", strconv.Itoa(n), "--mode", mode, "--report-interval", "10s"}
-		if mode == "lease" {
+		if memoryLimit != "" {
+			args = append(args, "--memory-limit", memoryLimit)
+		}
+		if mode == "lease" && memoryLimit == "" {
 			// The cost of a restart, with the identities in the state dir.
 			cmd, out = startTool(b, bin, args...)
 			first := out.wait(b, `^identities: .*`, 15*time.Minute)
@@ -126,8 +130,19 @@ func benchRun(b *testing.B, bin string, n int, mode string) {
 	time.Sleep(warmUp)
 	s0 := take(cmd.Process.Pid)
 	reports0 := out.count(`^last `)
-	time.Sleep(*benchWindow)
+	// The tool's RSS every 5 s of the window: its mean and its peak.
+	var rssSum, rssMax int64
+	var rssN int
+	for end := s0.at.Add(*benchWindow); time.Now().Before(end); {
+		time.Sleep(min(5*time.Second, time.Until(end)))
+		r := procRSS(cmd.Process.Pid)
+		rssSum, rssMax, rssN = rssSum+r, max(rssMax, r), rssN+1
+	}
 	s1 := take(cmd.Process.Pid)
+	ready, err := countReady(admin)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var fleetLines []string
 	if mode != "kwok" {
 		fleetLines = out.since(`^last `, reports0)
@@ -151,8 +166,12 @@ func benchRun(b *testing.B, bin string, n int, mode string) {
 		}
 	}
 	cpu := func(a, b time.Duration) float64 { return 100 * (b - a).Seconds() / secs }
+	if memoryLimit != "" {
+		mode += " --memory-limit " + memoryLimit
+	}
 	fmt.Printf("\n== N=%d %s, measured %s after a %s warm-up; load average %s -> %s\n", n, mode, (*benchWindow).Round(time.Second), warmUp, s0.load, s1.load)
 	fmt.Printf("start:      %s\n", start)
+	fmt.Printf("nodes:      %d of %d Ready at the end of the window\n", ready, n)
 	fmt.Printf("API server: %.1f node/lease writes/s (%s), %.1f KiB/s request bodies\n", writes/secs, strings.Join(kinds, ", "), bytes/1024/secs)
 	if len(fleetLines) > 0 {
 		fmt.Printf("fleet counter, last 10 s windows: first %s\n                                   last  %s\n", fleetLines[0], fleetLines[len(fleetLines)-1])
@@ -160,7 +179,7 @@ func benchRun(b *testing.B, bin string, n int, mode string) {
 	fmt.Printf("etcd:       db size %.1f -> %.1f MiB (%+.1f KiB/min), in use %.1f -> %.1f MiB\n",
 		s0.etcdDBSize/(1<<20), s1.etcdDBSize/(1<<20), (s1.etcdDBSize-s0.etcdDBSize)/1024/(secs/60), s0.etcdDBInUse/(1<<20), s1.etcdDBInUse/(1<<20))
 	fmt.Printf("CPU:        kube-apiserver %.1f %%, etcd %.1f %%, %s %.1f %% (of one core)\n", cpu(s0.apiserverCPU, s1.apiserverCPU), cpu(s0.etcdCPU, s1.etcdCPU), toolName(mode), cpu(s0.toolCPU, s1.toolCPU))
-	fmt.Printf("RSS:        kube-apiserver %d MiB, %s %d MiB", s1.apiserverRSS>>20, toolName(mode), s1.toolRSS>>20)
+	fmt.Printf("RSS:        kube-apiserver %d MiB, %s %d MiB (every 5 s of the window: mean %d, peak %d MiB)", s1.apiserverRSS>>20, toolName(mode), s1.toolRSS>>20, rssSum/int64(max(rssN, 1))>>20, rssMax>>20)
 	if goroutines != "" {
 		fmt.Printf(", fleet goroutines %s", goroutines)
 	}
@@ -378,21 +397,26 @@ func createKwokNodes(b *testing.B, cs kubernetes.Interface, n int) {
 
 func waitReady(b *testing.B, cs kubernetes.Interface, n int, timeout time.Duration) {
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
-		nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			continue
-		}
-		ready := 0
-		for _, node := range nodes.Items {
-			for _, c := range node.Status.Conditions {
-				if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
-					ready++
-				}
-			}
-		}
-		if ready >= n {
+		if ready, err := countReady(cs); err == nil && ready >= n {
 			return
 		}
 	}
 	b.Fatalf("fewer than %d nodes Ready after %s", n, timeout)
+}
+
+// countReady counts the cluster's nodes whose Ready condition is True.
+func countReady(cs kubernetes.Interface) (int, error) {
+	nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	ready := 0
+	for _, node := range nodes.Items {
+		for _, c := range node.Status.Conditions {
+			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return ready, nil
 }

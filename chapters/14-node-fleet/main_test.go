@@ -67,6 +67,11 @@ func TestChapter14(t *testing.T) {
 	require.NoError(t, err)
 	args := []string{"--state-dir", stateDir, "--nodes", "3"}
 
+	// A memory limit that is not a size: one clear line, exit 1.
+	_, stderr, code = chaptertest.Run(t, bin, append(args, "--memory-limit", "lots")...)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "14-node-fleet: error: --memory-limit: memory limit \"lots\": want a size of at least 1Mi, such as 80Mi\n", stderr)
+
 	p := chaptertest.Start(t, bin, args...)
 	// Two windows of 10 s after the start: the second holds only renewals.
 	p.WaitForSubmatch(`(?m)^last 10s: .*\(PUT leases [0-9.]+\), `, 0, 90*time.Second)

@@ -18,13 +18,24 @@ import (
 //
 // Like upstream's "sliding" wait.JitterUntil, the interval counts from the
 // end of a beat, and a beat never overlaps the previous one of its loop.
+//
+// At most limit beats run at a time (0: no limit). When the API server is
+// slow, beats come due faster than they end; without a limit each would
+// wait in a goroutine of its own, with its stack and its request's buffers,
+// and a thousand agents' beats would pile up in memory. Beats beyond the
+// limit wait in a queue instead, in order, holding no goroutine; a beat
+// that ends takes the next one. The limit delays a beat only while limit
+// others are under way.
 type beats struct {
 	clock clock.WithDelayedExecution
+	limit int
 
 	mu      sync.Mutex
 	stopped bool
+	active  int      // beats running, at most limit
+	queue   []func() // beats due, waiting for one of those to end
 	loops   []*loop
-	running sync.WaitGroup // the beats (and start-ups) under way
+	running sync.WaitGroup // the beats (and start-ups) running or queued
 }
 
 // loop is one periodic job: its latest timer.
@@ -33,27 +44,41 @@ type loop struct {
 	timer clock.Timer
 }
 
-// enter counts one unit of work in, unless stop has begun.
-func (b *beats) enter() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.stopped {
-		return false
-	}
-	b.running.Add(1)
-	return true
-}
-
-// spawn runs fn in a goroutine of its own, counted in running, unless stop
-// has begun.
+// spawn runs fn in a goroutine, counted in running, unless stop has begun:
+// at once if fewer than limit beats run, else after those queued before it.
 func (b *beats) spawn(fn func()) {
-	if !b.enter() {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
 		return
 	}
-	go func() {
-		defer b.running.Done()
+	b.running.Add(1)
+	if b.limit > 0 && b.active >= b.limit {
+		b.queue = append(b.queue, fn)
+		b.mu.Unlock()
+		return
+	}
+	b.active++
+	b.mu.Unlock()
+	go b.run(fn)
+}
+
+// run runs fn, then the queued beats, until the queue is empty.
+func (b *beats) run(fn func()) {
+	for {
 		fn()
-	}()
+		b.running.Done()
+		b.mu.Lock()
+		if len(b.queue) == 0 {
+			b.active--
+			b.mu.Unlock()
+			return
+		}
+		fn = b.queue[0]
+		b.queue[0] = nil
+		b.queue = b.queue[1:]
+		b.mu.Unlock()
+	}
 }
 
 // every runs fn at once and then every interval after the end of the
@@ -76,11 +101,15 @@ func (b *beats) every(ctx context.Context, interval time.Duration, fn func(conte
 	b.spawn(beat)
 }
 
-// stop lets no new beat begin, waits for those under way, and stops every
-// timer: after it, no goroutine of the beats is left.
+// stop lets no new beat begin, drops the queued ones, waits for those under
+// way, and stops every timer: after it, no goroutine of the beats is left.
 func (b *beats) stop() {
 	b.mu.Lock()
 	b.stopped = true
+	for range b.queue {
+		b.running.Done()
+	}
+	b.queue = nil
 	b.mu.Unlock()
 	b.running.Wait()
 	b.mu.Lock()

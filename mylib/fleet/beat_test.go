@@ -87,3 +87,57 @@ func TestBeatsStopLeavesNoGoroutine(t *testing.T) {
 	}
 	assert.LessOrEqual(t, n0, before, "goroutines left behind")
 }
+
+// TestBeatsLimit: with a limit of 2, a third loop's beat waits, holding no
+// goroutine, until one of the two running ends; then it runs.
+func TestBeatsLimit(t *testing.T) {
+	fc := testingclock.NewFakeClock(t0)
+	b := &beats{clock: fc, limit: 2}
+	ctx, cancel := context.WithCancel(context.Background())
+	release := make(chan struct{})
+	var started, third atomic.Int32
+	for range 2 {
+		b.every(ctx, 10*time.Second, func(context.Context) {
+			started.Add(1)
+			<-release
+		})
+	}
+	waitFor(t, "two beats running", func() bool { return started.Load() == 2 })
+	before := runtime.NumGoroutine()
+	b.every(ctx, 10*time.Second, func(context.Context) { third.Add(1) })
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "the queued beat holds no goroutine")
+	assert.Equal(t, int32(0), third.Load(), "the third beat waits for a place")
+	b.mu.Lock()
+	assert.Len(t, b.queue, 1)
+	b.mu.Unlock()
+	close(release)
+	waitFor(t, "the third beat ran", func() bool { return third.Load() == 1 && fc.Waiters() == 3 })
+	cancel()
+	b.stop()
+	assert.Equal(t, 0, fc.Waiters())
+}
+
+// TestBeatsStopDropsTheQueue: beats still queued at stop do not run, and
+// stop does not wait for them.
+func TestBeatsStopDropsTheQueue(t *testing.T) {
+	fc := testingclock.NewFakeClock(t0)
+	b := &beats{clock: fc, limit: 1}
+	release := make(chan struct{})
+	var queuedRan atomic.Bool
+	b.spawn(func() { <-release })
+	b.spawn(func() { queuedRan.Store(true) })
+	stopped := make(chan struct{})
+	go func() {
+		b.mu.Lock()
+		for !b.stopped { // wait until stop has dropped the queue
+			b.mu.Unlock()
+			time.Sleep(time.Millisecond)
+			b.mu.Lock()
+		}
+		b.mu.Unlock()
+		close(release)
+	}()
+	go func() { b.stop(); close(stopped) }()
+	<-stopped
+	assert.False(t, queuedRan.Load(), "a queued beat ran after stop")
+}

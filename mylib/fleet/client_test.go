@@ -52,8 +52,8 @@ func TestEachAgentHasOneConnectionOfItsOwn(t *testing.T) {
 	for _, tc := range []struct {
 		tr    Transport
 		proto int
-	}{{Transport{}, 1}, {Transport{HTTP2: true}, 2}} {
-		t.Run(fmt.Sprintf("HTTP/%d", tc.proto), func(t *testing.T) {
+	}{{TransportOwn, 1}, {TransportHTTP1, 1}, {TransportHTTP2, 2}} {
+		t.Run(fmt.Sprintf("transport %d HTTP/%d", tc.tr, tc.proto), func(t *testing.T) {
 			var mu sync.Mutex
 			var conns int
 			var mismatches []string

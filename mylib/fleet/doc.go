@@ -19,10 +19,14 @@
 //   - not the connection: a TLS client certificate is presented once per
 //     connection, so every identity needs a connection of its own. Each
 //     agent has one client (built like the kubelet's heartbeat client, with
-//     a timeout) holding only the Nodes and Leases clients, and one
-//     connection, HTTP/1.1 rather than client-go's HTTP/2: for one request
-//     at a time HTTP/2's framer, header tables and flow control cost memory
-//     and buy nothing (Transport.HTTP2 turns it back on, to compare);
+//     a timeout) holding only the Nodes and Leases clients, asking for
+//     protobuf as the kubelet does, over one HTTP/1.1 connection of a
+//     transport of the fleet's own (oneConn): each request is written and
+//     its answer read in the goroutine that makes it, with buffers from a
+//     pool, so an idle connection is a tls.Conn and nothing else. net/http's
+//     Transport keeps two goroutines and two 4 KiB buffers per connection,
+//     and HTTP/2 its framer, header tables and flow control on top, for one
+//     request at a time (Config.Transport selects either, to compare);
 //   - not an informer: with the Node authorizer a node may read only its
 //     own Node, so a shared watch over the fleet would need an identity the
 //     agents do not have. Each agent reads its Node with a GET per sync.
@@ -31,7 +35,9 @@
 //     Lease renewal run from timers (see beats), so that between two beats
 //     an agent holds no goroutine at all. The Kubelet's own RunNode would
 //     hold three per agent; the fleet calls the same RegisterWithAPIServer,
-//     SyncNodeStatus and nodelease.Controller.Sync instead.
+//     SyncNodeStatus and nodelease.Controller.Sync instead. At most
+//     Config.BeatParallelism beats run at a time; when the API server is
+//     slow, the others wait in a queue, not in goroutines.
 //
 // Wiring:
 //

@@ -41,9 +41,10 @@ const LabelFleet = "mykubelet.dev/fleet"
 
 // Defaults for Config.
 const (
-	DefaultQPS            = 500
-	DefaultBurst          = 1000
-	DefaultCSRParallelism = 16
+	DefaultQPS             = 500
+	DefaultBurst           = 1000
+	DefaultCSRParallelism  = 16
+	DefaultBeatParallelism = 100
 	// DefaultCertificateTimeout bounds the wait for each CSR.
 	DefaultCertificateTimeout = 5 * time.Minute
 )
@@ -79,10 +80,15 @@ type Config struct {
 	// CSRParallelism is how many certificates are requested at a time; zero
 	// means DefaultCSRParallelism.
 	CSRParallelism int
+	// BeatParallelism is how many agents' beats (a status sync, a Lease
+	// renewal, a registration) run at a time; those due beyond it wait
+	// their turn without a goroutine (see beats). Zero means
+	// DefaultBeatParallelism.
+	BeatParallelism int
 	// CertificateTimeout: zero means DefaultCertificateTimeout.
 	CertificateTimeout time.Duration
 	// Transport says how each agent's connection is built; the zero value
-	// is HTTP/1.1, one connection per agent.
+	// is the fleet's own HTTP/1.1 client, one connection per agent.
 	Transport Transport
 	// Counter, when set, counts every request of every agent.
 	Counter *Counter
@@ -103,7 +109,7 @@ type Agent struct {
 	// not the Kubelet, so that both are driven by the fleet's timers.
 	Lease *nodelease.Controller
 
-	conns *conns // every connection of Client; closed at the end of Run
+	conns conns // every connection of Client; closed at the end of Run
 }
 
 // Fleet is a set of agents, ready to Run.
@@ -185,6 +191,9 @@ func (cfg *Config) complete() error {
 	}
 	if cfg.CSRParallelism == 0 {
 		cfg.CSRParallelism = DefaultCSRParallelism
+	}
+	if cfg.BeatParallelism == 0 {
+		cfg.BeatParallelism = DefaultBeatParallelism
 	}
 	if cfg.CertificateTimeout == 0 {
 		cfg.CertificateTimeout = DefaultCertificateTimeout
@@ -271,7 +280,7 @@ func (f *Fleet) Failed() int     { return int(f.failed.Load()) }
 // (it cannot register, say) is logged and counted; the others go on. Run
 // returns when every agent has stopped and their connections are closed.
 func (f *Fleet) Run(ctx context.Context) error {
-	b := &beats{clock: f.cfg.Clock}
+	b := &beats{clock: f.cfg.Clock, limit: f.cfg.BeatParallelism}
 	for _, a := range f.agents {
 		b.spawn(func() {
 			if err := a.Kubelet.RegisterWithAPIServer(ctx); err != nil {

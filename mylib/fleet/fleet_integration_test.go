@@ -199,7 +199,16 @@ func TestLeaseFleet(t *testing.T) {
 	}
 
 	t.Run("the counter counts what the API server received", func(t *testing.T) {
-		checkCounts(t, f, fleet.Sub(counter.Snapshot(), count0), server0,
+		counted := fleet.Sub(counter.Snapshot(), count0)
+		// Less the one Lease update of another node's Lease sent above: the
+		// Node authorizer refused it, before any handler, so the API
+		// server's apiserver_request_total does not count it (the counter
+		// does: an answer came, 403).
+		putLeases := fleet.RequestKey{Verb: "PUT", Resource: "leases"}
+		c := counted[putLeases]
+		c.Requests--
+		counted[putLeases] = c
+		checkCounts(t, f, counted, server0,
 			// Only the agents create nodes and leases, and patch node status.
 			[]fleet.RequestKey{{Verb: "POST", Resource: "nodes"}, {Verb: "POST", Resource: "leases"}, {Verb: "PATCH", Resource: "nodes", Subresource: "status"}},
 			// The API server renews its own identity lease in kube-system too.
