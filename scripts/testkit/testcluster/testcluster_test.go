@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"mykubelet/scripts/testkit/localcluster"
 	"mykubelet/scripts/testkit/testcluster"
@@ -92,10 +93,19 @@ func TestControlPlane(t *testing.T) {
 			},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "TestApproved", Message: "approved by the harness test",
+		// The controller manager may touch the new CSR first (a 409): approve
+		// the latest copy, as kubectl certificate approve does.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			latest, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			latest.Status.Conditions = append(latest.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "TestApproved", Message: "approved by the harness test",
+			})
+			_, err = admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, latest, metav1.UpdateOptions{})
+			return err
 		})
-		_, err = admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{})
 		require.NoError(t, err)
 
 		var issued []byte
