@@ -19,12 +19,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/bootstrap"
-	"mykubelet/mylib/config"
 	"mykubelet/mylib/events"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
 	"mykubelet/mylib/pleg"
@@ -83,16 +81,12 @@ func main() {
 			return err
 		}
 		defer runtime.Close()
-		podConfig := config.NewPodConfig(clk)
-		files, err := config.NewSourceFile(config.SourceFileConfig{Path: sources.ManifestPath, NodeName: o.NodeName,
-			Period: sources.FileCheckFrequency, Updates: podConfig.Channel(ctx, kubetypes.FileSource), Clock: clk})
+		// Chapter 07: the pod sources (static pod files, the API server), merged.
+		podConfig, err := kubelet.MakePodSourceConfig(ctx, &wg, kubelet.PodSources{StaticPodPath: sources.ManifestPath,
+			FileCheckFrequency: sources.FileCheckFrequency, Client: client, NodeName: o.NodeName, Clock: clk})
 		if err != nil {
 			return err
 		}
-		wg.Go(func() { files.Run(ctx) })
-		wg.Go(func() {
-			config.NewSourceApiserver(client, o.NodeName, podConfig.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
-		})
 		recorder, stopEvents := events.NewRecorder(ctx, eventClient, o.NodeName)
 		defer stopEvents()
 

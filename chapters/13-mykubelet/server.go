@@ -23,13 +23,11 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/bootstrap"
-	"mykubelet/mylib/config"
 	"mykubelet/mylib/events"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/kubeletconfig"
 	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
 	kubepod "mykubelet/mylib/pod"
@@ -155,18 +153,11 @@ func run(ctx context.Context, s *KubeletServer) error {
 // the Kubelet, its API server, then Kubelet.Run until ctx ends.
 func RunKubelet(ctx context.Context, wg *sync.WaitGroup, s *KubeletServer, deps *Dependencies) error {
 	kc, clk := s.Config, deps.Clock
-	podConfig := config.NewPodConfig(clk)
-	if kc.StaticPodPath != "" {
-		files, err := config.NewSourceFile(config.SourceFileConfig{Path: kc.StaticPodPath, NodeName: s.NodeName,
-			Period: kc.FileCheckFrequency.Duration, Updates: podConfig.Channel(ctx, kubetypes.FileSource), Clock: clk})
-		if err != nil {
-			return err
-		}
-		wg.Go(func() { files.Run(ctx) })
+	podConfig, err := kubelet.MakePodSourceConfig(ctx, wg, kubelet.PodSources{StaticPodPath: kc.StaticPodPath,
+		FileCheckFrequency: kc.FileCheckFrequency.Duration, Client: deps.Client, NodeName: s.NodeName, Clock: clk})
+	if err != nil {
+		return err
 	}
-	wg.Go(func() {
-		config.NewSourceApiserver(deps.Client, s.NodeName, podConfig.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
-	})
 	recorder, stopEvents := events.NewRecorder(ctx, deps.EventClient, s.NodeName)
 	defer stopEvents()
 	podLogs := filepath.Join(s.StateDir, "pod-logs")

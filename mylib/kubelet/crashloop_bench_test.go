@@ -21,11 +21,9 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	"mykubelet/mylib/config"
 	"mykubelet/mylib/events"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/kubetypes"
 	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/testkit/testcluster"
 )
@@ -123,10 +121,10 @@ func BenchmarkCrashLoopAPIWrites(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer rt.Close()
-	podConfig := config.NewPodConfig(clk)
-	wg.Go(func() {
-		config.NewSourceApiserver(client, node, podConfig.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
-	})
+	podConfig, err := MakePodSourceConfig(ctx, &wg, PodSources{Client: client, NodeName: node, Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
 	inner, stopEvents := events.NewRecorder(ctx, eventClient, node)
 	defer stopEvents()
 	recorder := &countingRecorder{EventRecorder: inner}

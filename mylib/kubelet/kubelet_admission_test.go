@@ -15,12 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
-	"mykubelet/mylib/config"
 	"mykubelet/mylib/events"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/kubetypes"
 	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/testkit/testcluster"
 )
@@ -52,10 +50,8 @@ func TestAdmissionRejectsPodsBoundByHand(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	podConfig := config.NewPodConfig(clk)
-	wg.Go(func() {
-		config.NewSourceApiserver(client, "n1", podConfig.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
-	})
+	podConfig, err := MakePodSourceConfig(ctx, &wg, PodSources{Client: client, NodeName: "n1", Clock: clk})
+	require.NoError(t, err)
 	recorder, stopEvents := events.NewRecorder(ctx, eventClient, "n1")
 	defer stopEvents()
 	kl, err := New(Config{Client: client, NodeName: "n1", Clock: clk,

@@ -22,11 +22,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
-	"mykubelet/mylib/config"
 	"mykubelet/mylib/events"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/kubetypes"
 	"mykubelet/scripts/testkit/chaptertest"
 	"mykubelet/scripts/testkit/testcluster"
 )
@@ -143,10 +141,10 @@ func BenchmarkPodStartup(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer rt.Close()
-	podConfig := config.NewPodConfig(clk)
-	wg.Go(func() {
-		config.NewSourceApiserver(client, node, podConfig.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
-	})
+	podConfig, err := MakePodSourceConfig(ctx, &wg, PodSources{Client: client, NodeName: node, Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
 	recorder, stopEvents := events.NewRecorder(ctx, eventClient, node)
 	defer stopEvents()
 	stages := &stageTimes{at: map[string]*podStages{}}
