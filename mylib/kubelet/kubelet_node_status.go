@@ -210,9 +210,19 @@ func (kl *Kubelet) LeaseRenewInterval() time.Duration {
 // syncNodeStatusLoop syncs the node status at once and then every
 // NodeStatusUpdateFrequency, until ctx is cancelled. Each sync registers the
 // node first if that has not succeeded yet.
+//
+// A caller that wrote the first report itself (chapter 04 does, before it
+// starts the loops) gets no second sync at once: that sync would read the
+// node back from the API server's watch cache, which may not have seen our
+// write yet, so the status would look changed and be written again for
+// nothing. Then the loop waits one period first.
 func (kl *Kubelet) syncNodeStatusLoop(ctx context.Context) {
+	syncNow := kl.node.lastStatusReportTime.IsZero()
 	for {
-		kl.SyncNodeStatus(ctx)
+		if syncNow {
+			kl.SyncNodeStatus(ctx)
+		}
+		syncNow = true
 		t := kl.clock.NewTimer(kl.node.nodeStatusUpdateFrequency)
 		select {
 		case <-ctx.Done():

@@ -219,6 +219,34 @@ func TestRunSyncsEveryTenSeconds(t *testing.T) {
 	assert.Equal(t, []time.Duration{10 * time.Second, 10 * time.Second, 10 * time.Second}, tc.waits[:3])
 }
 
+// A read right after our own write may come from the API server's watch
+// cache, from before the write. The fixture's fake API serves that stale
+// copy to every get after the first write.
+func TestRunAfterAFirstReportWaitsBeforeItSyncsAgain(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.kl.SyncNodeStatus(ctx) // chapter 04's first report
+	require.Equal(t, 1, f.count("patch"))
+	stale := f.node(t).DeepCopy()
+	stale.Status = v1.NodeStatus{}
+	f.cs.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, stale.DeepCopy(), nil
+	})
+	tc := &timerClock{FakeClock: f.clock}
+	f.kl.clock = tc
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { f.kl.syncNodeStatusLoop(ctx); close(done) }()
+	require.Eventually(t, f.clock.HasWaiters, 5*time.Second, time.Millisecond)
+	assert.Equal(t, 1, f.count("get"), "no read before the first period")
+	assert.Equal(t, 1, f.count("patch"), "no second write at once")
+	cancel()
+	<-done
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	assert.Equal(t, []time.Duration{10 * time.Second}, tc.waits)
+}
+
 func TestNodeStatusHasChanged(t *testing.T) {
 	a := &v1.NodeStatus{
 		Capacity: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
