@@ -211,10 +211,10 @@ func (kl *Kubelet) LeaseRenewInterval() time.Duration {
 // NodeStatusUpdateFrequency, until ctx is cancelled. Each sync registers the
 // node first if that has not succeeded yet.
 //
-// A caller that wrote the first report itself (chapter 04 does, before it
-// starts the loops) gets no second sync at once: that sync would read the
-// node back from the API server's watch cache, which may not have seen our
-// write yet, so the status would look changed and be written again for
+// A caller that wrote the first report itself with SyncNodeStatus, before
+// it started the loops, gets no second sync at once: that sync would read
+// the node back from the API server's watch cache, which may not have seen
+// our write yet, so the status would look changed and be written again for
 // nothing. Then the loop waits one period first.
 func (kl *Kubelet) syncNodeStatusLoop(ctx context.Context) {
 	syncNow := kl.node.lastStatusReportTime.IsZero()

@@ -225,7 +225,7 @@ func TestRunSyncsEveryTenSeconds(t *testing.T) {
 func TestRunAfterAFirstReportWaitsBeforeItSyncsAgain(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.kl.SyncNodeStatus(ctx) // chapter 04's first report
+	f.kl.SyncNodeStatus(ctx) // the caller's own first report
 	require.Equal(t, 1, f.count("patch"))
 	stale := f.node(t).DeepCopy()
 	stale.Status = v1.NodeStatus{}
