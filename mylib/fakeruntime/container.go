@@ -90,6 +90,12 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		c.closeFiles()
 		return nil, status.Errorf(codes.Internal, "CreateContainer %s: %v", m.GetName(), err)
 	}
+	if r.sandbox != nil {
+		if err := r.sandbox.adopt(c); err != nil {
+			c.closeFiles()
+			return nil, status.Errorf(codes.Internal, "CreateContainer %s: %v", m.GetName(), err)
+		}
+	}
 	r.addContainer(s, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
@@ -139,7 +145,10 @@ func (r *Runtime) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	if s := r.sandboxes[c.sandboxID]; s == nil || s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Errorf(codes.FailedPrecondition, "StartContainer %s: its sandbox is not ready", short(c.id))
 	}
-	r.start(c)
+	if err := r.start(c); err != nil {
+		c.state = runtimeapi.ContainerState_CONTAINER_CREATED // as containerd leaves a container whose task did not start
+		return nil, status.Errorf(codes.Internal, "StartContainer %s: %v", short(c.id), err)
+	}
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 

@@ -36,9 +36,16 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		return nil, status.Errorf(codes.FailedPrecondition, "ExecSync %s: container is %s, not running", short(c.id), c.state)
 	}
 	var stdout, stderr lockedBuffer
-	p := newProc(r.clock, c.root, c.hostname, c.env, &stdout, &stderr, &c.running)
-	p.workDir = c.workDir
-	p.net = r.containerNet(c)
+	var run func(ctx context.Context) int
+	if r.sandbox == nil {
+		p := newProc(r.clock, c.root, c.hostname, c.env, &stdout, &stderr, &c.running)
+		p.workDir = c.workDir
+		p.net = r.containerNet(c)
+		run = func(ctx context.Context) int { return p.run(ctx, script, params) }
+	} else {
+		spec := r.spec(c, script, params) // read c under mu
+		run = func(ctx context.Context) int { return r.sandbox.exec(ctx, spec, nil, &stdout, &stderr) }
+	}
 	killed := c.done // the container's end ends the exec too
 	r.mu.Unlock()
 
@@ -64,7 +71,7 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		case <-ctx.Done():
 		}
 	}()
-	code := p.run(ctx, script, params)
+	code := run(ctx)
 	select {
 	case <-timedOut:
 		return nil, status.Errorf(codes.DeadlineExceeded, "ExecSync %s: command %q timed out after %ds", short(req.GetContainerId()), req.GetCmd(), req.GetTimeout())

@@ -85,6 +85,10 @@ type Runtime struct {
 	// could not be made (netErr says why).
 	net    *podNetwork
 	netErr error
+
+	// sandbox runs the containers' scripts in a process of their own
+	// (sandboxproc.go); nil: they run in this one.
+	sandbox *sandboxProcess
 }
 
 // DefaultPodCIDR is the range sandbox IPs come from: containerd's default
@@ -120,6 +124,9 @@ type Config struct {
 	// images' servers answer probes and curl. It needs root and iproute2;
 	// without them the runtime runs without it (PodNetworkError says why).
 	PodNetwork bool
+	// Isolation says where container scripts run (default IsolationAuto:
+	// in the sandbox process when the runtime is root on the real clock).
+	Isolation Isolation
 }
 
 // Pulls as long as a real one, for a runtime on the real clock (unit tests
@@ -163,6 +170,9 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	if cfg.PodNetwork {
 		r.net, r.netErr = newPodNetwork(ips.prefix)
 	}
+	if useSandboxProcess(cfg.Isolation, cfg.Clock) {
+		r.sandbox = &sandboxProcess{net: r.net}
+	}
 	return r, nil
 }
 
@@ -196,6 +206,9 @@ func (r *Runtime) Close() error {
 	for _, c := range r.containers {
 		r.kill(c)
 		c.closeFiles()
+	}
+	if r.sandbox != nil {
+		r.sandbox.close()
 	}
 	if r.net != nil {
 		r.net.close()
@@ -268,7 +281,7 @@ type container struct {
 
 	// proc is the running script; cancel kills it; done is closed once it
 	// returned and its exit is recorded.
-	proc   *proc
+	proc   process
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -347,11 +360,20 @@ func newID() string {
 // now is the current time in nanoseconds, the unit of CRI timestamps.
 func (r *Runtime) now() int64 { return r.clock.Now().UnixNano() }
 
+// process is a container's running script: a proc in this process, or a
+// remoteRun in the sandbox process.
+type process interface {
+	sigterm() bool
+}
+
 // start runs c's script in a goroutine. Caller holds mu.
-func (r *Runtime) start(c *container) {
+func (r *Runtime) start(c *container) error {
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = r.now()
 	stdout, stderr := c.log.stream(StreamStdout), c.log.stream(StreamStderr)
+	if r.sandbox != nil {
+		return r.startInSandbox(c, stdout, stderr)
+	}
 	p := newProc(r.clock, c.root, c.hostname, c.env, stdout, stderr, &c.running)
 	p.workDir = c.workDir
 	p.net = r.containerNet(c)
@@ -370,6 +392,7 @@ func (r *Runtime) start(c *container) {
 		cancel()
 		close(done)
 	}()
+	return nil
 }
 
 // exit marks c exited at at with code.
@@ -406,7 +429,17 @@ func (r *Runtime) containersDir() (string, error) {
 		r.stateDir, r.tempState = dir, true
 	}
 	dir := filepath.Join(r.stateDir, "containers")
-	return dir, os.MkdirAll(dir, 0o700)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	if r.sandbox != nil {
+		// The sandbox process's "/": its user's, and nobody else's.
+		r.sandbox.setDir(dir)
+		if err := os.Chown(dir, SandboxUID, SandboxUID); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // findSandbox returns the sandbox whose ID is id or starts with id, as

@@ -44,11 +44,17 @@ type faultSwitch struct {
 	mu      sync.Mutex
 	on      bool
 	changed chan struct{}
+	// notify, if set, hears every set: the sandbox process's servers
+	// keep their own switch.
+	notify func(on bool)
 }
 
 func (f *faultSwitch) set(on bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.notify != nil {
+		f.notify(on)
+	}
 	if f.changed == nil {
 		f.changed = make(chan struct{})
 	}
@@ -73,6 +79,7 @@ func (f *faultSwitch) state() (bool, <-chan struct{}) {
 // whether to fail.
 type containerNet struct {
 	podIP  string
+	direct bool        // this process is in the pod network: listen without setns (the sandbox process)
 	net    *podNetwork // nil: no pod network
 	netErr error
 	fault  *faultSwitch
@@ -88,6 +95,9 @@ func (r *Runtime) containerNet(c *container) *containerNet {
 }
 
 func (n *containerNet) listen(port int) (net.Listener, error) {
+	if n != nil && n.direct {
+		return net.Listen("tcp", net.JoinHostPort(n.podIP, strconv.Itoa(port)))
+	}
 	if n == nil || n.net == nil {
 		err := ErrNoPodNetwork
 		if n != nil && n.netErr != nil {

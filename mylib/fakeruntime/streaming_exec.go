@@ -41,6 +41,10 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 	p := newProc(r.clock, c.root, c.hostname, c.env, stdout, stderr, &c.running)
 	p.workDir = c.workDir
 	p.stdin = stdin
+	var spec runSpec
+	if r.sandbox != nil {
+		spec = r.spec(c, "", nil)
+	}
 	killed := c.done
 	r.mu.Unlock()
 
@@ -58,11 +62,19 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 		if tty {
 			prompt = "# "
 		}
+		if r.sandbox != nil {
+			spec.Interactive, spec.Prompt = true, prompt
+			return r.sandbox.exec(ctx, spec, stdin, stdout, stderr), nil
+		}
 		return p.interactive(ctx, stdin, prompt), nil
 	}
 	script, params, err := argvScript(cmd)
 	if err != nil {
 		return 0, status.Errorf(codes.InvalidArgument, "Exec: cmd: %v", err)
+	}
+	if r.sandbox != nil {
+		spec.Script, spec.Params = script, params
+		return r.sandbox.exec(ctx, spec, stdin, stdout, stderr), nil
 	}
 	return p.run(ctx, script, params), nil
 }

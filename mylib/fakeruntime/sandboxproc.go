@@ -1,0 +1,540 @@
+package fakeruntime
+
+// The sandbox process: when the runtime runs as root on the real clock,
+// container scripts do not run in the runtime's own process. They run in
+// one child process, the runtime's own binary started again (as containerd
+// starts a shim), which the kernel walls in before it reads a single
+// script:
+//
+//	layer                                   what it stops
+//	new mount, PID, IPC and UTS namespaces  seeing or signalling the host's processes ($$ is 1, as in a container)
+//	chroot into the containers' directory   opening any host file, even through an interpreter bug
+//	                                        (its temporary files, PATH lookups, ~user, pwd -P land inside)
+//	uid and gid 65534 (nobody), no groups   every privilege of root: no chown, no mount, no raw sockets, no setns
+//	no_new_privs                            gaining privileges back through exec
+//	rlimits (core 0, open files)            core dumps on the host; a runaway of file descriptors
+//	the pod network's namespace only        reaching any host address but the pod network's gateway
+//
+// The runtime keeps every record (the CRI state machine, the logs, the
+// clock); the sandbox process only runs scripts. They talk over a unix
+// socket pair: the runtime sends "run this script in that container, with
+// these pipes as its stdin, stdout and stderr" (the pipes travel as file
+// descriptors, SCM_RIGHTS), "SIGTERM", "SIGKILL", "fail"; the sandbox
+// process answers "this run exited with this code". If the sandbox process
+// dies, every container it ran has exited (137, reason Error), as
+// containerd reports the containers of a shim that died; the next start
+// starts a new sandbox process, and the kubelet restarts the containers by
+// their restartPolicy.
+//
+// A runtime on a fake clock (unit tests) or not root keeps the scripts in
+// its own process: a clock cannot cross a process boundary, and without
+// root the runtime has no privileges to give away.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// SandboxUID is the user (and group) the sandbox process runs as: nobody.
+const SandboxUID = 65534
+
+// sandboxEnv is the variable that makes the runtime's binary a sandbox
+// process (see sandboxproc_child.go); its value is the child's config.
+const sandboxEnv = "MYKUBELET_FAKERUNTIME_SANDBOX"
+
+// Isolation says where container scripts run.
+type Isolation int
+
+const (
+	// IsolationAuto (the default) runs them in the sandbox process when the
+	// runtime runs as root on the real clock, else in-process.
+	IsolationAuto Isolation = iota
+	// IsolationInProcess always runs them in the runtime's own process.
+	IsolationInProcess
+)
+
+// useSandboxProcess says whether a runtime configured so runs its scripts
+// in the sandbox process.
+func useSandboxProcess(iso Isolation, clk clock.Clock) bool {
+	if iso != IsolationAuto || os.Geteuid() != 0 {
+		return false
+	}
+	switch clk.(type) {
+	case clock.RealClock, *clock.RealClock:
+		return true
+	}
+	return false
+}
+
+// runSpec is one script to run in a container: its main process or an
+// exec. It travels as JSON to the sandbox process.
+type runSpec struct {
+	Op          string   `json:"op"`             // opRun, opTerm, opKill, opFault
+	ID          string   `json:"id"`             // the run
+	Container   string   `json:"container"`      // its container; the root is /<Container>/rootfs
+	Script      string   `json:"script,omitempty"`
+	Params      []string `json:"params,omitempty"`
+	Env         []string `json:"env,omitempty"`
+	WorkDir     string   `json:"workDir,omitempty"`
+	Hostname    string   `json:"hostname,omitempty"`
+	PodIP       string   `json:"podIP,omitempty"`
+	Main        bool     `json:"main,omitempty"`        // the container's main process
+	Stdin       bool     `json:"stdin,omitempty"`       // three descriptors come with it, not two
+	Interactive bool     `json:"interactive,omitempty"` // a shell reading commands from stdin
+	Prompt      string   `json:"prompt,omitempty"`
+	Fault       bool     `json:"fault,omitempty"` // opFault: on or off
+	Limits      limits   `json:"limits"`
+}
+
+// The requests; an exit comes back as a runExit.
+const (
+	opRun   = "run"
+	opTerm  = "term"
+	opKill  = "kill"
+	opFault = "fault"
+)
+
+// limits are what the sandbox process enforces on a container's scripts.
+type limits struct{}
+
+// runExit is the sandbox process's answer: run ID ended with Code.
+type runExit struct {
+	ID     string `json:"id"`
+	Code   int    `json:"code"`
+	Reason string `json:"reason,omitempty"` // "" or ReasonOOMKilled
+}
+
+// sandboxConfig is the sandbox process's start-up configuration.
+type sandboxConfig struct {
+	Dir     string `json:"dir"`     // the containers' directory: its root
+	NoNet   bool   `json:"noNet"`   // it has a network namespace of its own, empty
+	Ports   bool   `json:"ports"`   // let nobody bind ports below 1024 in the pod network
+	RLimits bool   `json:"rlimits"` // (always true; for the reader of the JSON)
+}
+
+// sandboxProcess is the runtime's side of the sandbox process.
+type sandboxProcess struct {
+	dir string       // the containers' directory
+	net *podNetwork  // nil: no pod network
+
+	mu    sync.Mutex
+	child *sandboxChild // nil until the first run, and after it died
+}
+
+// sandboxChild is one sandbox process, alive or dead.
+type sandboxChild struct {
+	cmd    *exec.Cmd
+	conn   *net.UnixConn
+	stderr *tailBuffer
+
+	mu      sync.Mutex
+	runs    map[string]*remoteRun
+	dead    bool
+	closing bool       // the runtime ends it: its end is no news
+	sent    sync.Mutex // one message at a time on conn
+}
+
+// remoteRun is a script running in the sandbox process.
+type remoteRun struct {
+	child  *sandboxChild
+	id     string
+	exited chan struct{} // closed once code and reason are set
+	code   int
+	reason string
+	copies sync.WaitGroup // the copies of its stdout and stderr
+}
+
+// sigterm asks the sandbox process to deliver SIGTERM to the run.
+func (r *remoteRun) sigterm() bool {
+	r.child.send(runSpec{Op: opTerm, ID: r.id}, nil)
+	return true
+}
+
+// kill asks the sandbox process to end the run now (SIGKILL).
+func (r *remoteRun) kill() {
+	r.child.send(runSpec{Op: opKill, ID: r.id}, nil)
+}
+
+// wait returns the run's exit once it ended and its output is all copied.
+func (r *remoteRun) wait() (int, string) {
+	<-r.exited
+	r.copies.Wait()
+	return r.code, r.reason
+}
+
+// start runs spec in the sandbox process (starting one if none runs), with
+// stdin (may be nil), stdout and stderr copied through pipes.
+func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.Writer) (*remoteRun, error) {
+	child, err := s.running()
+	if err != nil {
+		return nil, err
+	}
+	spec.Op = opRun
+	spec.Stdin = stdin != nil
+	var theirs, ours []*os.File
+	closeAll := func() {
+		for _, f := range append(theirs, ours...) {
+			f.Close()
+		}
+	}
+	if stdin != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		theirs, ours = append(theirs, r), append(ours, w)
+	}
+	for range 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		theirs, ours = append(theirs, w), append(ours, r)
+	}
+	run := &remoteRun{child: child, id: spec.ID, exited: make(chan struct{})}
+	child.mu.Lock()
+	if child.dead {
+		child.mu.Unlock()
+		closeAll()
+		return nil, errors.New("the sandbox process died")
+	}
+	child.runs[spec.ID] = run
+	child.mu.Unlock()
+	err = child.send(spec, theirs)
+	for _, f := range theirs {
+		f.Close() // the sandbox process has its own copies now
+	}
+	if err != nil {
+		for _, f := range ours {
+			f.Close()
+		}
+		child.finish(spec.ID, ExitCodeSIGKILL, "") // it died under us: the run has exited
+		return run, nil
+	}
+	outs := ours
+	if stdin != nil {
+		w := ours[0]
+		outs = ours[1:]
+		go func() {
+			_, _ = io.Copy(w, stdin) // ends when the script stops reading or stdin ends
+			w.Close()
+		}()
+	}
+	for i, w := range []io.Writer{stdout, stderr} {
+		f := outs[i]
+		run.copies.Go(func() {
+			_, _ = io.Copy(w, f) // EOF once the sandbox process closed its end
+			f.Close()
+		})
+	}
+	return run, nil
+}
+
+// fault makes container id's servers fail (on) or recover.
+func (s *sandboxProcess) fault(id string, on bool) {
+	s.mu.Lock()
+	child := s.child
+	s.mu.Unlock()
+	if child != nil {
+		child.send(runSpec{Op: opFault, Container: id, Fault: on}, nil)
+	}
+}
+
+// close ends the sandbox process.
+func (s *sandboxProcess) close() {
+	s.mu.Lock()
+	child := s.child
+	s.child = nil
+	s.mu.Unlock()
+	if child != nil {
+		child.mu.Lock()
+		child.closing = true
+		child.mu.Unlock()
+		child.conn.Close() // it exits when its end of the socket closes
+		_ = child.cmd.Process.Kill()
+	}
+}
+
+// running returns the live sandbox process, starting one if needed.
+func (s *sandboxProcess) running() (*sandboxChild, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.child != nil {
+		s.child.mu.Lock()
+		dead := s.child.dead
+		s.child.mu.Unlock()
+		if !dead {
+			return s.child, nil
+		}
+	}
+	child, err := startSandboxChild(s.dir, s.net)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox process: %w", err)
+	}
+	s.child = child
+	return child, nil
+}
+
+// startSandboxChild starts the runtime's binary as a sandbox process of dir.
+func startSandboxChild(dir string, pn *podNetwork) (*sandboxChild, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	ourFile, theirFile := os.NewFile(uintptr(fds[0]), "sandbox"), os.NewFile(uintptr(fds[1]), "sandbox")
+	defer theirFile.Close()
+	fc, err := net.FileConn(ourFile)
+	ourFile.Close()
+	if err != nil {
+		return nil, err
+	}
+	conn := fc.(*net.UnixConn)
+	cfg, _ := json.Marshal(sandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil, RLimits: true}) // plain fields always marshal
+	stderr := &tailBuffer{max: 4096}
+	cmd := &exec.Cmd{
+		Path:       exe,
+		Args:       []string{"mykubelet-sandbox"},
+		Env:        []string{sandboxEnv + "=" + string(cfg)}, // nothing of the runtime's environment
+		Dir:        "/",
+		Stdout:     stderr,
+		Stderr:     stderr,
+		ExtraFiles: []*os.File{theirFile}, // fd 3
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+		},
+	}
+	if pn == nil {
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	if err := startWalledIn(cmd, pn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	child := &sandboxChild{cmd: cmd, conn: conn, stderr: stderr, runs: map[string]*remoteRun{}}
+	go child.readExits()
+	return child, nil
+}
+
+// startWalledIn starts cmd from an OS thread of its own that first joins
+// the pod network's namespace (the child is born in it: once it is nobody
+// it could not join it) and sets no_new_privs (which the child inherits:
+// Go cannot set it on all of its own threads). The thread is spoiled for
+// anything else, so it ends with its goroutine.
+func startWalledIn(cmd *exec.Cmd, pn *podNetwork) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if pn != nil {
+			if err := unix.Setns(int(pn.ns.Fd()), unix.CLONE_NEWNET); err != nil {
+				errc <- fmt.Errorf("setns %s: %w", pn.name, err)
+				return
+			}
+		}
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			errc <- fmt.Errorf("no_new_privs: %w", err)
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	return <-errc
+}
+
+// send writes one message, with files passed as descriptors.
+func (c *sandboxChild) send(spec runSpec, files []*os.File) error {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	c.sent.Lock()
+	defer c.sent.Unlock()
+	_, _, err = c.conn.WriteMsgUnix(b, oob, nil)
+	return err
+}
+
+// readExits reads the exits the sandbox process reports until it dies;
+// then every run still going has exited with 137.
+func (c *sandboxChild) readExits() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, _, _, _, err := c.conn.ReadMsgUnix(buf, nil)
+		if err != nil || n == 0 {
+			break
+		}
+		var e runExit
+		if json.Unmarshal(buf[:n], &e) != nil {
+			continue
+		}
+		c.finish(e.ID, e.Code, e.Reason)
+	}
+	c.mu.Lock()
+	c.dead = true
+	runs, closing := c.runs, c.closing
+	c.runs = map[string]*remoteRun{}
+	c.mu.Unlock()
+	werr := c.cmd.Wait()
+	if !closing {
+		klog.ErrorS(werr, "The mock runtime's sandbox process died; its containers have exited", "runs", len(runs), "output", c.stderr.String())
+	}
+	for _, r := range runs {
+		r.code, r.reason = ExitCodeSIGKILL, ""
+		close(r.exited)
+	}
+}
+
+// finish records run id's exit.
+func (c *sandboxChild) finish(id string, code int, reason string) {
+	c.mu.Lock()
+	r := c.runs[id]
+	delete(c.runs, id)
+	c.mu.Unlock()
+	if r != nil {
+		r.code, r.reason = code, reason
+		close(r.exited)
+	}
+}
+
+// setDir sets the containers' directory, the sandbox process's root.
+func (s *sandboxProcess) setDir(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dir = dir
+}
+
+// adopt gives the sandbox process's user c's new root file system, and
+// makes the control API's fault switch reach c's servers there.
+func (s *sandboxProcess) adopt(c *container) error {
+	c.fault.notify = func(on bool) { s.fault(c.id, on) }
+	return filepath.Walk(filepath.Join(c.dir, "rootfs"), func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, SandboxUID, SandboxUID)
+	})
+}
+
+// spec is what the sandbox process needs to run script in c. Caller holds
+// r.mu.
+func (r *Runtime) spec(c *container, script string, params []string) runSpec {
+	ip := ""
+	if s := r.sandboxes[c.sandboxID]; s != nil {
+		ip = s.ip
+	}
+	return runSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
+		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip}
+}
+
+// startInSandbox starts c's main script in the sandbox process. Caller
+// holds r.mu.
+func (r *Runtime) startInSandbox(c *container, stdout, stderr *logStream) error {
+	spec := r.spec(c, c.script, c.params)
+	spec.Main = true
+	run, err := r.sandbox.start(spec, nil, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	c.proc, c.cancel, c.done = run, run.kill, done
+	go func() {
+		code, reason := run.wait()
+		stdout.flush()
+		stderr.flush()
+		r.mu.Lock()
+		if c.proc == process(run) && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			c.exit(r.now(), int32(code))
+			if reason != "" {
+				c.reason = reason
+			}
+		}
+		r.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// exec runs spec in the sandbox process until it ends or ctx does (then it
+// is killed: 137), and returns its exit code. A sandbox process that
+// cannot start is said on stderr: 126, as a shell's "cannot execute".
+func (s *sandboxProcess) exec(ctx context.Context, spec runSpec, stdin io.Reader, stdout, stderr io.Writer) int {
+	run, err := s.start(spec, stdin, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mock runtime: %v\n", err)
+		return 126
+	}
+	select {
+	case <-run.exited:
+	case <-ctx.Done():
+		run.kill()
+	}
+	code, _ := run.wait()
+	if ctx.Err() != nil {
+		return ExitCodeSIGKILL
+	}
+	return code
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf.Write(p)
+	if over := t.buf.Len() - t.max; over > 0 {
+		t.buf.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf.String()
+}
+
+// runIDs numbers the runs of this process.
+var runIDs struct {
+	sync.Mutex
+	n uint64
+}
+
+func newRunID() string {
+	runIDs.Lock()
+	defer runIDs.Unlock()
+	runIDs.n++
+	return strconv.FormatUint(runIDs.n, 10)
+}
+

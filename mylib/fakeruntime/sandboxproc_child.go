@@ -1,0 +1,272 @@
+package fakeruntime
+
+// The sandbox process's own side: it walls itself in, then runs the
+// scripts the runtime sends (see sandboxproc.go).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"runtime/debug"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
+)
+
+// init turns the runtime's binary into the sandbox process when it was
+// started as one: before main, so that no flag, no client and no server of
+// the program it is part of ever starts.
+func init() {
+	if v, ok := os.LookupEnv(sandboxEnv); ok {
+		os.Exit(sandboxMain(v))
+	}
+}
+
+// sandboxMain is the sandbox process: it returns its exit code.
+func sandboxMain(config string) int {
+	var cfg sandboxConfig
+	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox: config: %v\n", err)
+		return 2
+	}
+	os.Unsetenv(sandboxEnv) // nothing of it reaches a script
+	f := os.NewFile(3, "runtime")
+	fc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox: the runtime's socket: %v\n", err)
+		return 2
+	}
+	conn := fc.(*net.UnixConn)
+	if err := wallIn(cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+		return 2
+	}
+	s := &sandboxServer{conn: conn, runs: map[string]*childRun{}, containers: map[string]*childContainer{}, noNet: cfg.NoNet}
+	s.serve()
+	return 0
+}
+
+// wallIn puts the process behind its walls, in this order: what needs
+// root first (the pod network's low ports, the mount namespace, the
+// chroot, the rlimits), then root itself is given up.
+func wallIn(cfg sandboxConfig) error {
+	if cfg.Ports {
+		// As nobody, the servers of the images (nginx on 80) still bind
+		// their ports, in the pod network's namespace only.
+		if err := os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("0"), 0); err != nil {
+			return fmt.Errorf("unprivileged ports: %w", err)
+		}
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("private mounts: %w", err)
+	}
+	if err := unix.Chroot(cfg.Dir); err != nil {
+		return fmt.Errorf("chroot %s: %w", cfg.Dir, err)
+	}
+	if err := os.Chdir("/"); err != nil {
+		return err
+	}
+	// No core dumps on the host; open files capped (each running script
+	// holds a few: its root and its stdio), hard limit included, so that
+	// nobody cannot raise it again.
+	for _, l := range []struct {
+		res int
+		val uint64
+	}{
+		{unix.RLIMIT_CORE, 0},
+		{unix.RLIMIT_NOFILE, 1 << 15},
+	} {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(l.res, &cur); err != nil {
+			return fmt.Errorf("rlimit %d: %w", l.res, err)
+		}
+		v := min(l.val, cur.Max)
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("rlimit %d: %w", l.res, err)
+		}
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setgid(SandboxUID); err != nil {
+		return fmt.Errorf("setgid: %w", err)
+	}
+	if err := syscall.Setuid(SandboxUID); err != nil {
+		return fmt.Errorf("setuid: %w", err)
+	}
+	// A script's runaway recursion is an error in its container (the
+	// interpreter bounds it); this is the process's last line.
+	debug.SetMaxStack(256 << 20)
+	return nil
+}
+
+// sandboxServer runs the runtime's requests.
+type sandboxServer struct {
+	conn  *net.UnixConn
+	noNet bool
+
+	mu         sync.Mutex
+	runs       map[string]*childRun
+	containers map[string]*childContainer
+	sent       sync.Mutex
+}
+
+// childRun is a script running here.
+type childRun struct {
+	p         *proc
+	cancel    context.CancelFunc
+	container *childContainer
+}
+
+// childContainer is what the runs of one container share.
+type childContainer struct {
+	id      string
+	runs    int
+	running procTable
+	fault   faultSwitch
+}
+
+// serve reads requests until the runtime closes its end, then exits.
+func (s *sandboxServer) serve() {
+	buf := make([]byte, 1<<20)
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	for {
+		n, oobn, _, _, err := s.conn.ReadMsgUnix(buf, oob)
+		if err != nil || n == 0 {
+			return // the runtime is gone: so are its containers
+		}
+		var files []*os.File
+		if oobn > 0 {
+			msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
+			for _, m := range msgs {
+				fds, _ := unix.ParseUnixRights(&m)
+				for _, fd := range fds {
+					files = append(files, os.NewFile(uintptr(fd), "pipe"))
+				}
+			}
+		}
+		var spec runSpec
+		if err := json.Unmarshal(buf[:n], &spec); err != nil {
+			closeFiles(files)
+			continue
+		}
+		s.handle(spec, files)
+	}
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+func (s *sandboxServer) handle(spec runSpec, files []*os.File) {
+	switch spec.Op {
+	case opRun:
+		want := 2
+		if spec.Stdin {
+			want = 3
+		}
+		if len(files) != want {
+			closeFiles(files)
+			s.exit(spec.ID, 126, "")
+			return
+		}
+		s.run(spec, files) // the run closes them when it ends
+		return
+	case opTerm, opKill:
+		s.mu.Lock()
+		r := s.runs[spec.ID]
+		s.mu.Unlock()
+		if r != nil && spec.Op == opTerm {
+			r.p.sigterm()
+		} else if r != nil {
+			r.cancel()
+		}
+	case opFault:
+		s.mu.Lock()
+		c := s.container(spec.Container)
+		s.mu.Unlock()
+		c.fault.set(spec.Fault)
+	}
+	closeFiles(files)
+}
+
+// container returns the shared state of container id. Caller holds mu.
+func (s *sandboxServer) container(id string) *childContainer {
+	c := s.containers[id]
+	if c == nil {
+		c = &childContainer{id: id}
+		s.containers[id] = c
+	}
+	return c
+}
+
+// run starts spec's script with files as its stdio.
+func (s *sandboxServer) run(spec runSpec, files []*os.File) {
+	var stdin io.Reader
+	if spec.Stdin {
+		stdin, files = files[0], files[1:]
+	}
+	stdout, stderr := files[0], files[1]
+	root, err := os.OpenRoot(path.Join("/", path.Clean("/"+spec.Container), "rootfs"))
+	if err != nil {
+		fmt.Fprintf(stderr, "sh: container root: %v\n", err)
+		closeFiles(files)
+		if f, ok := stdin.(*os.File); ok {
+			f.Close()
+		}
+		s.exit(spec.ID, 126, "")
+		return
+	}
+	s.mu.Lock()
+	c := s.container(spec.Container)
+	c.runs++
+	p := newProc(clock.RealClock{}, root, spec.Hostname, spec.Env, stdout, stderr, &c.running)
+	p.workDir = spec.WorkDir
+	p.net = &containerNet{podIP: spec.PodIP, direct: !s.noNet, netErr: ErrNoPodNetwork, fault: &c.fault}
+	if !spec.Interactive {
+		p.stdin = stdin
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.runs[spec.ID] = &childRun{p: p, cancel: cancel, container: c}
+	s.mu.Unlock()
+	go func() {
+		var code int
+		if spec.Interactive {
+			code = p.interactive(ctx, stdin, spec.Prompt)
+		} else {
+			code = p.run(ctx, spec.Script, spec.Params)
+		}
+		cancel()
+		root.Close()
+		closeFiles(files)
+		if f, ok := stdin.(*os.File); ok {
+			f.Close()
+		}
+		s.mu.Lock()
+		delete(s.runs, spec.ID)
+		if c.runs--; c.runs == 0 {
+			if on, _ := c.fault.state(); !on {
+				delete(s.containers, c.id)
+			}
+		}
+		s.mu.Unlock()
+		s.exit(spec.ID, code, "")
+	}()
+}
+
+// exit tells the runtime that run id ended.
+func (s *sandboxServer) exit(id string, code int, reason string) {
+	b, _ := json.Marshal(runExit{ID: id, Code: code, Reason: reason}) // plain fields always marshal
+	s.sent.Lock()
+	defer s.sent.Unlock()
+	_, _, _ = s.conn.WriteMsgUnix(b, nil, nil) // a runtime that is gone reads no exits
+}
