@@ -45,6 +45,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -332,10 +333,29 @@ func startSandboxChild(dir string, pn *podNetwork) (*sandboxChild, error) {
 		conn.Close()
 		return nil, err
 	}
-	child := &sandboxChild{cmd: cmd, conn: conn, stderr: stderr, runs: map[string]*remoteRun{}}
-	go child.readExits()
-	return child, nil
+	// It says it is ready once walled in; before that, it runs nothing.
+	buf := make([]byte, 256)
+	_ = conn.SetReadDeadline(time.Now().Add(sandboxStartTimeout))
+	n, _, _, _, err := conn.ReadMsgUnix(buf, nil)
+	_ = conn.SetReadDeadline(time.Time{})
+	var ready runExit
+	if err == nil && n > 0 && json.Unmarshal(buf[:n], &ready) == nil && ready.ID == readyID {
+		child := &sandboxChild{cmd: cmd, conn: conn, stderr: stderr, runs: map[string]*remoteRun{}}
+		go child.readExits()
+		return child, nil
+	}
+	conn.Close()
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return nil, fmt.Errorf("it did not start: %s", bytes.TrimSpace([]byte(stderr.String())))
 }
+
+// readyID is the sandbox process's first message: walled in, ready.
+const readyID = "ready"
+
+// sandboxStartTimeout bounds the wait for it (a loaded machine takes a
+// second or two to start a Go binary).
+const sandboxStartTimeout = 30 * time.Second
 
 // startWalledIn starts cmd from an OS thread of its own that first joins
 // the pod network's namespace (the child is born in it: once it is nobody

@@ -49,6 +49,7 @@ func sandboxMain(config string) int {
 		return 2
 	}
 	s := &sandboxServer{conn: conn, runs: map[string]*childRun{}, containers: map[string]*childContainer{}, noNet: cfg.NoNet}
+	s.exit(readyID, 0, "")
 	s.serve()
 	return 0
 }

@@ -2,9 +2,9 @@ package fakeruntime
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -71,5 +71,66 @@ func TestSandboxProcessSmoke(t *testing.T) {
 	st, out := runLogged(t, r, "smoke", `echo hi $$; ls /; pwd -P; echo x > /tmp/f; cat /tmp/f; exit 3`)
 	t.Log(out)
 	require.EqualValues(t, 3, st.ExitCode)
-	_ = time.Second
+}
+
+// TestASandboxProcessThatDiesEndsItsContainersAndIsReplaced: the sandbox
+// process is killed (as a crash would end it): its containers have exited
+// with 137, reason Error, as containerd reports those of a shim that died;
+// the runtime answers on, and the next container runs in a new one.
+func TestASandboxProcessThatDiesEndsItsContainersAndIsReplaced(t *testing.T) {
+	r := sandboxRuntime(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c1 := createContainer(t, r, sb, "one", "sleep", "3600")
+	startContainer(t, r, c1)
+	r.sandbox.mu.Lock()
+	first := r.sandbox.child.cmd.Process
+	r.sandbox.mu.Unlock()
+	require.NoError(t, first.Kill())
+	waitDone(t, r, c1)
+	st := containerStatus(t, r, c1)
+	require.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.State)
+	require.EqualValues(t, ExitCodeSIGKILL, st.ExitCode)
+	require.Equal(t, ReasonError, st.Reason)
+
+	c2 := createContainer(t, r, sb, "two", "sh", "-c", "echo $$; exit 7")
+	startContainer(t, r, c2)
+	waitDone(t, r, c2)
+	require.EqualValues(t, 7, containerStatus(t, r, c2).ExitCode)
+	r.sandbox.mu.Lock()
+	second := r.sandbox.child.cmd.Process
+	r.sandbox.mu.Unlock()
+	require.NotEqual(t, first.Pid, second.Pid, "a new sandbox process")
+}
+
+// TestSandboxProcessIsWalledIn: what the sandbox process is, from the
+// host: another user, in other namespaces, with no_new_privs.
+func TestSandboxProcessIsWalledIn(t *testing.T) {
+	r := sandboxRuntime(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "one", "sleep", "3600")
+	startContainer(t, r, c)
+	r.sandbox.mu.Lock()
+	pid := r.sandbox.child.cmd.Process.Pid
+	r.sandbox.mu.Unlock()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, want := range []string{"Uid:\t65534\t65534\t65534\t65534", "Gid:\t65534\t65534\t65534\t65534", "NoNewPrivs:\t1", "CapEff:\t0000000000000000"} {
+		require.Contains(t, string(status), want)
+	}
+	root, err := os.Readlink(fmt.Sprintf("/proc/%d/root", pid))
+	require.NoError(t, err)
+	r.mu.Lock()
+	dir, _ := r.containersDir()
+	r.mu.Unlock()
+	require.Equal(t, dir, root, "its / is the containers' directory")
+	for _, ns := range []string{"mnt", "pid", "ipc", "uts", "net"} {
+		ours, err := os.Readlink("/proc/self/ns/" + ns)
+		require.NoError(t, err)
+		its, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+		require.NoError(t, err)
+		require.NotEqual(t, ours, its, "namespace %s", ns)
+	}
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	require.NoError(t, err)
+	require.Regexp(t, `Max core file size\s+0\s+0`, string(limits))
 }
