@@ -87,9 +87,9 @@ func useSandboxProcess(iso Isolation, clk clock.Clock) bool {
 // runSpec is one script to run in a container: its main process or an
 // exec. It travels as JSON to the sandbox process.
 type runSpec struct {
-	Op          string   `json:"op"`             // opRun, opTerm, opKill, opFault
-	ID          string   `json:"id"`             // the run
-	Container   string   `json:"container"`      // its container; the root is /<Container>/rootfs
+	Op          string   `json:"op"`        // opRun, opTerm, opKill, opFault
+	ID          string   `json:"id"`        // the run
+	Container   string   `json:"container"` // its container; the root is /<Container>/rootfs
 	Script      string   `json:"script,omitempty"`
 	Params      []string `json:"params,omitempty"`
 	Env         []string `json:"env,omitempty"`
@@ -132,8 +132,8 @@ type sandboxConfig struct {
 
 // sandboxProcess is the runtime's side of the sandbox process.
 type sandboxProcess struct {
-	dir string       // the containers' directory
-	net *podNetwork  // nil: no pod network
+	dir string      // the containers' directory
+	net *podNetwork // nil: no pod network
 
 	mu    sync.Mutex
 	child *sandboxChild // nil until the first run, and after it died
@@ -557,4 +557,3 @@ func newRunID() string {
 	runIDs.n++
 	return strconv.FormatUint(runIDs.n, 10)
 }
-
