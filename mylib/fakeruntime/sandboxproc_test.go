@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -133,4 +134,33 @@ func TestSandboxProcessIsWalledIn(t *testing.T) {
 	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
 	require.NoError(t, err)
 	require.Regexp(t, `Max core file size\s+0\s+0`, string(limits))
+}
+
+// TestSandboxProcessServesOnThePodNetwork: the images' servers run in the
+// sandbox process as nobody, in the pod network: nginx still binds :80,
+// the host reaches it on the sandbox's IP, and the control API's fail and
+// recover reach it across the process boundary.
+func TestSandboxProcessServesOnThePodNetwork(t *testing.T) {
+	r := networkRuntime(t, clock.RealClock{})
+	require.NotNil(t, r.sandbox)
+	ip, id := serverContainer(t, r, "web", "nginx:1.27", nil)
+	code, body := get(t, "http://"+ip+"/")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, "Welcome to nginx!")
+	_, err := r.ContainerAction(id, ActionFail)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { code, _ := get(t, "http://"+ip+"/"); return code == 500 }, 10*time.Second, 10*time.Millisecond)
+	_, err = r.ContainerAction(id, ActionRecover)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { code, _ := get(t, "http://"+ip+"/"); return code == 200 }, 10*time.Second, 10*time.Millisecond)
+
+	// Stopping it runs its SIGTERM path in the sandbox process: nginx
+	// exits 0 at once, long before the grace period.
+	start := time.Now()
+	_, err = r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 30})
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 10*time.Second)
+	st := containerStatus(t, r, id)
+	require.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.State)
+	require.EqualValues(t, 0, st.ExitCode)
 }
