@@ -342,6 +342,7 @@ serverTLSBootstrap: true
 		assert.Contains(t, out, "runtime: mykubelet-fake 0.1.0 at unix://"+filepath.Join(state2, "mykubelet.sock"))
 		assert.Contains(t, out, "serving certificate: self-signed, created "+filepath.Join(state2, "pki", "kubelet.crt"))
 		assert.NotContains(t, out, "client certificate: rotation on", "rotateCertificates is off by default, as upstream")
+		sandboxedPodsCannotTakeTheNodeDown(ctx, t, f.admin, second)
 		assert.Equal(t, 0, p4.Stop())
 		assert.Contains(t, p4.Stdout(), "stopped (the mock runtime, its containers and its pod network with it)")
 	})
@@ -370,4 +371,57 @@ serverTLSBootstrap: true
 		assert.Equal(t, 2, code)
 		assert.Equal(t, "mykubelet: invalid value \"none\" for flag -max-pods: want a whole number of at least 1, got \"none\" (see --help)\n", stderr)
 	})
+}
+
+// sandboxedPodsCannotTakeTheNodeDown: on a node whose mock runtime runs
+// inside the kubelet as root, a pod whose script once panicked the shell
+// interpreter (and took the runtime, the kubelet and every pod with it)
+// ends Completed; the node stays Ready; a bystander pod keeps its
+// container and restartCount 0.
+func sandboxedPodsCannotTakeTheNodeDown(ctx context.Context, t *testing.T, admin kubernetes.Interface, nodeName string) {
+	t.Helper()
+	pod := func(name, restart string, cmd ...string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PodSpec{NodeName: nodeName, RestartPolicy: v1.RestartPolicy(restart),
+			Containers: []v1.Container{{Name: name, Image: "busybox:1.36", Command: cmd}}}}
+	}
+	_, err := admin.CoreV1().Pods("default").Create(ctx, pod("bystander", "Always", "sh", "-c", "while true; do sleep 1; done"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	var before v1.ContainerStatus
+	eventually(t, "bystander Running", 2*time.Minute, func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "bystander", metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Running == nil {
+			return false
+		}
+		before = p.Status.ContainerStatuses[0]
+		return true
+	})
+	for _, name := range []string{"nested-sh", "tmpdir"} {
+		cmd := []string{"sh", "-c", "echo hi; sh -c true"}
+		if name == "tmpdir" {
+			cmd = []string{"sh", "-c", "TMPDIR=/etc sh -c 'echo pwned > $TMPDIR/sh-interp-cron; cat < $TMPDIR/sh-interp-x'; true"}
+		}
+		_, err = admin.CoreV1().Pods("default").Create(ctx, pod(name, "Never", cmd...), metav1.CreateOptions{})
+		require.NoError(t, err)
+		eventually(t, name+" Succeeded", 2*time.Minute, func() bool {
+			p, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			return err == nil && p.Status.Phase == v1.PodSucceeded
+		})
+	}
+	_, err = os.Stat("/etc/sh-interp-cron")
+	assert.True(t, os.IsNotExist(err), "no file made on the host: %v", err)
+	n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	require.NoError(t, err)
+	_, ready := nodestatus.GetNodeCondition(&n.Status, v1.NodeReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, v1.ConditionTrue, ready.Status)
+	p, err := admin.CoreV1().Pods("default").Get(ctx, "bystander", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, p.Status.ContainerStatuses, 1)
+	after := p.Status.ContainerStatuses[0]
+	assert.Equal(t, before.ContainerID, after.ContainerID, "the bystander's container is the same")
+	assert.EqualValues(t, 0, after.RestartCount)
+	assert.NotNil(t, after.State.Running)
+	for _, name := range []string{"bystander", "nested-sh", "tmpdir"} {
+		require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
+	}
 }
