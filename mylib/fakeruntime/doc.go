@@ -18,6 +18,24 @@
 // LogPath in the CRI log format (ReadLog reads it back); ExecSync runs a
 // command the same way; the stats are plausible and deterministic.
 //
+// Pod YAML is untrusted input, and an interpreter can have bugs, so the
+// handlers are not the only wall. A runtime that runs as root on the real
+// clock (chapters 11 and 13) runs every script in the sandbox process
+// (sandboxproc.go), the runtime's own binary started again behind walls
+// the kernel keeps, each for one thing:
+//
+//	new mount, PID, IPC, UTS namespaces  no host process to see or signal; $$ is 1
+//	chroot into the containers' dir      no host file, even through the interpreter's own opens
+//	user nobody (65534), no groups       no privilege of root (chown, mount, raw sockets, setns)
+//	no_new_privs                         no privilege regained through exec
+//	rlimits: core 0, open files          no core dump on the host, no descriptor runaway
+//	the pod network's namespace          no host address but the gateway
+//
+// If it dies, its containers have exited (137, Error) and the next start
+// starts another. A runtime on a fake clock (tests) or not root runs the
+// scripts in its own process: a clock cannot cross processes, and without
+// root there is no privilege to give away (Config.Isolation).
+//
 // Where it departs from containerd, and why: a script that traps TERM runs its
 // trap at the next command or sleep (the interpreter knows only EXIT and ERR
 // traps); sleep, date and every timeout read the injected clock, so tests
