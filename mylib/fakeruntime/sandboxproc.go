@@ -242,7 +242,8 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	for i, w := range []io.Writer{stdout, stderr} {
 		f := outs[i]
 		run.copies.Go(func() {
-			_, _ = io.Copy(w, f) // EOF once the sandbox process closed its end
+			// A small buffer: a thousand idle containers hold two each.
+			_, _ = io.CopyBuffer(w, struct{ io.Reader }{f}, make([]byte, 4<<10)) // EOF once the sandbox process closed its end
 			f.Close()
 		})
 	}
