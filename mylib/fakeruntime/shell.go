@@ -166,7 +166,8 @@ func utilityName(name string) string {
 
 // run runs script with positional parameters params ($0 first) and returns
 // its exit code. A cancelled ctx is a SIGKILL: 137.
-func (p *proc) run(ctx context.Context, script string, params []string) int {
+func (p *proc) run(ctx context.Context, script string, params []string) (code int) {
+	defer p.recoverInternal(&code)
 	file, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(script), "")
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sh: %v\n", err)
@@ -178,6 +179,26 @@ func (p *proc) run(ctx context.Context, script string, params []string) int {
 		return 2
 	}
 	return exitCode(ctx, runner.Run(ctx, file), p.stderr)
+}
+
+// testHookExec, if set, is called with each command's name before the
+// command runs (tests use it to make a command panic).
+var testHookExec func(name string)
+
+// recoverInternal turns a panic of the interpreter (or of a utility) on the
+// script's goroutine into the end of that script alone, exit code 2, with
+// one line on its stderr, as a shell reports its own internal errors: the
+// runtime and the other containers go on. A panic on a goroutine the
+// interpreter starts itself (one side of a pipeline, a here-document's
+// writer) cannot be caught here.
+func (p *proc) recoverInternal(code *int) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	msg, _, _ := strings.Cut(fmt.Sprint(v), "\n")
+	fmt.Fprintf(p.stderr, "sh: internal error: %s\n", msg)
+	*code = 2
 }
 
 // exitCode is the exit code of a Run that returned err.
@@ -276,6 +297,9 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 func (p *proc) exec(ctx context.Context, args []string) error {
 	hc := interp.HandlerCtx(ctx)
 	name := utilityName(args[0])
+	if testHookExec != nil {
+		testHookExec(name)
+	}
 	p.running.add(name, 1)
 	defer p.running.add(name, -1)
 	switch name {
@@ -381,7 +405,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return interp.NewExitStatus(uint8(code))
+		return exitStatus(code) // not NewExitStatus(0): the interpreter panics on an exit status error of 0
 	}
 	if err, ok := p.server(ctx, hc, name, args[1:]); ok {
 		return err
