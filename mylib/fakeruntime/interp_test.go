@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,4 +64,71 @@ func TestPanicEndsOnlyItsContainer(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "a\n", string(out.Bytes()))
 	assert.Equal(t, "sh: internal error: boom: a bug in a utility\n", string(errOut.Bytes()))
+}
+
+func TestParseSleepAsGNUSleep(t *testing.T) {
+	for _, tc := range []struct {
+		arg  string
+		want time.Duration
+	}{
+		{"5", 5 * time.Second},
+		{"0", 0},
+		{"1.5", 1500 * time.Millisecond},
+		{".5s", 500 * time.Millisecond},
+		{"2m", 2 * time.Minute},
+		{"1.5h", 90 * time.Minute},
+		{"1d", 24 * time.Hour},
+		{"1e3", 1000 * time.Second},
+		{"infinity", maxSleep},
+		{"inf", maxSleep},
+		{"1e9h", maxSleep},
+		{"1e400", maxSleep},
+		{"9999999999999999999d", maxSleep},
+	} {
+		d, err := parseSleep(tc.arg)
+		if assert.NoError(t, err, tc.arg) {
+			assert.Equal(t, tc.want, d, tc.arg)
+		}
+	}
+	for _, bad := range []string{"", "s", "-1", "nan", "1x", "one", "1mm", "--5"} {
+		_, err := parseSleep(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestSleepRunsOnTheClock(t *testing.T) {
+	r, clk := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	running := func(id string) bool {
+		return containerStatus(t, r, id).State == runtimeapi.ContainerState_CONTAINER_RUNNING
+	}
+	sum := createContainer(t, r, sb, "sum", "sleep", "1m", "30s")
+	forever := createContainer(t, r, sb, "forever", "sleep", "infinity")
+	huge := createContainer(t, r, sb, "huge", "sleep", "1e9h", "1e9h")
+	for _, c := range []string{sum, forever, huge} {
+		startContainer(t, r, c)
+	}
+	for _, c := range []string{sum, forever, huge} {
+		waitRunningUtility(t, r, c, "sleep", 1)
+	}
+	clk.Step(89 * time.Second)
+	assert.True(t, running(sum), "1m 30s is 90 s")
+	clk.Step(time.Second)
+	waitDone(t, r, sum)
+	assert.Equal(t, ReasonCompleted, containerStatus(t, r, sum).Reason)
+	clk.Step(100 * 365 * 24 * time.Hour)
+	assert.True(t, running(forever), "infinity")
+	assert.True(t, running(huge), "saturated, not overflowed")
+	resp := execIn(t, r, forever, "sleep", "1", "bogus")
+	assert.Equal(t, int32(1), resp.ExitCode)
+	assert.Equal(t, "sleep: invalid time interval \"bogus\"\n", string(resp.Stderr))
+}
+
+// waitRunningUtility waits until n utilities called name run in container id.
+func waitRunningUtility(t *testing.T, r *Runtime, id, name string, n int) {
+	t.Helper()
+	r.mu.Lock()
+	c := r.containers[id]
+	r.mu.Unlock()
+	require.Eventually(t, func() bool { return c.running.count(name) == n }, 10*time.Second, time.Millisecond, "%d %s in %s", n, name, short(id))
 }
