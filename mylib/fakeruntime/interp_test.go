@@ -132,3 +132,18 @@ func waitRunningUtility(t *testing.T, r *Runtime, id, name string, n int) {
 	r.mu.Unlock()
 	require.Eventually(t, func() bool { return c.running.count(name) == n }, 10*time.Second, time.Millisecond, "%d %s in %s", n, name, short(id))
 }
+
+func TestExecSyncOutputIsCappedAt16MiB(t *testing.T) {
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	// 17 MiB on each stream, in lines of 16 KiB, as yes would write them.
+	line := strings.Repeat("y", 16<<10-1)
+	resp := execIn(t, r, c, "sh", "-c", `x=`+line+`; i=0; while [ $i -lt 1088 ]; do echo $x; echo $x >&2; i=$((i+1)); done; echo done >&2`)
+	assert.Equal(t, int32(0), resp.ExitCode, "the command went on and exited")
+	assert.Len(t, resp.Stdout, maxExecSyncOutput)
+	assert.Len(t, resp.Stderr, maxExecSyncOutput)
+	assert.Equal(t, line+"\n", string(resp.Stdout[:16<<10]))
+	assert.NotContains(t, string(resp.Stderr[len(resp.Stderr)-10:]), "done", "what came after the cap is dropped")
+}
