@@ -35,7 +35,7 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		r.mu.Unlock()
 		return nil, status.Errorf(codes.FailedPrecondition, "ExecSync %s: container is %s, not running", short(c.id), c.state)
 	}
-	var stdout, stderr lockedBuffer
+	stdout, stderr := lockedBuffer{max: maxExecSyncOutput}, lockedBuffer{max: maxExecSyncOutput}
 	var run func(ctx context.Context) int
 	if r.sandbox == nil {
 		p := newProc(r.clock, c.root, c.hostname, c.env, &stdout, &stderr, &c.running)
@@ -80,15 +80,28 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	return &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: int32(code)}, nil
 }
 
-// lockedBuffer is a bytes.Buffer a pipeline's commands may write at once.
+// maxExecSyncOutput is how much of each stream ExecSync keeps: 16 MiB, as
+// containerd's CRI plugin does since its fix for CVE-2022-31030 (a command
+// that writes without end made containerd's memory grow without end).
+// What comes after is dropped; the command goes on as if it was written.
+const maxExecSyncOutput = 16 << 20
+
+// lockedBuffer is a bytes.Buffer a pipeline's commands may write at once,
+// which keeps at most max bytes if max > 0 and drops the rest.
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
+	max int
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.max > 0 {
+		room := max(b.max-b.buf.Len(), 0)
+		_, err := b.buf.Write(p[:min(len(p), room)])
+		return len(p), err
+	}
 	return b.buf.Write(p)
 }
 

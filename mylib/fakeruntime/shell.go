@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"slices"
@@ -166,7 +167,8 @@ func utilityName(name string) string {
 
 // run runs script with positional parameters params ($0 first) and returns
 // its exit code. A cancelled ctx is a SIGKILL: 137.
-func (p *proc) run(ctx context.Context, script string, params []string) int {
+func (p *proc) run(ctx context.Context, script string, params []string) (code int) {
+	defer p.recoverInternal(&code)
 	file, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(script), "")
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sh: %v\n", err)
@@ -178,6 +180,26 @@ func (p *proc) run(ctx context.Context, script string, params []string) int {
 		return 2
 	}
 	return exitCode(ctx, runner.Run(ctx, file), p.stderr)
+}
+
+// testHookExec, if set, is called with each command's name before the
+// command runs (tests use it to make a command panic).
+var testHookExec func(name string)
+
+// recoverInternal turns a panic of the interpreter (or of a utility) on the
+// script's goroutine into the end of that script alone, exit code 2, with
+// one line on its stderr, as a shell reports its own internal errors: the
+// runtime and the other containers go on. A panic on a goroutine the
+// interpreter starts itself (one side of a pipeline, a here-document's
+// writer) cannot be caught here.
+func (p *proc) recoverInternal(code *int) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	msg, _, _ := strings.Cut(fmt.Sprint(v), "\n")
+	fmt.Fprintf(p.stderr, "sh: internal error: %s\n", msg)
+	*code = 2
 }
 
 // exitCode is the exit code of a Run that returned err.
@@ -276,6 +298,9 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 func (p *proc) exec(ctx context.Context, args []string) error {
 	hc := interp.HandlerCtx(ctx)
 	name := utilityName(args[0])
+	if testHookExec != nil {
+		testHookExec(name)
+	}
 	p.running.add(name, 1)
 	defer p.running.add(name, -1)
 	switch name {
@@ -381,7 +406,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return interp.NewExitStatus(uint8(code))
+		return exitStatus(code) // not NewExitStatus(0): the interpreter panics on an exit status error of 0
 	}
 	if err, ok := p.server(ctx, hc, name, args[1:]); ok {
 		return err
@@ -472,12 +497,15 @@ func (p *proc) sleep(ctx context.Context, hc interp.HandlerContext, args []strin
 		fmt.Fprintln(hc.Stderr, "sleep: missing operand")
 		return interp.NewExitStatus(1)
 	}
-	var total time.Duration
+	var total time.Duration // the sum of the arguments, as GNU sleep's
 	for _, a := range args {
 		d, err := parseSleep(a)
 		if err != nil {
 			fmt.Fprintf(hc.Stderr, "sleep: invalid time interval %q\n", a)
 			return interp.NewExitStatus(1)
+		}
+		if d > maxSleep-total {
+			d = maxSleep - total // saturate, never overflow
 		}
 		total += d
 	}
@@ -507,26 +535,40 @@ func (p *proc) sleep(ctx context.Context, hc interp.HandlerContext, args []strin
 	}
 }
 
-// parseSleep reads sleep's argument: a number of seconds, possibly
-// fractional, with an optional suffix s, m, h or d.
+// parseSleep reads one of sleep's arguments as GNU sleep does: a number
+// of seconds, possibly fractional or with an exponent ("1.5", "1e3"), with
+// an optional suffix s, m, h or d, or "infinity". A duration too long for a
+// time.Duration saturates at maxSleep instead of overflowing into a short
+// or negative one.
 func parseSleep(s string) (time.Duration, error) {
 	unit := time.Second
-	switch {
-	case strings.HasSuffix(s, "s"):
-		s = s[:len(s)-1]
-	case strings.HasSuffix(s, "m"):
-		s, unit = s[:len(s)-1], time.Minute
-	case strings.HasSuffix(s, "h"):
-		s, unit = s[:len(s)-1], time.Hour
-	case strings.HasSuffix(s, "d"):
-		s, unit = s[:len(s)-1], 24*time.Hour
+	if n := len(s); n > 1 {
+		switch s[n-1] {
+		case 's':
+			s = s[:n-1]
+		case 'm':
+			s, unit = s[:n-1], time.Minute
+		case 'h':
+			s, unit = s[:n-1], time.Hour
+		case 'd':
+			s, unit = s[:n-1], 24*time.Hour
+		}
+	}
+	if strings.EqualFold(s, "infinity") || strings.EqualFold(s, "inf") {
+		return maxSleep, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f > 1e9 || f != f {
-		return 0, errors.New("invalid")
+	if err != nil && !errors.Is(err, strconv.ErrRange) || f < 0 || math.IsNaN(f) {
+		return 0, fmt.Errorf("invalid time interval %q", s)
 	}
-	return time.Duration(f * float64(unit)), nil
+	if d := f * float64(unit); d < float64(maxSleep) {
+		return time.Duration(d), nil
+	}
+	return maxSleep, nil
 }
+
+// maxSleep is the longest sleep: about 292 years, forever for a container.
+const maxSleep = time.Duration(math.MaxInt64)
 
 func (p *proc) cat(ctx context.Context, hc interp.HandlerContext, files []string) error {
 	if len(files) == 0 {

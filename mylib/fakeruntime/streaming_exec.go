@@ -86,7 +86,8 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 // The commands it runs get no stdin: the shell itself reads it (the
 // interpreter would copy a reader into a pipe of its own, so two readers
 // would race for the same bytes).
-func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) int {
+func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (code int) {
+	defer p.recoverInternal(&code)
 	p.stdin = nil
 	runner, err := p.newRunner(nil)
 	if err != nil {
@@ -94,7 +95,6 @@ func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) int
 	}
 	parser := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
 	io.WriteString(p.stdout, prompt)
-	code := 0
 	exited := false
 	err = parser.Interactive(in, func(stmts []*syntax.Stmt) bool {
 		if parser.Incomplete() {

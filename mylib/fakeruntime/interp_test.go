@@ -1,0 +1,149 @@
+package fakeruntime
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Tests of the interpreter layer's walls: what an untrusted script may do
+// to the runtime's process (crash it, exhaust its stack, goroutines or
+// memory) and what it may learn of the host.
+
+func TestNestedShThatExitsZeroDoesNotCrash(t *testing.T) {
+	r, _ := fixture(t)
+	st, _ := runToEnd(t, r, "echo hi; sh -c true")
+	assert.Equal(t, int32(0), st.ExitCode)
+	assert.Equal(t, ReasonCompleted, st.Reason)
+
+	sb := runSandbox(t, r, "other", "uid-other", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	resp := execIn(t, r, c, "sh", "-c", "echo hi; sh -c true")
+	assert.Equal(t, int32(0), resp.ExitCode, string(resp.Stderr))
+	assert.Equal(t, "hi\n", string(resp.Stdout))
+	resp = execIn(t, r, c, "sh", "-c", "sh -c 'exit 3'; echo $?; sh -c 'sh -c true'")
+	assert.Equal(t, int32(0), resp.ExitCode, string(resp.Stderr))
+	assert.Equal(t, "3\n", string(resp.Stdout))
+}
+
+func TestPanicEndsOnlyItsContainer(t *testing.T) {
+	testHookExec = func(name string) {
+		if name == "boom" {
+			panic("boom: a bug in a utility\nwith a second line")
+		}
+	}
+	t.Cleanup(func() { testHookExec = nil })
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	bystander := createContainer(t, r, sb, "bystander", "sleep", "3600")
+	startContainer(t, r, bystander)
+
+	st, _ := runToEnd(t, r, "echo before; boom; echo never")
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.State)
+	assert.Equal(t, int32(2), st.ExitCode)
+	assert.Equal(t, ReasonError, st.Reason)
+
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, bystander).State)
+	resp := execIn(t, r, bystander, "sh", "-c", "echo before; boom; echo never")
+	assert.Equal(t, int32(2), resp.ExitCode)
+	assert.Equal(t, "before\n", string(resp.Stdout))
+	assert.Equal(t, "sh: internal error: boom: a bug in a utility\n", string(resp.Stderr), "one line, no trace")
+	resp = execIn(t, r, bystander, "sh", "-c", "echo still here")
+	assert.Equal(t, "still here\n", string(resp.Stdout))
+
+	// The streaming exec's interactive shell too.
+	var out, errOut lockedBuffer
+	code, err := r.execStreams(context.Background(), bystander, []string{"sh"}, strings.NewReader("echo a\nboom\necho b\n"), &out, &errOut, false)
+	require.NoError(t, err)
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "a\n", string(out.Bytes()))
+	assert.Equal(t, "sh: internal error: boom: a bug in a utility\n", string(errOut.Bytes()))
+}
+
+func TestParseSleepAsGNUSleep(t *testing.T) {
+	for _, tc := range []struct {
+		arg  string
+		want time.Duration
+	}{
+		{"5", 5 * time.Second},
+		{"0", 0},
+		{"1.5", 1500 * time.Millisecond},
+		{".5s", 500 * time.Millisecond},
+		{"2m", 2 * time.Minute},
+		{"1.5h", 90 * time.Minute},
+		{"1d", 24 * time.Hour},
+		{"1e3", 1000 * time.Second},
+		{"infinity", maxSleep},
+		{"inf", maxSleep},
+		{"1e9h", maxSleep},
+		{"1e400", maxSleep},
+		{"9999999999999999999d", maxSleep},
+	} {
+		d, err := parseSleep(tc.arg)
+		if assert.NoError(t, err, tc.arg) {
+			assert.Equal(t, tc.want, d, tc.arg)
+		}
+	}
+	for _, bad := range []string{"", "s", "-1", "nan", "1x", "one", "1mm", "--5"} {
+		_, err := parseSleep(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestSleepRunsOnTheClock(t *testing.T) {
+	r, clk := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	running := func(id string) bool {
+		return containerStatus(t, r, id).State == runtimeapi.ContainerState_CONTAINER_RUNNING
+	}
+	sum := createContainer(t, r, sb, "sum", "sleep", "1m", "30s")
+	forever := createContainer(t, r, sb, "forever", "sleep", "infinity")
+	huge := createContainer(t, r, sb, "huge", "sleep", "1e9h", "1e9h")
+	for _, c := range []string{sum, forever, huge} {
+		startContainer(t, r, c)
+	}
+	for _, c := range []string{sum, forever, huge} {
+		waitRunningUtility(t, r, c, "sleep", 1)
+	}
+	clk.Step(89 * time.Second)
+	assert.True(t, running(sum), "1m 30s is 90 s")
+	clk.Step(time.Second)
+	waitDone(t, r, sum)
+	assert.Equal(t, ReasonCompleted, containerStatus(t, r, sum).Reason)
+	clk.Step(100 * 365 * 24 * time.Hour)
+	assert.True(t, running(forever), "infinity")
+	assert.True(t, running(huge), "saturated, not overflowed")
+	resp := execIn(t, r, forever, "sleep", "1", "bogus")
+	assert.Equal(t, int32(1), resp.ExitCode)
+	assert.Equal(t, "sleep: invalid time interval \"bogus\"\n", string(resp.Stderr))
+}
+
+// waitRunningUtility waits until n utilities called name run in container id.
+func waitRunningUtility(t *testing.T, r *Runtime, id, name string, n int) {
+	t.Helper()
+	r.mu.Lock()
+	c := r.containers[id]
+	r.mu.Unlock()
+	require.Eventually(t, func() bool { return c.running.count(name) == n }, 10*time.Second, time.Millisecond, "%d %s in %s", n, name, short(id))
+}
+
+func TestExecSyncOutputIsCappedAt16MiB(t *testing.T) {
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	// 17 MiB on each stream, in lines of 16 KiB, as yes would write them.
+	line := strings.Repeat("y", 16<<10-1)
+	resp := execIn(t, r, c, "sh", "-c", `x=`+line+`; i=0; while [ $i -lt 1088 ]; do echo $x; echo $x >&2; i=$((i+1)); done; echo done >&2`)
+	assert.Equal(t, int32(0), resp.ExitCode, "the command went on and exited")
+	assert.Len(t, resp.Stdout, maxExecSyncOutput)
+	assert.Len(t, resp.Stderr, maxExecSyncOutput)
+	assert.Equal(t, line+"\n", string(resp.Stdout[:16<<10]))
+	assert.NotContains(t, string(resp.Stderr[len(resp.Stderr)-10:]), "done", "what came after the cap is dropped")
+}
