@@ -148,6 +148,7 @@ func (c *containment) run(t *testing.T, name, script string) {
 	startContainer(t, c.r, host.ContainerId)
 	ex, err := c.r.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: host.ContainerId, Cmd: []string{"sh", "-c", script}, Timeout: 3})
 	if err == nil {
+		t.Logf("%s: exit %d: %q %q", name, ex.ExitCode, ex.Stdout, ex.Stderr)
 		checkOutput(t, string(ex.Stdout)+string(ex.Stderr), name+" (exec)")
 	}
 	// As a streamed exec (kubectl exec).
