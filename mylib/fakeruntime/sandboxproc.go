@@ -31,6 +31,7 @@ package fakeruntime
 // root the runtime has no privileges to give away.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -181,7 +182,9 @@ func (r *remoteRun) wait() (int, string) {
 }
 
 // start runs spec in the sandbox process (starting one if none runs), with
-// stdin (may be nil), stdout and stderr copied through pipes.
+// stdin (may be nil) copied into a pipe, and stdout and stderr out of one:
+// one pipe keeps the order of what the script wrote to each (see
+// outputFrame).
 func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.Writer) (*remoteRun, error) {
 	child, err := s.running()
 	if err != nil {
@@ -189,64 +192,50 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	}
 	spec.Op = opRun
 	spec.Stdin = stdin != nil
-	var theirs, ours []*os.File
-	closeAll := func() {
-		for _, f := range append(theirs, ours...) {
-			f.Close()
-		}
-	}
+	var theirs []*os.File
+	var stdinW *os.File
 	if stdin != nil {
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, err
 		}
-		theirs, ours = append(theirs, r), append(ours, w)
+		theirs, stdinW = append(theirs, r), w
 	}
-	for range 2 {
-		r, w, err := os.Pipe()
-		if err != nil {
-			closeAll()
-			return nil, err
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeFiles(theirs)
+		if stdinW != nil {
+			stdinW.Close()
 		}
-		theirs, ours = append(theirs, w), append(ours, r)
+		return nil, err
 	}
+	theirs = append(theirs, outW)
 	run := &remoteRun{child: child, id: spec.ID, exited: make(chan struct{})}
 	child.mu.Lock()
 	if child.dead {
 		child.mu.Unlock()
-		closeAll()
+		closeFiles(append(theirs, outR, stdinW))
 		return nil, errors.New("the sandbox process died")
 	}
 	child.runs[spec.ID] = run
 	child.mu.Unlock()
 	err = child.send(spec, theirs)
-	for _, f := range theirs {
-		f.Close() // the sandbox process has its own copies now
-	}
+	closeFiles(theirs) // the sandbox process has its own copies now
 	if err != nil {
-		for _, f := range ours {
-			f.Close()
-		}
+		closeFiles([]*os.File{outR, stdinW})
 		child.finish(spec.ID, ExitCodeSIGKILL, "") // it died under us: the run has exited
 		return run, nil
 	}
-	outs := ours
-	if stdin != nil {
-		w := ours[0]
-		outs = ours[1:]
+	if stdinW != nil {
 		go func() {
-			_, _ = io.Copy(w, stdin) // ends when the script stops reading or stdin ends
-			w.Close()
+			_, _ = io.Copy(stdinW, stdin) // ends when the script stops reading or stdin ends
+			stdinW.Close()
 		}()
 	}
-	for i, w := range []io.Writer{stdout, stderr} {
-		f := outs[i]
-		run.copies.Go(func() {
-			// A small buffer: a thousand idle containers hold two each.
-			_, _ = io.CopyBuffer(w, struct{ io.Reader }{f}, make([]byte, 4<<10)) // EOF once the sandbox process closed its end
-			f.Close()
-		})
-	}
+	run.copies.Go(func() {
+		readFrames(outR, stdout, stderr) // until the sandbox process closes its end
+		outR.Close()
+	})
 	return run, nil
 }
 
@@ -444,6 +433,65 @@ func (c *sandboxChild) finish(id string, code int, reason string) {
 	}
 }
 
+// A script's stdout and stderr share one pipe to the runtime, in frames:
+// one byte for the stream (1 or 2), two for the length, then the bytes.
+// Two pipes would lose the order of `echo one; echo two >&2; echo three`,
+// which the log and kubectl logs keep.
+const (
+	frameHeader = 3
+	maxFrame    = 4<<10 - frameHeader // a frame is one atomic pipe write
+)
+
+// frameWriter writes one stream of a script into the shared pipe.
+type frameWriter struct {
+	mu     *sync.Mutex // shared by the two streams
+	f      *os.File
+	stream byte
+}
+
+func (w frameWriter) Write(p []byte) (int, error) {
+	n := 0
+	buf := make([]byte, 0, frameHeader+min(len(p), maxFrame))
+	for len(p) > 0 {
+		chunk := p[:min(len(p), maxFrame)]
+		buf = append(buf[:0], w.stream, byte(len(chunk)>>8), byte(len(chunk)))
+		buf = append(buf, chunk...)
+		w.mu.Lock()
+		_, err := w.f.Write(buf)
+		w.mu.Unlock()
+		if err != nil {
+			return n, err
+		}
+		n += len(chunk)
+		p = p[len(chunk):]
+	}
+	return n, nil
+}
+
+// readFrames copies the frames of r to stdout and stderr until r ends.
+func readFrames(r io.Reader, stdout, stderr io.Writer) {
+	br := bufio.NewReaderSize(r, 4<<10) // a thousand idle containers hold one each
+	var head [frameHeader]byte
+	buf := make([]byte, maxFrame)
+	for {
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			return
+		}
+		n := int(head[1])<<8 | int(head[2])
+		if n > maxFrame {
+			return // not a frame of ours: stop reading
+		}
+		if _, err := io.ReadFull(br, buf[:n]); err != nil {
+			return
+		}
+		w := stdout
+		if head[0] == 2 {
+			w = stderr
+		}
+		_, _ = w.Write(buf[:n])
+	}
+}
+
 // setDir sets the containers' directory, the sandbox process's root.
 func (s *sandboxProcess) setDir(dir string) {
 	s.mu.Lock()
@@ -521,6 +569,15 @@ func (s *sandboxProcess) exec(ctx context.Context, spec runSpec, stdin io.Reader
 		return ExitCodeSIGKILL
 	}
 	return code
+}
+
+// closeFiles closes each file that is not nil.
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // tailBuffer keeps the last max bytes written to it.

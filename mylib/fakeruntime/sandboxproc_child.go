@@ -162,18 +162,12 @@ func (s *sandboxServer) serve() {
 	}
 }
 
-func closeFiles(files []*os.File) {
-	for _, f := range files {
-		f.Close()
-	}
-}
-
 func (s *sandboxServer) handle(spec runSpec, files []*os.File) {
 	switch spec.Op {
 	case opRun:
-		want := 2
+		want := 1
 		if spec.Stdin {
-			want = 3
+			want = 2
 		}
 		if len(files) != want {
 			closeFiles(files)
@@ -216,7 +210,8 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 	if spec.Stdin {
 		stdin, files = files[0], files[1:]
 	}
-	stdout, stderr := files[0], files[1]
+	var mu sync.Mutex
+	stdout, stderr := frameWriter{mu: &mu, f: files[0], stream: 1}, frameWriter{mu: &mu, f: files[0], stream: 2}
 	root, err := os.OpenRoot(path.Join("/", path.Clean("/"+spec.Container), "rootfs"))
 	if err != nil {
 		fmt.Fprintf(stderr, "sh: container root: %v\n", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,11 +68,21 @@ func runLogged(t *testing.T, r *Runtime, pod, script string) (*runtimeapi.Contai
 	return containerStatus(t, r, c.ContainerId), logOf(t, r, c.ContainerId)
 }
 
-func TestSandboxProcessSmoke(t *testing.T) {
+// TestSandboxProcessRunsTheScript: a script in the sandbox process sees
+// the container's root, its own PID 1, and its output reaches the log in
+// the order it wrote it, stdout and stderr interleaved.
+func TestSandboxProcessRunsTheScript(t *testing.T) {
 	r := sandboxRuntime(t)
-	st, out := runLogged(t, r, "smoke", `echo hi $$; ls /; pwd -P; echo x > /tmp/f; cat /tmp/f; exit 3`)
-	t.Log(out)
+	st, out := runLogged(t, r, "smoke", `echo one $$; echo two >&2; echo three; ls /; pwd -P; echo x > /tmp/f; cat /tmp/f; exit 3`)
 	require.EqualValues(t, 3, st.ExitCode)
+	require.Equal(t, "one 1\ntwo\nthree\ndev\netc\nproc\ntmp\nvar\n/\nx\n", out)
+	_, long := runLogged(t, r, "long", `i=0; while [ $i -lt 3000 ]; do echo "line $i: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"; echo "err $i" >&2; i=$((i+1)); done`)
+	lines := strings.Split(strings.TrimSuffix(long, "\n"), "\n")
+	require.Len(t, lines, 6000)
+	for i := range 3000 {
+		require.Equal(t, fmt.Sprintf("line %d: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", i), lines[2*i])
+		require.Equal(t, fmt.Sprintf("err %d", i), lines[2*i+1])
+	}
 }
 
 // TestASandboxProcessThatDiesEndsItsContainersAndIsReplaced: the sandbox
