@@ -128,11 +128,11 @@ func ParseMaxSize(size string) (int64, error) {
 // (upstream's Start). With rotation off it only waits for ctx.
 func (m *ContainerLogManager) Run(ctx context.Context) {
 	if m.maxSize < 0 {
-		klog.InfoS("Container log rotation is off (containerLogMaxSize is negative)")
+		klog.V(2).InfoS("Container log rotation is off (containerLogMaxSize is negative)")
 		<-ctx.Done()
 		return
 	}
-	klog.InfoS("Starting container log rotation", "maxSize", m.maxSize, "maxFiles", m.maxFiles, "workers", m.maxWorkers, "monitorPeriod", m.monitorInterval)
+	klog.V(2).InfoS("Starting container log rotation", "maxSize", m.maxSize, "maxFiles", m.maxFiles, "workers", m.maxWorkers, "monitorPeriod", m.monitorInterval)
 	t := m.clock.NewTicker(m.monitorInterval)
 	defer t.Stop()
 	for {
