@@ -27,6 +27,6 @@
 //   - when ReopenContainerLog fails but a new file is at the path all the
 //     same (the runtime reopened; the answer was lost), the rotation is
 //     kept, where upstream renames over the file the container writes to;
-//   - no Clean (removing a container's logs with it): the container GC
-//     here leaves log files to the pod's log directory.
+//   - no Clean: the container GC (mylib/kuberuntime) removes a container's
+//     log files itself, GetAllLogs naming them.
 package logs
