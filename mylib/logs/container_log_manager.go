@@ -204,12 +204,18 @@ func (m *ContainerLogManager) processContainer(ctx context.Context, id string) e
 	if info.Size() < m.maxSize {
 		return nil
 	}
-	if err := m.rotateLog(ctx, id, path); err != nil {
+	if err := m.rotateLog(ctx, id, path); errors.Is(err, errRotatedThisSecond) {
+		klog.V(2).InfoS("Container log was rotated within this second already; rotating at the next pass", "containerID", id, "path", path)
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("rotate log %s (%d bytes, max %d): %w", path, info.Size(), m.maxSize, err)
 	}
 	klog.V(2).InfoS("Rotated container log", "containerID", id, "path", path, "size", info.Size())
 	return nil
 }
+
+// errRotatedThisSecond: the rotated file's name is taken already.
+var errRotatedThisSecond = errors.New("rotated within this second already")
 
 // rotateLog makes room for one more rotated file (the oldest go first, so
 // that a reader of a newer one is not cut off), compresses the rotated files
@@ -218,8 +224,7 @@ func (m *ContainerLogManager) rotateLog(ctx context.Context, id, path string) er
 	rotated := path + "." + m.clock.Now().Format(timestampFormat)
 	for _, name := range []string{rotated, rotated + compressSuffix} {
 		if _, err := os.Lstat(name); err == nil {
-			klog.V(2).InfoS("Container log was rotated within this second already; rotating at the next pass", "containerID", id, "path", path)
-			return nil
+			return errRotatedThisSecond
 		}
 	}
 	old, err := rotatedLogs(path)
