@@ -196,6 +196,8 @@ port: %d
 maxPods: 50
 rotateCertificates: true
 serverTLSBootstrap: true
+containerLogMaxSize: "100" # bytes: nginx's first line is over it
+containerLogMonitorInterval: 3s
 `, f.port), 0o600))
 	nodeKubeconfig := filepath.Join(state, "node.kubeconfig")
 	f.args = []string{"--config", config, "--max-pods", "3", "--bootstrap-kubeconfig", bootstrapKubeconfig, "--kubeconfig", nodeKubeconfig,
@@ -247,6 +249,22 @@ serverTLSBootstrap: true
 	t.Run("exec goes through the kubelet API, served with a CSR-issued certificate", func(t *testing.T) {
 		eventually(t, "a serving certificate", time.Minute, func() bool { return strings.Contains(p.Stdout(), "serving certificate: issued") })
 		assert.Equal(t, "hello", f.kubectl(t, "kubectl exec deploy/nginx-deployment -- echo hello"))
+	})
+
+	t.Run("a log over containerLogMaxSize is rotated; kubectl logs reads the live file", func(t *testing.T) {
+		pattern := filepath.Join(state, "pod-logs", "default_nginx-deployment-*", "nginx", "0.log.2*")
+		eventually(t, "a rotated log for each nginx container", time.Minute, func() bool {
+			rotated, err := filepath.Glob(pattern)
+			require.NoError(t, err)
+			return len(rotated) == 3
+		})
+		rotated, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		b, err := os.ReadFile(rotated[0])
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "stdout F /docker-entrypoint.sh: Configuration complete; ready for start up")
+		assert.Regexp(t, `\.log\.\d{8}-\d{6}$`, rotated[0], "<path>.20060102-150405, as upstream")
+		assert.Empty(t, f.kubectl(t, `kubectl logs "$(kubectl get pods -l app=nginx -o jsonpath='{.items[0].metadata.name}')"`), "only the live file, empty since the rotation, as upstream")
 	})
 
 	t.Run("both certificates rotate without a restart", func(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/kubeletconfig"
 	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/logs"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
 	kubepod "mykubelet/mylib/pod"
@@ -179,7 +180,9 @@ func RunKubelet(ctx context.Context, wg *sync.WaitGroup, s *KubeletServer, deps 
 		},
 		Pods: &kubelet.PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: deps.Runtime, PodManager: pods,
 			RunContainers: true, Recorder: recorder, PodLogsDirectory: podLogs, Out: os.Stdout,
-			ContainerGC: &gc, ActiveDeadline: true, Probes: true, ProbeDial: deps.ProbeDial, Admit: true},
+			ContainerGC: &gc, ActiveDeadline: true, Probes: true, ProbeDial: deps.ProbeDial, Admit: true,
+			ContainerLogs: &logs.Config{MaxSize: kc.ContainerLogMaxSize, MaxFiles: int(*kc.ContainerLogMaxFiles),
+				MaxWorkers: int(*kc.ContainerLogMaxWorkers), MonitorInterval: kc.ContainerLogMonitorInterval.Duration}},
 	})
 	if err != nil {
 		return err

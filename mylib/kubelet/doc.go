@@ -22,6 +22,9 @@
 //     minute, and expired back-offs and orphaned runtime pods at
 //     housekeeping; PodsConfig.ActiveDeadline fails pods past
 //     activeDeadlineSeconds.
+//   - PodsConfig.ContainerLogs rotates the running containers' log files
+//     over containerLogMaxSize (mylib/logs, upstream's container log
+//     manager).
 //
 // Run runs both. Wiring:
 //

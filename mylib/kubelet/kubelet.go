@@ -23,6 +23,7 @@ import (
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/logs"
 	"mykubelet/mylib/pleg"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/podworkers"
@@ -121,6 +122,12 @@ type PodsConfig struct {
 	// the pods that do not fit (kubelet_admission.go); needs RunContainers.
 	// False admits every pod.
 	Admit bool
+	// ContainerLogs, with RunContainers, rotates the running containers'
+	// log files (mylib/logs: containerLogMaxSize, containerLogMaxFiles,
+	// containerLogMonitorInterval, containerLogMaxWorkers; zero values are
+	// upstream's defaults). Its Runtime and Clock are the Kubelet's. Nil:
+	// logs grow without end.
+	ContainerLogs *logs.Config
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package
@@ -168,6 +175,8 @@ type Kubelet struct {
 	readinessManager proberesults.Manager
 	startupManager   proberesults.Manager
 	admission        *admission // nil unless Config.Pods.Admit
+	// containerLogManager rotates logs; nil unless Config.Pods.ContainerLogs.
+	containerLogManager *logs.ContainerLogManager
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -213,6 +222,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	if cfg.Admit && !cfg.RunContainers {
 		return errAdmitNeedsRunContainers
+	}
+	if cfg.ContainerLogs != nil && !cfg.RunContainers {
+		return errors.New("kubelet: Config.Pods.ContainerLogs needs RunContainers (a CRI to reopen the logs)")
 	}
 	if cfg.RelistPeriod == 0 {
 		cfg.RelistPeriod = pleg.RelistPeriod
@@ -286,6 +298,15 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 			return err
 		}
 	}
+	if cfg.ContainerLogs != nil { // upstream: logs.NewContainerLogManager in NewMainKubelet
+		lc := *cfg.ContainerLogs
+		lc.Runtime, lc.Clock = cr.RuntimeService(), kl.clock
+		m, err := logs.NewContainerLogManager(lc)
+		if err != nil {
+			return fmt.Errorf("kubelet: %w", err)
+		}
+		kl.containerLogManager = m
+	}
 	return kl.newLifecycle(cfg)
 }
 
@@ -328,6 +349,9 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	}
 	if gc := kl.lifecycle.containerGC; gc != nil {
 		wg.Go(func() { gc.Run(ctx, kl.sourcesReady) })
+	}
+	if m := kl.containerLogManager; m != nil { // upstream: Start in initializeRuntimeDependentModules
+		wg.Go(func() { m.Run(ctx) })
 	}
 	var plegCh <-chan *pleg.PodLifecycleEvent // nil without workers: never ready
 	if kl.pleg != nil {

@@ -30,6 +30,7 @@ var Supported = []string{
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
 	"kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst",
 	"maxPods", "rotateCertificates", "serverTLSBootstrap", "containerRuntimeEndpoint",
+	"containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers", "containerLogMonitorInterval",
 	"authentication.x509.clientCAFile",
 	"authentication.webhook.enabled", "authentication.webhook.cacheTTL",
 	"authentication.anonymous.enabled",

@@ -60,6 +60,21 @@ func TestDefaultsAreUpstreams(t *testing.T) {
 	assert.False(t, kc.RotateCertificates)
 	assert.False(t, kc.ServerTLSBootstrap)
 	assert.Empty(t, kc.StaticPodPath, "no static pods unless asked")
+	assert.Equal(t, "10Mi", kc.ContainerLogMaxSize)
+	assert.Equal(t, int32(5), *kc.ContainerLogMaxFiles)
+	assert.Equal(t, int32(1), *kc.ContainerLogMaxWorkers)
+	assert.Equal(t, 10*time.Second, kc.ContainerLogMonitorInterval.Duration)
+}
+
+func TestContainerLogRotationFields(t *testing.T) {
+	f, err := parse(t, "--config", writeConfig(t, header+"containerLogMaxSize: 256Ki\ncontainerLogMaxFiles: 3\ncontainerLogMaxWorkers: 2\ncontainerLogMonitorInterval: 5s\n"))
+	require.NoError(t, err)
+	kc, err := f.KubeletConfiguration()
+	require.NoError(t, err)
+	assert.Equal(t, "256Ki", kc.ContainerLogMaxSize)
+	assert.Equal(t, int32(3), *kc.ContainerLogMaxFiles)
+	assert.Equal(t, int32(2), *kc.ContainerLogMaxWorkers)
+	assert.Equal(t, 5*time.Second, kc.ContainerLogMonitorInterval.Duration)
 }
 
 func TestReportFrequencyFollowsAnUpdateFrequencyGivenAlone(t *testing.T) {
@@ -145,6 +160,10 @@ func TestStrictErrorsNameTheFieldAndTheFile(t *testing.T) {
 		{"not an object", "- 1\n", "not a KubeletConfiguration"},
 		{"wrong type", header + "maxPods: many\n", "maxPods"},
 		{"bad port", header + "port: 70000\n", "port 70000: want 1-65535"},
+		{"bad log size", header + "containerLogMaxSize: ten\n", `containerLogMaxSize "ten": want a quantity such as 10Mi`},
+		{"one log file", header + "containerLogMaxFiles: 1\n", "containerLogMaxFiles 1: want at least 2"},
+		{"no log workers", header + "containerLogMaxWorkers: 0\n", "containerLogMaxWorkers 0: want at least 1"},
+		{"log monitor too often", header + "containerLogMonitorInterval: 1s\n", "containerLogMonitorInterval 1s: want at least 3s"},
 		{"bad authorization mode", header + "authorization:\n  mode: RBAC\n", `authorization.mode "RBAC": want Webhook or AlwaysAllow`},
 	}
 	for _, tt := range tests {

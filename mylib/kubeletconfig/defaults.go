@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"mykubelet/mylib/logs"
 )
 
 // Upstream's defaults (pkg/kubelet/apis/config/v1beta1/defaults.go, v1.37)
@@ -27,6 +29,11 @@ const (
 	DefaultAuthenticationCacheTTL    = 2 * time.Minute
 	DefaultAuthorizedCacheTTL        = 5 * time.Minute
 	DefaultUnauthorizedCacheTTL      = 30 * time.Second
+	// Log rotation: mylib/logs's defaults, upstream's.
+	DefaultContainerLogMaxSize         = logs.DefaultContainerLogMaxSize
+	DefaultContainerLogMaxFiles        = logs.DefaultContainerLogMaxFiles
+	DefaultContainerLogMaxWorkers      = logs.DefaultContainerLogMaxWorkers
+	DefaultContainerLogMonitorInterval = logs.DefaultContainerLogMonitorInterval
 )
 
 // SetDefaults fills in what kc leaves unset, as upstream's
@@ -90,4 +97,16 @@ func SetDefaults(kc *kubeletv1beta1.KubeletConfiguration) {
 	}
 	def(&kc.Authorization.Webhook.CacheAuthorizedTTL, DefaultAuthorizedCacheTTL)
 	def(&kc.Authorization.Webhook.CacheUnauthorizedTTL, DefaultUnauthorizedCacheTTL)
+	if kc.ContainerLogMaxSize == "" {
+		kc.ContainerLogMaxSize = DefaultContainerLogMaxSize
+	}
+	if kc.ContainerLogMaxFiles == nil {
+		kc.ContainerLogMaxFiles = ptr.To[int32](DefaultContainerLogMaxFiles)
+	}
+	if kc.ContainerLogMaxWorkers == nil {
+		kc.ContainerLogMaxWorkers = ptr.To[int32](DefaultContainerLogMaxWorkers)
+	}
+	if kc.ContainerLogMonitorInterval == nil {
+		kc.ContainerLogMonitorInterval = &metav1.Duration{Duration: DefaultContainerLogMonitorInterval}
+	}
 }

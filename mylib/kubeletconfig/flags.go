@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
@@ -129,6 +131,11 @@ func Validate(kc *kubeletv1beta1.KubeletConfiguration) error {
 	check(kc.NodeStatusUpdateFrequency.Duration > 0 && kc.SyncFrequency.Duration > 0 && kc.FileCheckFrequency.Duration > 0,
 		"syncFrequency, fileCheckFrequency and nodeStatusUpdateFrequency must be positive")
 	check(*kc.KubeAPIQPS >= 0 && kc.KubeAPIBurst >= 0 && *kc.EventRecordQPS >= 0 && kc.EventBurst >= 0, "kubeAPIQPS, kubeAPIBurst, eventRecordQPS and eventBurst must not be negative")
+	_, err := resource.ParseQuantity(kc.ContainerLogMaxSize)
+	check(err == nil, "containerLogMaxSize %q: want a quantity such as 10Mi", kc.ContainerLogMaxSize)
+	check(*kc.ContainerLogMaxFiles >= 2, "containerLogMaxFiles %d: want at least 2 (the live file and one rotated)", *kc.ContainerLogMaxFiles)
+	check(*kc.ContainerLogMaxWorkers >= 1, "containerLogMaxWorkers %d: want at least 1", *kc.ContainerLogMaxWorkers)
+	check(kc.ContainerLogMonitorInterval.Duration >= 3*time.Second, "containerLogMonitorInterval %v: want at least 3s", kc.ContainerLogMonitorInterval.Duration)
 	mode := kc.Authorization.Mode
 	check(mode == kubeletv1beta1.KubeletAuthorizationModeWebhook || mode == kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow,
 		"authorization.mode %q: want Webhook or AlwaysAllow", mode)

@@ -36,6 +36,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"mykubelet/mylib/logs"
 )
 
 // ContainerGCPeriod is how often the kubelet collects garbage (upstream
@@ -326,7 +328,7 @@ func selectSandboxesToRemove(sandboxes []*runtimeapi.PodSandbox, withContainers 
 	return remove
 }
 
-// removeContainer removes a dead container and its log file; one in an
+// removeContainer removes a dead container and its log files; one in an
 // unknown state is stopped first, as it may still run.
 func (cgc *ContainerGC) removeContainer(ctx context.Context, c containerGCInfo) error {
 	rs := cgc.manager.rs
@@ -337,8 +339,14 @@ func (cgc *ContainerGC) removeContainer(ctx context.Context, c containerGCInfo) 
 	}
 	if resp, err := rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.id}); err == nil {
 		if path := resp.GetStatus().GetLogPath(); path != "" {
-			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				klog.ErrorS(err, "Failed to remove container log", "containerName", c.name, "containerID", c.id, "path", path)
+			files, err := logs.GetAllLogs(path) // the rotated files too, as upstream's ContainerLogManager.Clean
+			if err != nil {
+				files = []string{path}
+			}
+			for _, f := range files {
+				if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+					klog.ErrorS(err, "Failed to remove container log", "containerName", c.name, "containerID", c.id, "path", f)
+				}
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"os"
 	"sort"
 	"testing"
 	"time"
@@ -172,12 +173,24 @@ func TestGarbageCollectUnderACrashLoopKeepsOneDeadContainer(t *testing.T) {
 	assert.Equal(t, 4, st.ContainerStatuses[0].RestartCount, "the running one is the newest attempt")
 	assert.Equal(t, 3, st.ContainerStatuses[1].RestartCount, "the one kept is the previous attempt")
 
+	// Its log was rotated (mylib/logs) twice.
+	cs, err := f.m.rs.ContainerStatus(context.Background(), &runtimeapi.ContainerStatusRequest{ContainerId: st.ContainerStatuses[1].ID.ID})
+	require.NoError(t, err)
+	logPath := cs.Status.LogPath
+	rotated := []string{logPath + ".20260301-120000.gz", logPath + ".20260301-120001"}
+	for _, r := range rotated {
+		require.NoError(t, os.WriteFile(r, nil, 0o600))
+	}
+
 	// The pod is deleted and its containers stopped: everything goes.
 	require.NoError(t, f.m.KillPod(context.Background(), webPod(), kubecontainer.ConvertPodStatusToRunningPod(f.m.Type(), st), nil))
 	states.gone[webPod().UID] = true
 	require.NoError(t, gc.GarbageCollect(context.Background(), true, false))
 	running, dead = listContainers(t, f)
 	assert.Equal(t, 0, running+dead)
+	for _, p := range append(rotated, logPath) {
+		assert.NoFileExists(t, p, "a removed container's log goes with it, rotated files too")
+	}
 	sandboxes, err := f.m.rs.ListPodSandbox(context.Background(), &runtimeapi.ListPodSandboxRequest{})
 	require.NoError(t, err)
 	assert.Empty(t, sandboxes.Items, "the dead sandbox of the deleted pod is removed")

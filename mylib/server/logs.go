@@ -290,6 +290,12 @@ func ReadLogs(ctx context.Context, path string, opts *LogOptions, running Contai
 	left := tail
 	r := bufio.NewReader(f)
 	newLine := true
+	var next *os.File // the new file at path once the log was rotated
+	defer func() {
+		if next != nil {
+			next.Close()
+		}
+	}()
 	for {
 		if limited && left <= 0 {
 			return nil
@@ -298,33 +304,35 @@ func ReadLogs(ctx context.Context, path string, opts *LogOptions, running Contai
 		if err != nil && err != io.EOF {
 			return fmt.Errorf("failed to read log file %q: %w", path, err)
 		}
-		if err == io.EOF {
-			if !opts.Follow {
-				if len(b) == 0 {
-					return nil
-				}
-				// an incomplete last line: write it, then stop
-			} else {
-				// Give the incomplete line back and wait for the rest.
-				if _, err := f.Seek(-int64(len(b)), io.SeekCurrent); err != nil {
-					return err
-				}
-				r.Reset(f)
-				more, err := waitLogs(ctx, running, clk, poll)
-				if err != nil {
-					return err
-				}
-				if nf, ok := reopened(f, path); ok {
-					f.Close()
-					f = nf
-					r.Reset(f)
-				}
-				if !more {
-					opts = followDone(opts)
-				}
-				continue
+		if err == io.EOF && opts.Follow && next == nil {
+			// Give the incomplete line back and wait for the rest.
+			if _, err := f.Seek(-int64(len(b)), io.SeekCurrent); err != nil {
+				return err
 			}
+			r.Reset(f)
+			more, err := waitLogs(ctx, running, clk, poll)
+			if err != nil {
+				return err
+			}
+			// Rotated: the old file may have got lines since this EOF
+			// (written before the runtime reopened); they are read first.
+			next, _ = reopened(f, path)
+			if !more {
+				opts = followDone(opts)
+			}
+			continue
 		}
+		if err == io.EOF && len(b) == 0 {
+			if next == nil {
+				return nil
+			}
+			f.Close()
+			f, next = next, nil
+			r.Reset(f)
+			continue
+		}
+		// A line, or an incomplete last line (of the file that was
+		// rotated, or of a read without Follow): written as it is.
 		l, perr := parseCRILog(b)
 		if perr == nil {
 			if err := w.write(l, newLine); err != nil {
@@ -338,7 +346,7 @@ func ReadLogs(ctx context.Context, path string, opts *LogOptions, running Contai
 				left--
 			}
 		}
-		if err == io.EOF {
+		if err == io.EOF && next == nil {
 			return nil
 		}
 	}
@@ -370,14 +378,13 @@ func waitLogs(ctx context.Context, running ContainerRunning, clk clock.Clock, po
 }
 
 // reopened returns path opened again when it is no longer the file f
-// (the runtime reopened its log after the kubelet rotated it).
+// (the kubelet rotated the log: renamed f, and the runtime reopened path).
 func reopened(f *os.File, path string) (*os.File, bool) {
 	fi1, err1 := f.Stat()
 	fi2, err2 := os.Stat(path)
 	if err1 != nil || err2 != nil || os.SameFile(fi1, fi2) {
 		return nil, false
 	}
-	// The rest of the old file was read already (we are at its end).
 	nf, err := os.Open(path)
 	if err != nil {
 		return nil, false

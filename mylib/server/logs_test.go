@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func ptr(n int64) *int64 { return &n }
@@ -94,6 +95,35 @@ func TestReadLogsFollowEndsWhenTheContainerEndsAndFollowsRotation(t *testing.T) 
 	mu.Unlock()
 	require.NoError(t, <-done, "the read ends by itself once the container has ended")
 	assert.Equal(t, "first\nsecond\nafter rotation\nlast words\n", out.String())
+}
+
+// TestReadLogsFollowReadsTheRotatedFileToItsEnd: lines the runtime wrote
+// to the old file after the reader reached its end, but before the kubelet
+// renamed it and the runtime reopened, are read before the new file's.
+func TestReadLogsFollowReadsTheRotatedFileToItsEnd(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "0.log")
+	require.NoError(t, os.WriteFile(path, []byte("2026-11-22T10:00:00Z stdout F first\n"), 0o600))
+	clk := clocktesting.NewFakeClock(time.Now())
+	running := func(context.Context) (bool, error) { return true, nil }
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- ReadLogs(ctx, path, &LogOptions{Follow: true}, running, clk, LogPollPeriod, out, out)
+	}()
+	waitFor(t, out, "first\n")
+	for !clk.HasWaiters() { // at the end of the file, waiting a poll
+		time.Sleep(time.Millisecond)
+	}
+	appendLine(t, path, "2026-11-22T10:00:01Z stdout F late")
+	require.NoError(t, os.Rename(path, path+".20261122-100001"))
+	appendLine(t, path, "2026-11-22T10:00:02Z stdout F after rotation")
+	clk.Step(LogPollPeriod)
+	waitFor(t, out, "first\nlate\nafter rotation\n")
+	cancel()
+	<-done
 }
 
 func appendLine(t *testing.T, path, line string) {

@@ -11,6 +11,8 @@
 //     /attach and /portForward.
 //   - DebugServer (debug.go) is a read-only page of the pod manager's pods
 //     for a learner's browser, on loopback without authentication.
+//   - Both are served with upstream's limits (serve.go, DefaultLimits): 4 h
+//     read and write timeouts, 90 s idle keep-alive, 1 MiB of headers.
 //
 // Where Server departs from upstream, and why: plain net/http instead of
 // go-restful; no /stats, /metrics, /run, /checkpoint, /configz (nothing here
@@ -20,7 +22,8 @@
 // file rather than with fsnotify; no WebSocket upgrade of its own
 // (ExtendWebSocketsToKubelet: the node does not declare it, so the API
 // server translates kubectl's WebSocket streams into SPDY before they reach
-// the kubelet).
+// the kubelet); a 10 s ReadHeaderTimeout, which upstream does not set
+// (without it a client may dribble its headers for 4 h).
 package server
 
 import (
@@ -123,23 +126,10 @@ func ListenAndServe(ctx context.Context, wg *sync.WaitGroup, lis net.Listener, s
 }
 
 // ListenAndServeTLS is ListenAndServe with a TLS configuration of one's
-// own (bootstrap.ServingTLSConfig: a rotated certificate).
+// own (bootstrap.ServingTLSConfig: a rotated certificate), with
+// DefaultLimits, as upstream's ListenAndServeKubeletServer.
 func ListenAndServeTLS(ctx context.Context, wg *sync.WaitGroup, lis net.Listener, s http.Handler, tlsConfig *tls.Config) {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConfig}
-	tlsLis := tls.NewListener(lis, srv.TLSConfig)
-	wg.Go(func() {
-		if err := srv.Serve(tlsLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.ErrorS(err, "Kubelet server stopped", "address", lis.Addr())
-		}
-	})
-	wg.Go(func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			srv.Close() // streams (exec, logs -f) still open: cut them
-		}
-	})
+	serve(ctx, wg, lis, NewHTTPServer(s, DefaultLimits()), tlsConfig)
 }
 
 // NewWebhookAuth returns the authenticator and authorizer of a kubelet
