@@ -75,6 +75,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		hostname:    s.hostname,
 		workDir:     cfg.GetWorkingDir(),
 	}
+	c.running.setLimits(r.podPidsLimit, cfg.GetLinux().GetResources().GetMemoryLimitInBytes())
 	for _, mt := range cfg.GetMounts() {
 		c.mounts = append(c.mounts, &runtimeapi.Mount{ContainerPath: mt.GetContainerPath(), HostPath: mt.GetHostPath(),
 			Readonly: mt.GetReadonly(), Propagation: mt.GetPropagation(), SelinuxRelabel: mt.GetSelinuxRelabel()})

@@ -2,13 +2,16 @@ package fakeruntime
 
 import (
 	"context"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // Tests of the interpreter layer's walls: what an untrusted script may do
@@ -146,4 +149,109 @@ func TestExecSyncOutputIsCappedAt16MiB(t *testing.T) {
 	assert.Len(t, resp.Stderr, maxExecSyncOutput)
 	assert.Equal(t, line+"\n", string(resp.Stdout[:16<<10]))
 	assert.NotContains(t, string(resp.Stderr[len(resp.Stderr)-10:]), "done", "what came after the cap is dropped")
+}
+
+func TestRecursionEndsInTheContainerNotInAStackOverflow(t *testing.T) {
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	for _, script := range []string{
+		`f(){ f; }; f`,
+		`export s='sh -c "$s"'; sh -c "$s"; exit $?`,
+		`s='eval "$s"'; eval "$s"`,
+		`echo '. /tmp/self' > /tmp/self; . /tmp/self`,
+	} {
+		resp := execIn(t, r, c, "sh", "-c", script)
+		assert.NotZero(t, resp.ExitCode, script)
+		// Each nested sh is a process: a chain of them may meet the pids
+		// limit before the depth bound, as fork fails in a real container.
+		if !strings.Contains(string(resp.Stderr), errForkFailed) {
+			assert.Contains(t, string(resp.Stderr), "sh: maximum nesting depth (", script)
+		}
+		assert.Equal(t, 1, strings.Count(string(resp.Stderr), "\n"), "one line: %s", resp.Stderr)
+	}
+	// Real recursion, far from the bound, works.
+	resp := execIn(t, r, c, "sh", "-c", `f(){ if [ $1 -gt 0 ]; then f $(($1-1)); else echo bottom; fi; }; f 500`)
+	assert.Equal(t, "bottom\n", string(resp.Stdout), string(resp.Stderr))
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
+}
+
+// fixtureConfig is fixture with cfg (its Clock and StateDir are set here).
+func fixtureConfig(t *testing.T, cfg Config) *Runtime {
+	t.Helper()
+	cfg.Clock, cfg.StateDir = clocktesting.NewFakeClock(t0), t.TempDir()
+	r, err := NewRuntime(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	for _, img := range []string{"busybox:1.36", "polinux/stress"} {
+		_, err = r.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img}})
+		require.NoError(t, err)
+	}
+	return r
+}
+
+// waitGoroutines waits, bounded, until at most n goroutines run (besides
+// the two of the wait itself). A thousand goroutines take seconds to end
+// under the race detector on a busy machine.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= n+2 }, 60*time.Second, 10*time.Millisecond,
+		"goroutines back to %d (now %d)", n, runtime.NumGoroutine())
+}
+
+func TestPodPidsLimitBoundsBackgroundJobs(t *testing.T) {
+	r := fixtureConfig(t, Config{PodPidsLimit: 8})
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600") // 2 processes: the script and its sleep
+	startContainer(t, r, c)
+	waitRunningUtility(t, r, c, "sleep", 1)
+	base := runtime.NumGoroutine()
+
+	// Jobs of builtins only: the exec is the third process, five jobs
+	// fit, the other 2,995 fail to fork, and the exec goes on.
+	resp := execIn(t, r, c, "sh", "-c", `i=0; while [ $i -lt 3000 ]; do { while :; do :; done; } & i=$((i+1)); done
+true & wait $!; echo "wait=$?"`)
+	assert.Equal(t, "wait=1\n", string(resp.Stdout))
+	assert.Equal(t, 2996, strings.Count(string(resp.Stderr), errForkFailed+"\n"), "every job past the limit, and the last one")
+	assert.Equal(t, int32(0), resp.ExitCode)
+	waitGoroutines(t, base)
+	r.mu.Lock()
+	pids := r.containers[c].running.pids.Load()
+	r.mu.Unlock()
+	assert.Equal(t, int64(2), pids, "the jobs gave their slots back when the exec ended")
+
+	// A utility past the limit fails too; the container goes on.
+	r = fixtureConfig(t, Config{PodPidsLimit: 3})
+	sb = runSandbox(t, r, "web", "uid-1", nil)
+	c = createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	waitRunningUtility(t, r, c, "sleep", 1)
+	resp = execIn(t, r, c, "sh", "-c", `hostname; echo "status=$?"`) // the exec is the third
+	assert.Equal(t, errForkFailed+"\n", string(resp.Stderr))
+	assert.Equal(t, "status=1\n", string(resp.Stdout))
+	resp = execIn(t, r, c, "sh", "-c", `true`)
+	assert.Equal(t, int32(0), resp.ExitCode)
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
+}
+
+func TestDefaultPodPidsLimit(t *testing.T) {
+	var peak atomic.Int64
+	testHookExec = func(name string) {
+		if name == "hostname" {
+			peak.Store(int64(runtime.NumGoroutine()))
+		}
+	}
+	t.Cleanup(func() { testHookExec = nil })
+	r := fixtureConfig(t, Config{})
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	waitRunningUtility(t, r, c, "sleep", 1)
+	base := runtime.NumGoroutine()
+	// hostname may fail to fork as well: the table is full of sleeps.
+	resp := execIn(t, r, c, "sh", "-c", `i=0; while [ $i -lt 3000 ]; do sleep 60 & i=$((i+1)); done; hostname >/dev/null`)
+	assert.Positive(t, strings.Count(string(resp.Stderr), errForkFailed))
+	assert.Less(t, int(peak.Load())-base, DefaultPodPidsLimit+64, "no more jobs than the limit ran at once")
+	waitGoroutines(t, base)
 }

@@ -59,6 +59,7 @@ type Runtime struct {
 	shutdownGrace time.Duration
 	pullLatency   time.Duration
 	pullBandwidth int64
+	podPidsLimit  int64
 
 	mu         sync.Mutex
 	stateDir   string // "" until the first container needs it (see containersDir)
@@ -119,6 +120,11 @@ type Config struct {
 	// PullBandwidth is how fast, in bytes per second of the runtime's
 	// clock, a missing image's bytes arrive (default 0: at once).
 	PullBandwidth int64
+	// PodPidsLimit is how many processes each container may run at once
+	// (the kubelet's podPidsLimit; here per container): its script, its
+	// execs, their utilities and background jobs. 0 is
+	// DefaultPodPidsLimit, -1 unlimited.
+	PodPidsLimit int64
 	// PodNetwork makes the sandboxes' IPs reachable from the host, in a
 	// network namespace of the runtime's own (see netns.go), so that the
 	// images' servers answer probes and curl. It needs root and iproute2;
@@ -158,6 +164,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		shutdownGrace: cfg.ShutdownGrace,
 		pullLatency:   max(cfg.PullLatency, 0),
 		pullBandwidth: max(cfg.PullBandwidth, 0),
+		podPidsLimit:  cfg.PodPidsLimit,
 		stateDir:      cfg.StateDir,
 		sandboxes:     map[string]*sandbox{},
 		containers:    map[string]*container{},
@@ -403,6 +410,9 @@ func (c *container) exit(at int64, code int32) {
 	c.reason = ReasonError
 	if code == 0 {
 		c.reason = ReasonCompleted
+	}
+	if c.running.killed() {
+		c.exitCode, c.reason = ExitCodeSIGKILL, ReasonOOMKilled
 	}
 }
 

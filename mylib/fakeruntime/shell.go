@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -41,7 +42,7 @@ const ExitCodeSIGTERM = 143
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
 // The server commands (agnhost, etcd, goproxy, nginx) are in servers.go.
-var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "rm", "pgrep", "sh", "sleep", "top", "touch"}
+var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "rm", "pgrep", "sh", "sleep", "stress", "top", "touch"}
 
 // proc is one script running in a container: its main process, or a
 // command run by ExecSync.
@@ -61,12 +62,16 @@ type proc struct {
 	running *procTable
 	// net is where the server commands listen (servers.go); nil in an exec.
 	net *containerNet
+	// calls counts the commands run, for checkLimits.
+	calls atomic.Uint64
 }
 
-// procTable counts the utilities running in a container.
+// procTable counts the utilities running in a container, and holds its
+// limits (limits.go).
 type procTable struct {
 	mu sync.Mutex
 	n  map[string]int
+	limits
 }
 
 func (t *procTable) add(name string, d int) {
@@ -169,7 +174,14 @@ func utilityName(name string) string {
 // its exit code. A cancelled ctx is a SIGKILL: 137.
 func (p *proc) run(ctx context.Context, script string, params []string) (code int) {
 	defer p.recoverInternal(&code)
-	file, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(script), "")
+	ctx, cancel := p.bindOOM(ctx)
+	defer cancel()
+	if !p.running.fork() {
+		fmt.Fprintln(p.stderr, errForkFailed)
+		return 1
+	}
+	defer p.running.exit()
+	file, err := parseScript(script)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sh: %v\n", err)
 		return 2
@@ -248,6 +260,9 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 // the interpreter does not implement (it knows EXIT and ERR only), and runs
 // it before the next command once SIGTERM has arrived.
 func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
+	if err := p.checkLimits(ctx); err != nil {
+		return nil, err
+	}
 	if trap, ok := p.pendingTrap(); ok {
 		// Run the trap, then the command, as one eval.
 		quoted := make([]string, len(args))
@@ -261,6 +276,20 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 		return []string{"eval", trap + "\n" + strings.Join(quoted, " ")}, nil
 	}
 	switch args[0] {
+	case "export", "readonly", "local":
+		// Parsed as POSIX, these are plain commands, which the interpreter
+		// only knows as declaration clauses of its bash parser: hand them
+		// to eval, which parses bash.
+		return []string{"eval", declaration(args)}, nil
+	case "eval":
+		// The interpreter's eval parses bash, with its background
+		// statements as they are: parse POSIX, as sh does, and rewrite
+		// them (rewriteJobs).
+		f, err := parseScript(strings.Join(args[1:], " "))
+		if err != nil {
+			return []string{"eval", "echo " + quoteOrFalse("sh: eval: "+err.Error()) + " >&2; false"}, nil
+		}
+		return []string{"eval", printScript(f)}, nil
 	case "type", "hash", "command":
 		// These search PATH with os.Stat on the host's file system: answer
 		// them here instead, from the builtins and the utilities.
@@ -301,11 +330,27 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	if testHookExec != nil {
 		testHookExec(name)
 	}
-	p.running.add(name, 1)
-	defer p.running.add(name, -1)
 	switch name {
 	case lookupCommand:
 		return p.lookup(hc, args[1:])
+	case jobCommand:
+		if len(args) != 2 {
+			return interp.NewExitStatus(2)
+		}
+		return p.job(ctx, hc, args[1])
+	}
+	if !isShell(name) { // sh counts itself, in run
+		if !p.running.fork() {
+			fmt.Fprintln(hc.Stderr, errForkFailed)
+			return interp.NewExitStatus(1)
+		}
+		defer p.running.exit()
+	}
+	p.running.add(name, 1)
+	defer p.running.add(name, -1)
+	switch name {
+	case "stress":
+		return p.stress(ctx, hc, args[1:])
 	case "pgrep":
 		// There are no PIDs: one line per running utility of that name.
 		if len(args) != 2 {
@@ -413,6 +458,33 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(hc.Stderr, "sh: %s: command not found (the fake runtime runs no programs: see fakeruntime.Utilities)\n", args[0])
 	return interp.NewExitStatus(ExitCodeNotFound)
+}
+
+// declaration is a declaration command (export a=1 b) as bash source, its
+// names bare and its values quoted.
+func declaration(args []string) string {
+	words := []string{args[0]}
+	for _, a := range args[1:] {
+		name, value, isAssign := strings.Cut(a, "=")
+		switch {
+		case isAssign && syntax.ValidName(name):
+			words = append(words, name+"="+quoteOrFalse(value))
+		case syntax.ValidName(name) || strings.HasPrefix(a, "-"):
+			words = append(words, a)
+		default:
+			words = append(words, quoteOrFalse(a))
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// quoteOrFalse quotes s for a script, or is "false" if it cannot be.
+func quoteOrFalse(s string) string {
+	q, err := syntax.Quote(s, syntax.LangPOSIX)
+	if err != nil {
+		return "false"
+	}
+	return q
 }
 
 // lookupCommand is the internal name under which call hands type, hash
@@ -713,6 +785,9 @@ func (p *proc) open(ctx context.Context, name string, flag int, perm os.FileMode
 	f, err := p.root.OpenFile(p.rel(p.dir(ctx), name), flag, perm)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: cause(err)}
+	}
+	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		return meteredFile{f, p}, nil
 	}
 	return f, nil
 }

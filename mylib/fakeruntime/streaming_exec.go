@@ -88,6 +88,13 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 // would race for the same bytes).
 func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (code int) {
 	defer p.recoverInternal(&code)
+	ctx, cancel := p.bindOOM(ctx)
+	defer cancel()
+	if !p.running.fork() {
+		io.WriteString(p.stderr, errForkFailed+"\n")
+		return 1
+	}
+	defer p.running.exit()
 	p.stdin = nil
 	runner, err := p.newRunner(nil)
 	if err != nil {
@@ -104,6 +111,7 @@ func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (co
 			return true
 		}
 		for _, st := range stmts {
+			rewriteJobs(st)
 			err := runner.Run(ctx, st)
 			code = exitCode(ctx, err, p.stderr)
 			if runner.Exited() || ctx.Err() != nil {

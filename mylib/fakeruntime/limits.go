@@ -1,0 +1,377 @@
+package fakeruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// A container's scripts run on the runtime's own goroutines and heap, so
+// the runtime itself stands in for the kernel's limits: what a cgroup's
+// pids.max and memory.max would stop, the interpreter's handlers stop here.
+// Everything below is reachable from a proc, so that it moves with the
+// scripts into a sandbox process.
+
+// DefaultPodPidsLimit is how many processes (see procTable.fork) a
+// container may have running at once when Config.PodPidsLimit is 0.
+// The kubelet's podPidsLimit defaults to -1, unlimited, and leaves the
+// bound to the kernel's pid_max; the mock's processes are goroutines of
+// one process, so it needs a bound of its own: 1024 is far above what a
+// pod's scripts run and far below what hurts the runtime.
+const DefaultPodPidsLimit = 1024
+
+// DefaultContainerMemory is the memory limit of a container whose config
+// sets none. On a real node such a container is bounded by the node's
+// allocatable memory; here it would be bounded by nothing but the
+// runtime's own process, so that one container cannot take the node (and
+// every other container) down with it.
+const DefaultContainerMemory = 512 << 20
+
+// ReasonOOMKilled is the reason of a container killed because it went over
+// its memory limit (exit code 137), as containerd reports it.
+const ReasonOOMKilled = "OOMKilled"
+
+// maxStackFrames bounds how deep a script may nest (function calls, eval,
+// source, sh -c within sh -c), counted in Go stack frames of the script's
+// goroutine when a command starts. One shell function level takes about
+// eight frames and a nested sh -c about twenty, so 10,000 frames is about
+// 1,200 levels of recursion: no real script goes near it (bash scripts
+// rarely nest beyond a few dozen), and the Go stack is then a few MB, far
+// from Go's fatal 1 GB. Without the bound, `f(){ f; }; f` ends the
+// runtime's process with a stack overflow, which no recover catches.
+const maxStackFrames = 10000
+
+// depthCheckEvery is how often checkLimits counts the stack's frames.
+const depthCheckEvery = 32
+
+// errForkFailed is what a shell prints when fork fails.
+const errForkFailed = "sh: fork: retry: Resource temporarily unavailable"
+
+// limits are a container's: its pids.max and memory.max, and what its
+// processes use now. The container's main script and its execs share one
+// (they are in procTable).
+type limits struct {
+	pidsMax int64 // < 0: unlimited; 0: DefaultPodPidsLimit
+	memMax  int64 // 0: DefaultContainerMemory
+
+	pids   atomic.Int64 // the processes running: scripts, utilities, background jobs
+	stress atomic.Int64 // the bytes stress holds
+	files  atomic.Int64 // bytes written to the writable layer since it was last measured, plus that measure
+	peak   atomic.Int64 // the highest usage seen, as memory.peak
+
+	once      sync.Once
+	oomCtx    context.Context // cancelled when the container is OOM-killed
+	oomKill   context.CancelFunc
+	oomKilled atomic.Bool
+}
+
+// setLimits sets the container's limits: pids (-1: unlimited, 0: the
+// default) and memory bytes (<= 0: the default).
+func (l *limits) setLimits(pids, memory int64) {
+	l.pidsMax, l.memMax = pids, memory
+}
+
+func (l *limits) memoryMax() int64 {
+	if l.memMax <= 0 {
+		return DefaultContainerMemory
+	}
+	return l.memMax
+}
+
+// fork takes a process slot; false when the container has pids.max
+// processes already.
+func (l *limits) fork() bool {
+	limit := l.pidsMax
+	if limit == 0 {
+		limit = DefaultPodPidsLimit
+	}
+	if n := l.pids.Add(1); limit > 0 && n > limit {
+		l.pids.Add(-1)
+		return false
+	}
+	return true
+}
+
+// exit gives back a slot taken by fork.
+func (l *limits) exit() { l.pids.Add(-1) }
+
+// oom is the context the OOM killer cancels.
+func (l *limits) oom() context.Context {
+	l.once.Do(func() { l.oomCtx, l.oomKill = context.WithCancel(context.Background()) })
+	return l.oomCtx
+}
+
+// killed reports whether the container was OOM-killed.
+func (l *limits) killed() bool { return l.oomKilled.Load() }
+
+// charge checks the container's memory with vars bytes of the calling
+// shell's variables counted; over the limit, it kills the container (every
+// script of it: as the kubelet sets memory.oom.group, the kernel kills the
+// whole container) and reports it.
+func (l *limits) charge(root fsRoot, vars int64) bool {
+	limit := l.memoryMax()
+	use := vars + l.stress.Load() + l.files.Load()
+	if use > limit {
+		// The files' count only grows between measures: measure them
+		// again before killing.
+		l.files.Store(root.usage())
+		use = vars + l.stress.Load() + l.files.Load()
+	}
+	for {
+		p := l.peak.Load()
+		if use <= p || l.peak.CompareAndSwap(p, use) {
+			break
+		}
+	}
+	if use <= limit {
+		return false
+	}
+	l.oom()
+	l.oomKilled.Store(true)
+	l.oomKill()
+	return true
+}
+
+// fsRoot measures a container's writable layer.
+type fsRoot interface{ usage() int64 }
+
+// rootUsage is the bytes of the files under the container's root, as a
+// memory-backed writable layer (tmpfs) counts them against the container.
+type rootUsage struct{ fsys fs.FS }
+
+func (r rootUsage) usage() int64 {
+	var n int64
+	_ = fs.WalkDir(r.fsys, ".", func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil // what cannot be read counts nothing
+	})
+	return n
+}
+
+// errOOM halts a script whose container was OOM-killed.
+var errOOM = errors.New("killed: out of memory")
+
+// varsSize is the bytes of a shell's variables, names and values.
+func varsSize(hc interp.HandlerContext) int64 {
+	var n int64
+	hc.Env.Each(func(name string, vr expand.Variable) bool {
+		n += int64(len(name) + len(vr.Str))
+		for _, s := range vr.List {
+			n += int64(len(s))
+		}
+		for k, v := range vr.Map {
+			n += int64(len(k) + len(v))
+		}
+		return true
+	})
+	return n
+}
+
+// checkLimits runs before each command (proc.call): it refuses to nest
+// deeper than maxStackFrames and enforces the container's memory limit.
+func (p *proc) checkLimits(ctx context.Context) error {
+	// Counting frames costs one step per frame: count at one command in
+	// depthCheckEvery only. A script nests by at most that many commands
+	// between two counts, a few hundred frames past the bound.
+	var pc [1]uintptr
+	if p.calls.Add(1)%depthCheckEvery == 0 && runtime.Callers(maxStackFrames, pc[:]) != 0 {
+		return fmt.Errorf("maximum nesting depth (%d stack frames) exceeded", maxStackFrames)
+	}
+	if p.running.charge(p.rootUsage(), varsSize(interp.HandlerCtx(ctx))) {
+		return errOOM
+	}
+	return nil
+}
+
+func (p *proc) rootUsage() fsRoot { return rootUsage{p.root.FS()} }
+
+// meteredFile counts the bytes written to a file of the writable layer
+// against the container's memory.
+type meteredFile struct {
+	io.ReadWriteCloser
+	p *proc
+}
+
+func (f meteredFile) Write(b []byte) (int, error) {
+	f.p.running.files.Add(int64(len(b)))
+	if f.p.running.charge(f.p.rootUsage(), 0) {
+		return 0, errOOM
+	}
+	return f.ReadWriteCloser.Write(b)
+}
+
+// bindOOM returns ctx cancelled as well when the container is OOM-killed.
+func (p *proc) bindOOM(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.running.oom(), cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// jobCommand is the command a background statement `X &` becomes (see
+// rewriteJobs): `fakeruntime-job 'X' &`. Anyone may run it: it runs its
+// argument as one accounted process, which is what `X &` is.
+const jobCommand = "fakeruntime-job"
+
+// rewriteJobs turns each background statement `X &` of node (not those
+// inside X: they are rewritten when the job runs) into `jobCommand 'X' &`,
+// so that a background job, even one running only builtins, runs in the
+// exec handler, where it takes a process slot and gives it back when it
+// ends. The interpreter starts background goroutines with no hook of its
+// own.
+func rewriteJobs(node syntax.Node) {
+	syntax.Walk(node, func(n syntax.Node) bool {
+		st, ok := n.(*syntax.Stmt)
+		if !ok || !(st.Background || st.Coprocess || st.Disown) {
+			return true
+		}
+		inner := *st
+		inner.Background, inner.Coprocess, inner.Disown = false, false, false
+		inner.Comments = nil
+		var b strings.Builder
+		if err := syntax.NewPrinter().Print(&b, &inner); err != nil {
+			return false // cannot happen for a parsed statement; left as it is
+		}
+		q, err := syntax.Quote(b.String(), syntax.LangPOSIX)
+		if err != nil {
+			return false // a NUL byte: cannot be in a parsed statement
+		}
+		f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(jobCommand+" "+q), "")
+		if err != nil || len(f.Stmts) != 1 {
+			return false
+		}
+		st.Cmd, st.Redirs, st.Negated = f.Stmts[0].Cmd, nil, false
+		st.Coprocess, st.Disown, st.Background = false, false, true
+		return false
+	})
+}
+
+// parseScript parses src as a POSIX shell script, with its background
+// statements rewritten (rewriteJobs).
+func parseScript(src string) (*syntax.File, error) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil, err
+	}
+	rewriteJobs(f)
+	return f, nil
+}
+
+// printScript is a parsed script as source text again.
+func printScript(f *syntax.File) string {
+	var b strings.Builder
+	_ = syntax.NewPrinter().Print(&b, f) // a strings.Builder never fails
+	return b.String()
+}
+
+// job runs src as a background job: one process of the container, whose
+// slot it holds until src ends however it ends.
+func (p *proc) job(ctx context.Context, hc interp.HandlerContext, src string) (err error) {
+	if !p.running.fork() {
+		fmt.Fprintln(hc.Stderr, errForkFailed)
+		return interp.NewExitStatus(1)
+	}
+	defer p.running.exit()
+	defer func() {
+		// A panic here is on the job's goroutine, which only this
+		// handler can catch.
+		if v := recover(); v != nil {
+			msg, _, _ := strings.Cut(fmt.Sprint(v), "\n")
+			fmt.Fprintf(hc.Stderr, "sh: internal error: %s\n", msg)
+			err = interp.NewExitStatus(2)
+		}
+	}()
+	f, err := parseScript(src)
+	if err != nil {
+		fmt.Fprintf(hc.Stderr, "sh: %v\n", err)
+		return interp.NewExitStatus(2)
+	}
+	return hc.Builtin(ctx, []string{"eval", printScript(f)})
+}
+
+// stress is stress(1) as the Kubernetes docs' memory examples run it
+// (polinux/stress): `stress --vm N --vm-bytes SIZE [--vm-hang S]` holds N
+// times SIZE bytes until killed. It only counts them against the
+// container's memory: nothing is allocated.
+func (p *proc) stress(ctx context.Context, hc interp.HandlerContext, args []string) error {
+	workers, size := int64(0), int64(256<<20) // stress's default --vm-bytes
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		val := ""
+		if i+1 < len(args) {
+			val = args[i+1]
+		}
+		var err error
+		switch a {
+		case "--vm", "-m":
+			workers, err = strconv.ParseInt(val, 10, 64)
+			i++
+		case "--vm-bytes":
+			size, err = parseStressSize(val)
+			i++
+		case "--vm-hang", "--timeout", "-t", "--vm-stride":
+			_, err = strconv.ParseInt(strings.TrimRight(val, "smhdy"), 10, 64)
+			i++
+		case "--vm-keep", "-v", "--verbose", "-q", "--quiet":
+		default:
+			err = errors.New("unknown option")
+		}
+		if err != nil || workers < 0 || workers > 1<<16 || size < 0 {
+			fmt.Fprintf(hc.Stderr, "stress: FAIL: [1] (%s) the mock runtime's stress knows only --vm N --vm-bytes SIZE [--vm-hang S]\n", a)
+			return interp.NewExitStatus(1)
+		}
+	}
+	if workers == 0 {
+		fmt.Fprintln(hc.Stderr, "stress: FAIL: [1] no hogs requested (the mock runtime's stress knows only --vm N --vm-bytes SIZE)")
+		return interp.NewExitStatus(1)
+	}
+	fmt.Fprintf(hc.Stdout, "stress: info: [1] dispatching hogs: 0 cpu, 0 io, %d vm, 0 hdd\n", workers)
+	total := workers * size
+	if size != 0 && total/size != workers {
+		total = 1 << 62 // overflowed: more than any limit
+	}
+	p.running.stress.Add(total)
+	defer p.running.stress.Add(-total)
+	if p.running.charge(p.rootUsage(), varsSize(hc)) {
+		return errOOM
+	}
+	<-ctx.Done() // PID 1 ignores SIGTERM without a handler: stress has none
+	return ctx.Err()
+}
+
+// parseStressSize reads stress's --vm-bytes: a number with an optional
+// suffix B, K, M or G (powers of 1024, either case).
+func parseStressSize(s string) (int64, error) {
+	mult := int64(1)
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'b', 'B':
+			s = s[:n-1]
+		case 'k', 'K':
+			s, mult = s[:n-1], 1<<10
+		case 'm', 'M':
+			s, mult = s[:n-1], 1<<20
+		case 'g', 'G':
+			s, mult = s[:n-1], 1<<30
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	return v * mult, nil
+}
