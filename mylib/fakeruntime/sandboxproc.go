@@ -102,7 +102,7 @@ type runSpec struct {
 	Interactive bool     `json:"interactive,omitempty"` // a shell reading commands from stdin
 	Prompt      string   `json:"prompt,omitempty"`
 	Fault       bool     `json:"fault,omitempty"` // opFault: on or off
-	Limits      limits   `json:"limits"`
+	Limits      runLimits `json:"limits"`
 }
 
 // The requests; an exit comes back as a runExit.
@@ -113,8 +113,12 @@ const (
 	opFault = "fault"
 )
 
-// limits are what the sandbox process enforces on a container's scripts.
-type limits struct{}
+// runLimits are the container's limits (see limits.go), which the sandbox
+// process enforces on its scripts.
+type runLimits struct {
+	Pids   int64 `json:"pids"`
+	Memory int64 `json:"memory"`
+}
 
 // runExit is the sandbox process's answer: run ID ended with Code.
 type runExit struct {
@@ -519,7 +523,8 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 		ip = s.ip
 	}
 	return runSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
-		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip}
+		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip,
+		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}}
 }
 
 // startInSandbox starts c's main script in the sandbox process. Caller

@@ -224,6 +224,9 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 	}
 	s.mu.Lock()
 	c := s.container(spec.Container)
+	if c.runs == 0 {
+		c.running.setLimits(spec.Limits.Pids, spec.Limits.Memory)
+	}
 	c.runs++
 	p := newProc(clock.RealClock{}, root, spec.Hostname, spec.Env, stdout, stderr, &c.running)
 	p.workDir = spec.WorkDir
@@ -255,7 +258,11 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 			}
 		}
 		s.mu.Unlock()
-		s.exit(spec.ID, code, "")
+		reason := ""
+		if c.running.killed() {
+			code, reason = ExitCodeSIGKILL, ReasonOOMKilled
+		}
+		s.exit(spec.ID, code, reason)
 	}()
 }
 

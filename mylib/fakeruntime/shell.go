@@ -236,12 +236,13 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 		interp.Env(expand.ListEnviron(p.env...)),
 		interp.Dir("/"), // the container's /, as every handler below sees it
 		interp.StdIO(p.stdin, p.stdout, p.stderr),
-		interp.CallHandler(p.call),
-		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return p.exec }),
-		interp.OpenHandler(p.open),
-		interp.ReadDirHandler2(p.readDir),
-		interp.StatHandler(p.stat),
-		interp.AccessHandler(p.access),
+		// Guarded: a panic in one ends its command, not the process (guard.go).
+		interp.CallHandler(guardCall(p.call)),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return guardExec(p.exec) }),
+		interp.OpenHandler(guardOpen(p.open)),
+		interp.ReadDirHandler2(guardReadDir(p.readDir)),
+		interp.StatHandler(guardStat(p.stat)),
+		interp.AccessHandler(guardAccess(p.access)),
 	}
 	if len(params) > 0 {
 		opts = append(opts, interp.Params(append([]string{"--"}, params[1:]...)...))
