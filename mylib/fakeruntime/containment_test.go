@@ -2,9 +2,12 @@ package fakeruntime
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +53,19 @@ var attacks = []struct{ name, script string }{
 	{"nested-sh-exit0", `sh -c 'exit 0'`},
 	{"type-path", `PATH=@DIR@ type sh-interp-canary; PATH=@DIR@ command -v sh-interp-canary`},
 	{"many-fds", `i=0; while [ $i -lt 200 ]; do exec 4< /etc/hostname; i=$((i+1)); done; echo done`},
+	{"memory-doubling", `x=a; while :; do x=$x$x; done`},
+	{"memory-files", `x=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; while :; do echo $x$x$x$x$x$x$x$x >> /tmp/fill; done`},
+	{"background-jobs", `i=0; while [ $i -lt 3000 ]; do sleep 60 & i=$((i+1)); done; echo started`},
+	{"background-builtins", `i=0; while [ $i -lt 3000 ]; do { while :; do :; done; } & i=$((i+1)); done`},
+	{"recursion", `f(){ f; }; f`},
+	{"nested-sh-chain", `export s='sh -c "$s"'; sh -c "$s"`},
+	{"eval-chain", `e='eval "$e"'; eval "$e"`},
+	{"output-flood", `while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done`},
+	{"sleep-overflow", `sleep 1e9h & sleep infinity & sleep 99999999999999999999; echo "$?"`},
 }
+
+// containmentMemory is the memory limit of the corpus's containers.
+const containmentMemory = 64 << 20
 
 // canaries lays the canaries in a directory of the host and returns it.
 func canaries(t *testing.T) (dir, secret string) {
@@ -94,6 +109,7 @@ type containment struct {
 	sandbox         string
 	bystander       string
 	goroutinesStart int
+	firstSandboxPID int
 }
 
 func newContainment(t *testing.T) *containment {
@@ -103,7 +119,10 @@ func newContainment(t *testing.T) *containment {
 	by := createContainer(t, r, sb, "bystander", "sh", "-c", "while true; do sleep 1; done")
 	startContainer(t, r, by)
 	target := runSandbox(t, r, "target", "uid-target", nil)
-	return &containment{r: r, dir: dir, secret: secret, sandbox: target, bystander: by, goroutinesStart: runtime.NumGoroutine()}
+	r.sandbox.mu.Lock()
+	pid := r.sandbox.child.cmd.Process.Pid
+	r.sandbox.mu.Unlock()
+	return &containment{r: r, dir: dir, secret: secret, sandbox: target, bystander: by, goroutinesStart: runtime.NumGoroutine(), firstSandboxPID: pid}
 }
 
 func (c *containment) expand(script string) string {
@@ -119,7 +138,7 @@ func (c *containment) run(t *testing.T, name, script string) {
 	env := []*runtimeapi.KeyValue{{Key: "TMPDIR", Value: []byte(c.dir)}}
 	cfg := func(n string, cmd ...string) *runtimeapi.ContainerConfig {
 		return &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: n}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
-			Command: cmd, Envs: env}
+			Command: cmd, Envs: env, Linux: &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: containmentMemory}}}
 	}
 	// As the container's command, stopped after 3 s if it has not ended.
 	resp, err := c.r.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: c.sandbox, Config: cfg(name, "sh", "-c", script)})
@@ -142,20 +161,24 @@ func (c *containment) run(t *testing.T, name, script string) {
 	cancel()
 	checkOutput(t, string(out.Bytes()), name+" (command)")
 
-	// As an exec in a running container.
-	host, err := c.r.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: c.sandbox, Config: cfg(name+"-host", "sleep", "3600")})
-	require.NoError(t, err)
-	startContainer(t, c.r, host.ContainerId)
-	ex, err := c.r.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: host.ContainerId, Cmd: []string{"sh", "-c", script}, Timeout: 3})
+	// As an exec in a running container, then as a streamed exec in
+	// another (an OOM kill ends the whole container, as memory.oom.group).
+	host := func(n string) string {
+		resp, err := c.r.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: c.sandbox, Config: cfg(n, "sleep", "3600")})
+		require.NoError(t, err)
+		startContainer(t, c.r, resp.ContainerId)
+		return resp.ContainerId
+	}
+	execHost, streamHost := host(name+"-exec"), host(name+"-stream")
+	ex, err := c.r.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: execHost, Cmd: []string{"sh", "-c", script}, Timeout: 3})
 	if err == nil {
-		t.Logf("%s: exit %d: %q %q", name, ex.ExitCode, ex.Stdout, ex.Stderr)
+		t.Logf("%s: exit %d: %.300q %.300q", name, ex.ExitCode, ex.Stdout, ex.Stderr)
 		checkOutput(t, string(ex.Stdout)+string(ex.Stderr), name+" (exec)")
 	}
-	// As a streamed exec (kubectl exec).
-	u := execURL(t, c.r, host.ContainerId, true, false, "sh")
+	u := execURL(t, c.r, streamHost, true, false, "sh")
 	checkOutput(t, streamFor(t, u, script+"\nexit\n", 5*time.Second), name+" (kubectl exec)")
 
-	for _, id := range []string{resp.ContainerId, host.ContainerId} {
+	for _, id := range []string{resp.ContainerId, execHost, streamHost} {
 		_, err := c.r.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
 		require.NoError(t, err)
 	}
@@ -201,15 +224,29 @@ func TestContainmentCorpus(t *testing.T) {
 		c.run(t, a.name, a.script)
 	}
 	c.checkGoroutines(t)
+	// The sandbox process is the one that ran them all: it never died, and
+	// its memory stayed within a few containers' limits.
+	c.r.sandbox.mu.Lock()
+	pid := c.r.sandbox.child.cmd.Process.Pid
+	c.r.sandbox.mu.Unlock()
+	require.Equal(t, c.firstSandboxPID, pid, "the sandbox process did not die")
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	hwm := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindStringSubmatch(string(status))
+	require.NotNil(t, hwm)
+	peak, _ := strconv.Atoi(hwm[1])
+	t.Logf("the sandbox process's peak RSS: %d MiB", peak/1024)
+	assert.Less(t, peak, 10*containmentMemory/1024, "peak RSS in KiB")
 }
 
 // FuzzContainment runs generated scripts with the same assertions. Its
-// seeds (testdata/fuzz/FuzzContainment) and the corpus above run in every
-// `go test`; `go test -fuzz FuzzContainment` generates more.
+// seeds (testdata/fuzz/FuzzContainment: pieces of the corpus put together)
+// run in every `go test`;
+//
+//	go test -run '^$' -fuzz FuzzContainment -fuzztime 5m ./mylib/fakeruntime/
+//
+// generates more from them.
 func FuzzContainment(f *testing.F) {
-	for _, a := range attacks {
-		f.Add(a.script)
-	}
 	f.Fuzz(func(t *testing.T, script string) {
 		if len(script) > 4096 {
 			return
