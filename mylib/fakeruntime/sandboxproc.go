@@ -88,20 +88,20 @@ func useSandboxProcess(iso Isolation, clk clock.Clock) bool {
 // runSpec is one script to run in a container: its main process or an
 // exec. It travels as JSON to the sandbox process.
 type runSpec struct {
-	Op          string   `json:"op"`        // opRun, opTerm, opKill, opFault
-	ID          string   `json:"id"`        // the run
-	Container   string   `json:"container"` // its container; the root is /<Container>/rootfs
-	Script      string   `json:"script,omitempty"`
-	Params      []string `json:"params,omitempty"`
-	Env         []string `json:"env,omitempty"`
-	WorkDir     string   `json:"workDir,omitempty"`
-	Hostname    string   `json:"hostname,omitempty"`
-	PodIP       string   `json:"podIP,omitempty"`
-	Main        bool     `json:"main,omitempty"`        // the container's main process
-	Stdin       bool     `json:"stdin,omitempty"`       // three descriptors come with it, not two
-	Interactive bool     `json:"interactive,omitempty"` // a shell reading commands from stdin
-	Prompt      string   `json:"prompt,omitempty"`
-	Fault       bool     `json:"fault,omitempty"` // opFault: on or off
+	Op          string    `json:"op"`        // opRun, opTerm, opKill, opFault
+	ID          string    `json:"id"`        // the run
+	Container   string    `json:"container"` // its container; the root is /<Container>/rootfs
+	Script      string    `json:"script,omitempty"`
+	Params      []string  `json:"params,omitempty"`
+	Env         []string  `json:"env,omitempty"`
+	WorkDir     string    `json:"workDir,omitempty"`
+	Hostname    string    `json:"hostname,omitempty"`
+	PodIP       string    `json:"podIP,omitempty"`
+	Main        bool      `json:"main,omitempty"`        // the container's main process
+	Stdin       bool      `json:"stdin,omitempty"`       // three descriptors come with it, not two
+	Interactive bool      `json:"interactive,omitempty"` // a shell reading commands from stdin
+	Prompt      string    `json:"prompt,omitempty"`
+	Fault       bool      `json:"fault,omitempty"` // opFault: on or off
 	Limits      runLimits `json:"limits"`
 }
 
