@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 
 	"mvdan.cc/sh/v3/interp"
 )
@@ -13,17 +14,24 @@ import (
 // The interpreter calls the handlers below on goroutines of its own too (a
 // pipeline's commands, a background job), where nothing recovers a panic:
 // one would end the whole process, and with it every container it runs.
-// So each handler turns a panic of its own into its command's failure:
-// exit code 2 (or an error) and one line on stderr, never a stack trace.
+// So each handler turns a panic of its own into an internal error: a call
+// or a command ends its script (exit code 2, one line on stderr, never a
+// stack trace), as proc.run's recover does on the script's own goroutine;
+// a file operation fails as the operation.
 
 // ExitCodeInternalError is a command's exit code when the runtime's own
 // code failed under it, as a shell's for a misused builtin.
 const ExitCodeInternalError = 2
 
-// internalError is what a handler that panicked returns.
+// internalError is what a handler that panicked returns: to the
+// interpreter, a fatal error that ends the script.
 type internalError struct{ v any }
 
-func (e internalError) Error() string { return fmt.Sprintf("internal error: %v", e.v) }
+// Error is the panic's first line.
+func (e internalError) Error() string {
+	msg, _, _ := strings.Cut(fmt.Sprint(e.v), "\n")
+	return "internal error: " + msg
+}
 
 // guardCall wraps a CallHandler.
 func guardCall(h func(context.Context, []string) ([]string, error)) func(context.Context, []string) ([]string, error) {
@@ -42,8 +50,7 @@ func guardExec(h func(context.Context, []string) error) func(context.Context, []
 	return func(ctx context.Context, args []string) (err error) {
 		defer func() {
 			if v := recover(); v != nil {
-				reportPanic(ctx, args[0], v)
-				err = interp.NewExitStatus(ExitCodeInternalError)
+				err = internalError{v}
 			}
 		}()
 		return h(ctx, args)
@@ -96,10 +103,4 @@ func guardAccess(h func(context.Context, string, interp.AccessMode) error) func(
 		}()
 		return h(ctx, name, mode)
 	}
-}
-
-// reportPanic says on the command's stderr that it failed inside.
-func reportPanic(ctx context.Context, name string, v any) {
-	defer func() { _ = recover() }() // a context without a HandlerContext: nowhere to say it
-	fmt.Fprintf(interp.HandlerCtx(ctx).Stderr, "sh: %s: internal error: %v\n", name, v)
 }

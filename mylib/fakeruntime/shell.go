@@ -209,9 +209,8 @@ func (p *proc) recoverInternal(code *int) {
 	if v == nil {
 		return
 	}
-	msg, _, _ := strings.Cut(fmt.Sprint(v), "\n")
-	fmt.Fprintf(p.stderr, "sh: internal error: %s\n", msg)
-	*code = 2
+	fmt.Fprintf(p.stderr, "sh: %v\n", internalError{v})
+	*code = ExitCodeInternalError
 }
 
 // exitCode is the exit code of a Run that returned err.
@@ -226,6 +225,9 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 		return int(code)
 	}
 	fmt.Fprintf(stderr, "sh: %v\n", err)
+	if errors.As(err, new(internalError)) {
+		return ExitCodeInternalError
+	}
 	return 1
 }
 

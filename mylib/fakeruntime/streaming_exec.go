@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"sync"
@@ -114,7 +115,7 @@ func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (co
 			rewriteJobs(st)
 			err := runner.Run(ctx, st)
 			code = exitCode(ctx, err, p.stderr)
-			if runner.Exited() || ctx.Err() != nil {
+			if runner.Exited() || ctx.Err() != nil || errors.As(err, new(internalError)) {
 				exited = true
 				return false
 			}
