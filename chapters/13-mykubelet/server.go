@@ -119,7 +119,13 @@ func run(ctx context.Context, s *KubeletServer) error {
 	// 3. The container runtime, and the runtime check: Version over the CRI.
 	reach, why := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, ""
 	if s.FakeRuntime {
-		mock, err := fakeruntime.NewRuntime(fakeruntime.Config{Clock: clk, PodCIDR: s.PodCIDR, PodNetwork: true})
+		// podPidsLimit bounds each container's processes; the kubelet's
+		// default, -1 (no bound of its own), leaves the mock's.
+		pids := int64(0)
+		if kc.PodPidsLimit != nil && *kc.PodPidsLimit > 0 {
+			pids = *kc.PodPidsLimit
+		}
+		mock, err := fakeruntime.NewRuntime(fakeruntime.Config{Clock: clk, PodCIDR: s.PodCIDR, PodNetwork: true, PodPidsLimit: pids})
 		if err != nil {
 			return err
 		}
