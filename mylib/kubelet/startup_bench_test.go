@@ -136,7 +136,17 @@ func BenchmarkPodStartup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wg.Go(func() { _ = fakeruntime.New(clk).Serve(ctx, lis) })
+	// MYKUBELET_BENCH_ISOLATION=in-process keeps the scripts in the
+	// runtime's process, as before the sandbox process: to compare.
+	iso := fakeruntime.IsolationAuto
+	if os.Getenv("MYKUBELET_BENCH_ISOLATION") == "in-process" {
+		iso = fakeruntime.IsolationInProcess
+	}
+	mock, err := fakeruntime.NewRuntime(fakeruntime.Config{Clock: clk, Isolation: iso})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wg.Go(func() { _ = mock.Serve(ctx, lis) })
 	rt, err := kuberuntime.Connect(ctx, "unix://"+filepath.Join(dir, "rt.sock"), clk)
 	if err != nil {
 		b.Fatal(err)
