@@ -135,6 +135,31 @@ func (n *podNetwork) setUp() error {
 			return fmt.Errorf("set %s up in %s: %w", name, n.name, err)
 		}
 	}
+	// Each sandbox's address is one more of the range on eth0, which the
+	// kernel keeps as a secondary of the first; without this, taking the
+	// first away (its sandbox stopped) would take all the others with it.
+	if err := n.setSysctl("net/ipv4/conf/eth0/promote_secondaries", "1"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// setSysctl writes value to /proc/sys/key in the namespace: from a thread
+// that joins it (/proc/sys/net shows the namespace of the thread that opens
+// it) and ends with its goroutine, never given back.
+func (n *podNetwork) setSysctl(key, value string) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := unix.Setns(int(n.ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns %s: %w", n.name, err)
+			return
+		}
+		errc <- os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644)
+	}()
+	if err := <-errc; err != nil {
+		return fmt.Errorf("sysctl %s in %s: %w", key, n.name, err)
+	}
 	return nil
 }
 

@@ -246,6 +246,26 @@ func TestPodNetworkNeverRunsTheIPCommand(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "the runtime ran: %s", b)
 }
 
+// TestStoppingASandboxKeepsTheOthersAddresses: the first sandbox's address
+// is eth0's primary one, the others' its secondaries; stopping the first
+// sandbox leaves the others reachable (the kernel would drop secondaries
+// with their primary, but the namespace promotes them).
+func TestStoppingASandboxKeepsTheOthersAddresses(t *testing.T) {
+	r := networkRuntime(t, clock.RealClock{})
+	serverContainer(t, r, "first", "nginx:1.27", nil)
+	second, _ := serverContainer(t, r, "second", "nginx:1.27", nil)
+	code, _ := get(t, "http://"+second+"/")
+	require.Equal(t, 200, code)
+	for _, s := range r.Snapshot().Sandboxes {
+		if s.Pod == "default/first" {
+			_, err := r.StopPodSandbox(context.Background(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.ID})
+			require.NoError(t, err)
+		}
+	}
+	code, _ = get(t, "http://"+second+"/")
+	assert.Equal(t, 200, code, "the second sandbox still answers")
+}
+
 func mustAddr(t *testing.T, s string) netip.Addr {
 	t.Helper()
 	a, err := netip.ParseAddr(s)
