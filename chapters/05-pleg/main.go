@@ -4,8 +4,9 @@
 // on a unix socket, speaking the real CRI, and runs the kubelet's Pod
 // Lifecycle Event Generator (mylib/pleg) against it through a CRI gRPC
 // client (mylib/kuberuntime), exactly as the kubelet talks to containerd.
-// It prints each event as it happens. A small HTTP control API on loopback
-// lets you kill, stop, remove or exec in containers behind the PLEG's back.
+// It prints each event as it happens. A small HTTP control API, on a unix
+// socket only your user can reach, lets you kill, stop, remove or exec in
+// containers behind the PLEG's back.
 //
 // It needs no Kubernetes cluster: --kubeconfig is accepted, like in every
 // chapter, and not used.
@@ -28,14 +29,12 @@ import (
 	"mykubelet/mylib/server"
 )
 
-// DefaultControlAddress is where the fake runtime's control API listens.
-const DefaultControlAddress = "127.0.0.1:10355"
-
 func main() {
 	o := options.New("05-pleg")
 	rt := o.Runtime(pleg.RelistPeriod)
 	seed := o.Flags.Bool("seed-pods", false, "start the mock runtime with two sample pods (default: empty)")
-	control := o.Flags.String("control-address", DefaultControlAddress, "host:port of the mock runtime's HTTP control API (empty: none); loopback only, it has no authentication")
+	var control fakeruntime.ControlFlag
+	o.Flags.Var(&control, "control-address", fakeruntime.ControlFlagUsage)
 	runPLEG := o.Flags.Bool("pleg", true, "run the PLEG; false: only serve the mock runtime, for crictl or other chapters")
 
 	o.Main(os.Args[1:], func(ctx context.Context) error {
@@ -51,7 +50,7 @@ func main() {
 
 		// 1. The runtime: our mock, served on a unix socket like containerd.
 		if rt.Fake {
-			if err := serveFakeRuntime(ctx, &wg, clk, rt.Endpoint, *seed, *control); err != nil {
+			if err := serveFakeRuntime(ctx, &wg, clk, rt.Endpoint, *seed, control.Path(o.StateDir)); err != nil {
 				return err
 			}
 		}
@@ -96,8 +95,9 @@ func main() {
 }
 
 // serveFakeRuntime starts the mock runtime on endpoint, and its control API
-// on controlAddr unless empty. Both stop when ctx ends; wg waits for them.
-func serveFakeRuntime(ctx context.Context, wg *sync.WaitGroup, clk clock.Clock, endpoint string, seed bool, controlAddr string) error {
+// on the unix socket controlPath unless empty. Both stop when ctx ends; wg
+// waits for them.
+func serveFakeRuntime(ctx context.Context, wg *sync.WaitGroup, clk clock.Clock, endpoint string, seed bool, controlPath string) error {
 	// Pulls take as long as from a real registry, so that a caller's
 	// deadline can cut one short.
 	rt, err := fakeruntime.NewRuntime(fakeruntime.Config{Clock: clk,
@@ -114,14 +114,14 @@ func serveFakeRuntime(ctx context.Context, wg *sync.WaitGroup, clk clock.Clock, 
 		return err
 	}
 	fmt.Printf("fake runtime: serving CRI on %s with %d sample pods\n", endpoint, len(rt.Snapshot().Sandboxes))
-	if controlAddr == "" {
+	if controlPath == "" {
 		return nil
 	}
-	cl, err := fakeruntime.ListenControl(controlAddr) // loopback only: it has no authentication
+	cl, err := fakeruntime.ListenControl(controlPath) // mode 0600: only this user may use it
 	if err != nil {
 		return fmt.Errorf("control API: %w", err)
 	}
 	server.ServeHTTP(ctx, wg, cl, fakeruntime.NewControlHandler(rt))
-	fmt.Printf("fake runtime: control API on http://%s (curl it for help)\n", cl.Addr())
+	fmt.Printf("fake runtime: control API on unix://%s (curl it for help)\n", controlPath)
 	return nil
 }

@@ -25,9 +25,15 @@ import (
 // lineTimeout is how long the tests wait for a line the chapter prints.
 const lineTimeout = 30 * time.Second
 
-func post(t *testing.T, url string) string {
+// post POSTs to path of the control API on the unix socket sock, as
+// curl -s -X POST --unix-socket SOCK http://localhost/PATH does.
+func post(t *testing.T, sock, path string) string {
 	t.Helper()
-	resp, err := http.Post(url, "", nil)
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Post("http://localhost"+path, "", nil)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -44,8 +50,12 @@ func countEvents(out string) int {
 func TestWalkthrough(t *testing.T) {
 	bin := testcluster.BuildChapter(t, "./chapters/05-pleg")
 	dir := chaptertest.ShortTempDir(t)
-	p := chaptertest.Start(t, bin, "--state-dir", dir, "--seed-pods", "--control-address", "127.0.0.1:0")
-	addr := p.WaitForSubmatch(`control API on (http://127\.0\.0\.1:\d+)`, 0, lineTimeout)[1]
+	p := chaptertest.Start(t, bin, "--state-dir", dir, "--seed-pods")
+	sock := p.WaitForSubmatch(`control API on unix://(\S+) `, 0, lineTimeout)[1]
+	assert.Equal(t, filepath.Join(dir, "runtime-control.sock"), sock, "the control socket is in the state directory by default")
+	fi, err := os.Stat(sock)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSocket|0o600, fi.Mode()&(os.ModeType|os.ModePerm), "only its user may use it")
 	p.WaitForOutput(`ContainerStarted pod=default/busybox sandbox`, lineTimeout)
 	require.Equal(t, 4, countEvents(p.Stdout()))
 
@@ -61,11 +71,11 @@ func TestWalkthrough(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	assert.Equal(t, 4, countEvents(p.Stdout()), "a steady relist prints nothing")
 
-	assert.Contains(t, post(t, addr+"/pods/default/nginx/containers/nginx/kill"), "killed container")
+	assert.Contains(t, post(t, sock, "/pods/default/nginx/containers/nginx/kill"), "killed container")
 	p.WaitForOutput(`ContainerDied pod=default/nginx container=nginx`, lineTimeout)
-	post(t, addr+"/pods/default/nginx/containers/nginx/remove")
+	post(t, sock, "/pods/default/nginx/containers/nginx/remove")
 	p.WaitForOutput(`ContainerRemoved pod=default/nginx container=nginx`, lineTimeout)
-	assert.Contains(t, post(t, addr+"/pods/default/busybox/containers/busybox/stop"), "stopped container")
+	assert.Contains(t, post(t, sock, "/pods/default/busybox/containers/busybox/stop"), "stopped container")
 	p.WaitForOutput(`ContainerDied pod=default/busybox container=busybox .* exitCode=1 reason=Error`, lineTimeout)
 
 	require.Equal(t, 0, p.Stop(), "exit after Ctrl-C")
@@ -81,15 +91,16 @@ func TestWalkthrough(t *testing.T) {
 func TestStandaloneRuntimeAndSeparatePLEG(t *testing.T) {
 	bin := testcluster.BuildChapter(t, "./chapters/05-pleg")
 	dir := chaptertest.ShortTempDir(t)
-	rt := chaptertest.Start(t, bin, "--state-dir", dir, "--seed-pods", "--pleg=false", "--control-address", "127.0.0.1:0")
-	addr := rt.WaitForSubmatch(`control API on (http://127\.0\.0\.1:\d+)`, 0, lineTimeout)[1]
+	sock := filepath.Join(dir, "control", "c.sock")
+	rt := chaptertest.Start(t, bin, "--state-dir", dir, "--seed-pods", "--pleg=false", "--control-address", sock)
+	rt.WaitForOutput(`control API on unix://`+regexp.QuoteMeta(sock)+` `, lineTimeout)
 	rt.WaitForOutput(`serving until Ctrl-C`, lineTimeout)
 
 	pl := chaptertest.Start(t, bin, "--state-dir", dir, "--fake-runtime=false")
 	pl.WaitForOutput(`ContainerStarted pod=default/nginx container=nginx`, lineTimeout)
 	require.Equal(t, 0, pl.Stop(), "exit after Ctrl-C")
 
-	post(t, addr+"/pods/default/nginx/containers/nginx/kill")
+	post(t, sock, "/pods/default/nginx/containers/nginx/kill")
 	pl = chaptertest.Start(t, bin, "--state-dir", dir, "--fake-runtime=false")
 	pl.WaitForOutput(`ContainerDied pod=default/nginx container=nginx .* exitCode=137 reason=Error`, lineTimeout)
 	pl.WaitForOutput(`ContainerStarted pod=default/nginx sandbox`, lineTimeout)
@@ -117,16 +128,19 @@ func TestErrors(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "unix socket paths are limited to 107: use a shorter --state-dir")
 
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	busy, err := net.Listen("unix", filepath.Join(dir, "runtime-control.sock"))
 	require.NoError(t, err)
 	defer busy.Close()
-	code, stderr = run("--state-dir", dir, "--control-address", busy.Addr().String())
+	code, stderr = run("--state-dir", dir)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "05-pleg: error: control API: listen tcp "+busy.Addr().String()+": bind: address already in use")
+	assert.Equal(t, "05-pleg: error: control API: control socket "+dir+"/runtime-control.sock: another runtime is already listening there", strings.TrimSpace(stderr))
 
-	code, stderr = run("--state-dir", dir, "--control-address", "0.0.0.0:17356")
+	open := filepath.Join(dir, "open")
+	require.NoError(t, os.Mkdir(open, 0o755))
+	require.NoError(t, os.Chmod(open, 0o755))
+	code, stderr = run("--state-dir", dir, "--control-address", open+"/c.sock")
 	assert.Equal(t, 1, code)
-	assert.Equal(t, `05-pleg: error: control API: address "0.0.0.0:17356" is not on loopback: the control API has no authentication, so it listens only on 127.0.0.1, ::1 or localhost`, strings.TrimSpace(stderr))
+	assert.Equal(t, "05-pleg: error: control API: control socket "+open+"/c.sock: its directory "+open+" is mode 0755, open to other users; it must be 0700 (chmod 700 "+open+"), or choose another --control-address", strings.TrimSpace(stderr))
 
 	code, stderr = run("--relist-period", "0s")
 	assert.Equal(t, 2, code, "a bad flag")

@@ -35,8 +35,8 @@ func BenchmarkReadinessToEndpoint(b *testing.B) {
 	f.state = chaptertest.ShortTempDir(b)
 	chaptertest.WriteNodeKubeconfig(b, f.state, f.NodeConfig)
 	p := chaptertest.Start(b, f.Bin, "--node-name", node, "--state-dir", f.state, "--node-ip", "127.0.0.1",
-		"--pod-cidr", fmt.Sprintf("10.%d.0.0/16", 100+os.Getpid()%100), "--control-address", "127.0.0.1:0")
-	control := "http://" + p.WaitForSubmatch(`(?m)^control API: http://(127\.0\.0\.1:\d+) `, 0, 60*time.Second)[1]
+		"--pod-cidr", fmt.Sprintf("10.%d.0.0/16", 100+os.Getpid()%100))
+	control := p.WaitForSubmatch(`(?m)^control API: unix://(\S+) `, 0, 60*time.Second)[1]
 	p.WaitForOutput(`(?m)^node `+node+`: status written`, 60*time.Second)
 
 	probe := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/tmp/healthy"}}},
@@ -87,9 +87,9 @@ func BenchmarkReadinessToEndpoint(b *testing.B) {
 			// A random point of the probe's period, as a failure would come.
 			time.Sleep(time.Duration(rand.Int64N(int64(time.Second))))
 			t0 := time.Now()
-			post(b, control+"/pods/default/delay/containers/c/exec?cmd=rm%20/tmp/healthy")
+			post(b, control, "/pods/default/delay/containers/c/exec?cmd=rm%20/tmp/healthy")
 			ds = append(ds, until("false").Sub(t0))
-			post(b, control+"/pods/default/delay/containers/c/exec?cmd=touch%20/tmp/healthy")
+			post(b, control, "/pods/default/delay/containers/c/exec?cmd=touch%20/tmp/healthy")
 			until("true")
 		}
 	}

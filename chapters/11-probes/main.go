@@ -2,8 +2,8 @@
 //
 // The mock runtime makes its pods' IPs reachable (a network namespace with
 // a veth pair, when run as root), the images of the Kubernetes docs' probe
-// examples serve on them, and its control API (loopback) makes a
-// container's probe targets fail and recover.
+// examples serve on them, and its control API (a unix socket only your user
+// can reach) makes a container's probe targets fail and recover.
 package main
 
 import (
@@ -39,7 +39,8 @@ func main() {
 	o.Flags.TextVar(&nodeIP, "node-ip", net.IP(nil), "the node's InternalIP, the pods' hostIP (default: the address of the interface with the default route)")
 	podLogs := o.Flags.String("pod-logs-dir", "", "where containers' logs go (default: <state-dir>/pod-logs)")
 	podCIDR := o.Flags.String("pod-cidr", fakeruntime.DefaultPodCIDR, "the mock runtime's pod IPs, made reachable in its own network namespace")
-	control := o.Flags.String("control-address", "127.0.0.1:10355", "host:port of the mock runtime's control API (loopback only; empty: none)")
+	var control fakeruntime.ControlFlag
+	o.Flags.Var(&control, "control-address", fakeruntime.ControlFlagUsage)
 	o.Main(os.Args[1:], func(ctx context.Context) error {
 		if *podLogs == "" {
 			*podLogs = statedir.Path(o.StateDir, "pod-logs")
@@ -80,13 +81,13 @@ func main() {
 				mock.Close()
 				return err
 			}
-			if *control != "" {
-				cl, err := fakeruntime.ListenControl(*control)
+			if path := control.Path(o.StateDir); path != "" {
+				cl, err := fakeruntime.ListenControl(path)
 				if err != nil {
 					return fmt.Errorf("control API: %w", err)
 				}
 				server.ServeHTTP(ctx, &wg, cl, fakeruntime.NewControlHandler(mock))
-				fmt.Printf("control API: http://%s (curl it for help)\n", cl.Addr())
+				fmt.Printf("control API: unix://%s (curl it for help)\n", path)
 			}
 		} else {
 			reach = append(reach, netip.MustParsePrefix(*podCIDR)) // the runtime's own pod network

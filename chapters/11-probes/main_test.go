@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"mykubelet/mylib/statedir"
 	"mykubelet/scripts/docscheck"
 	"mykubelet/scripts/readmewalk"
 	"mykubelet/scripts/testkit/chaptertest"
@@ -95,9 +97,15 @@ func (f *fixture) messages(t *testing.T, pod, reason string) []string {
 	return out
 }
 
-func post(t testing.TB, url string) string {
+// post POSTs to path of the control API on the unix socket sock, as
+// curl -s -X POST --unix-socket SOCK http://localhost/PATH does.
+func post(t testing.TB, sock, path string) string {
 	t.Helper()
-	resp, err := http.Post(url, "", nil)
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Post("http://localhost"+path, "", nil)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -107,7 +115,7 @@ func post(t testing.TB, url string) string {
 }
 
 // readmeCommand runs the README's console command number n (0: the first)
-// among those that contain what, with the control API's address for the
+// among those that contain what, with the control API's socket for the
 // README's, until its output matches the README's, as the README walk does
 // with retry=timeout.
 func (f *fixture) readmeCommand(t *testing.T, what string, n int, control string, timeout time.Duration) {
@@ -128,7 +136,7 @@ func (f *fixture) readmeCommand(t *testing.T, what string, n int, control string
 	}
 	require.Greater(t, len(found), n, "the README runs %q", what)
 	c := found[n]
-	cmd := strings.ReplaceAll(c.Command, "http://127.0.0.1:10355", control)
+	cmd := strings.ReplaceAll(c.Command, ".state/"+statedir.RuntimeControlSocket, control)
 	m := readmewalk.Matcher{NodeName: node}
 	var last error
 	waitFor(t, "the README's "+c.Command, timeout, func() bool {
@@ -160,9 +168,10 @@ func TestChapter11Probes(t *testing.T) {
 	// A pod range of its own: other tests may run a pod network too.
 	cidr := fmt.Sprintf("10.%d.0.0/16", 100+os.Getpid()%100)
 	p := chaptertest.Start(t, f.Bin, "--node-name", node, "--state-dir", f.state, "--node-ip", "127.0.0.1",
-		"--pod-cidr", cidr, "--control-address", "127.0.0.1:0")
+		"--pod-cidr", cidr)
 	netns := p.WaitForSubmatch(`(?m)^pod network: \S+ in network namespace (mykubelet-\d+-0), reached through mkl\d+-0`, 0, 60*time.Second)[1]
-	control := "http://" + p.WaitForSubmatch(`(?m)^control API: http://(127\.0\.0\.1:\d+) \(curl it for help\)`, 0, 10*time.Second)[1]
+	control := p.WaitForSubmatch(`(?m)^control API: unix://(\S+) \(curl it for help\)`, 0, 10*time.Second)[1]
+	require.Equal(t, filepath.Join(f.state, statedir.RuntimeControlSocket), control, "in the state directory")
 	p.WaitForOutput(`(?m)^node `+node+`: status written`, 60*time.Second)
 	prefix := strings.Join(strings.Split(cidr, ".")[:2], ".") + "."
 
@@ -253,7 +262,7 @@ func TestChapter11Probes(t *testing.T) {
 	t.Run("grpc: etcd's health service, made NOT_SERVING, has it restarted", func(t *testing.T) {
 		f.Shell(t, `kubectl apply -f yaml/probes/grpc-liveness.yaml`)
 		waitFor(t, "running and ready", 60*time.Second, func() bool { return container(f.pod(t, "etcd-with-grpc")).Ready })
-		post(t, control+"/pods/default/etcd-with-grpc/containers/etcd/fail")
+		post(t, control, "/pods/default/etcd-with-grpc/containers/etcd/fail")
 		waitFor(t, "restarted", 120*time.Second, func() bool { return container(f.pod(t, "etcd-with-grpc")).RestartCount >= 1 })
 		assert.Contains(t, f.messages(t, "etcd-with-grpc", "Unhealthy"), `Liveness probe failed: service unhealthy (responded with "NOT_SERVING")`)
 		assert.Contains(t, f.messages(t, "etcd-with-grpc", "Killing"), "Container etcd failed liveness probe, will be restarted")

@@ -10,10 +10,10 @@ step "Start the kubelet with its prober (as root: the mock runtime makes its pod
 kubectl get node "$NODE_NAME" >/dev/null || { echo "tour: node $NODE_NAME is not registered; run: scripts/tour.sh 04" >&2; return 1; }
 # A pod range of its own, so a README walk running beside the tour (as in
 # CI) keeps 10.88.0.0/16: two mock runtimes cannot route one range.
-bg_start ch11 "$bin" --node-name "$NODE_NAME" --state-dir "$STATE_DIR" --control-address 127.0.0.1:0 --pod-cidr 10.89.0.0/16
+bg_start ch11 "$bin" --node-name "$NODE_NAME" --state-dir "$STATE_DIR" --pod-cidr 10.89.0.0/16
 wait_for_log ch11 '^node .*: status written' 60 || return 1
 wait_for_log ch11 '^pod network: ' 5 || return 1
-control="$(grep -m1 -oE 'http://127\.0\.0\.1:[0-9]+' "$TOUR_DIR/ch11.log")"
+sock="$STATE_DIR/runtime-control.sock" # the control API: a unix socket only this user may use
 
 step "Readiness: 0/1 until the first probe passes, then 1/1 and a ready endpoint"
 show kubectl apply -f "$REPO_ROOT/yaml/probes/exec-readiness.yaml" -f "$REPO_ROOT/yaml/probes/readiness-service.yaml"
@@ -29,7 +29,7 @@ show kubectl get endpointslices -l kubernetes.io/service-name=readiness-exec -o 
 show kubectl get events --field-selector involvedObject.name=readiness-exec,reason=Unhealthy
 
 step "Mend it from outside, through the mock runtime's control API"
-show curl -s -X POST "$control/pods/default/readiness-exec/containers/readiness/exec?cmd=touch%20/tmp/healthy"
+show curl -s --unix-socket "$sock" -X POST "http://localhost/pods/default/readiness-exec/containers/readiness/exec?cmd=touch%20/tmp/healthy"
 wait_until 30 bash -c "kubectl get pod readiness-exec -o jsonpath='{.status.containerStatuses[0].ready}' | grep -qx true"
 show kubectl get pod readiness-exec
 

@@ -45,9 +45,10 @@
 // editing, best effort); Attach streams output only (the mock's containers
 // have no stdin); PortForward is not implemented (nothing listens).
 //
-// For teaching, a small HTTP control API (NewControlHandler, loopback only,
-// no authentication) kills, stops, removes or execs in containers and
-// sandboxes by ID or by pod name.
+// For teaching, a small HTTP control API (NewControlHandler) kills, stops,
+// removes or execs in containers and sandboxes by ID or by pod name; it is
+// served on a unix socket only its user can reach (ListenControl: mode 0600
+// in a 0700 directory, SO_PEERCRED), never on TCP.
 //
 // Wiring:
 //
@@ -55,6 +56,6 @@
 //	err = rt.Seed(ctx)                      // two sample pods (optional)
 //	lis, err := fakeruntime.ListenUnix(statedir.Path(stateDir, statedir.RuntimeSocket))
 //	go rt.Serve(ctx, lis)                   // CRI gRPC until ctx ends, then Close
-//	cl, err := fakeruntime.ListenControl("127.0.0.1:10355")
+//	cl, err := fakeruntime.ListenControl(statedir.Path(stateDir, statedir.RuntimeControlSocket))
 //	http.Serve(cl, fakeruntime.NewControlHandler(rt))
 package fakeruntime

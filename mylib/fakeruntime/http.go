@@ -7,16 +7,22 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"mykubelet/mylib/statedir"
 )
 
 // ControlUsage lists the control API's requests.
-const ControlUsage = `Control API (answers are text; errors are 4xx with the reason; no authentication, loopback only):
+const ControlUsage = `Control API (answers are text; errors are 4xx with the reason; a unix socket only you can reach):
   GET  /                                                       this listing
   POST /pods/{namespace}/{name}/{kill|remove}                  the pod's newest sandbox and its containers
   POST /pods/{namespace}/{name}/containers/{container}/{kill|stop|remove|exec|fail|recover}
@@ -25,16 +31,19 @@ const ControlUsage = `Control API (answers are text; errors are 4xx with the rea
   kill: SIGKILL (exit 137); stop?timeout=10: SIGTERM, then SIGKILL after the timeout (seconds);
   exec?cmd=SCRIPT: run a shell command in the container (as ExecSync) and print its output;
   fail, recover: its servers' probe targets fail (HTTP 500, TCP refused, gRPC NOT_SERVING), then answer again
+  curl: curl -s --unix-socket SOCKET http://localhost/ (add -X POST for the actions)
 `
 
 // NewControlHandler returns the HTTP control API of r: it lists the
 // runtime's state and kills, stops, removes or execs in containers and
 // sandboxes by ID or by pod name (see ControlUsage).
 //
-// It has no authentication: serve it on loopback only (ListenControl). As
-// a defence against web pages the user visits (a cross-site form POST, DNS
-// rebinding), it refuses (403) a request whose Host is not a loopback
-// name or address, or that carries an Origin other than a loopback one.
+// Serve it on ListenControl's unix socket: the socket's file mode, and the
+// peer credentials the kernel gives with each connection, are its
+// authentication. As a defence against web pages the user visits (a
+// cross-site form POST, DNS rebinding, should the socket ever be bridged
+// to TCP), it also refuses (403) a request whose Host is not a loopback
+// name or address, or that carries an Origin other than its own.
 func NewControlHandler(r *Runtime) http.Handler {
 	h := &controlHandler{rt: r}
 	mux := http.NewServeMux()
@@ -71,13 +80,16 @@ func NewControlHandler(r *Runtime) http.Handler {
 		}
 		http.Error(w, fmt.Sprintf("%s %s: no such request\n\n%s", req.Method, req.URL.Path, ControlUsage), http.StatusNotFound)
 	})
-	return loopbackOnly(mux)
+	return sameOriginOnly(mux)
 }
 
-// loopbackOnly refuses requests that a browser sends on behalf of another
-// site: a Host that is not loopback (DNS rebinding), an Origin that is not
-// loopback (a cross-site POST), a Sec-Fetch-Site of cross-site.
-func loopbackOnly(next http.Handler) http.Handler {
+// sameOriginOnly refuses requests that a browser sends on behalf of
+// another site, as the kubelet server's guard does (mylib/server,
+// LoopbackOnly): a Host that is not loopback (DNS rebinding), an Origin
+// that is not this very Host (a cross-site or same-site POST: another port
+// of localhost is another site's page), a Sec-Fetch-Site other than
+// same-origin or none.
+func sameOriginOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if !isLoopbackHost(req.Host) {
 			http.Error(w, fmt.Sprintf("forbidden: Host %q is not a loopback address; the control API answers only requests to localhost or 127.0.0.1", req.Host), http.StatusForbidden)
@@ -85,13 +97,15 @@ func loopbackOnly(next http.Handler) http.Handler {
 		}
 		if origin := req.Header.Get("Origin"); origin != "" {
 			u, err := url.Parse(origin)
-			if err != nil || !isLoopbackHost(u.Host) {
-				http.Error(w, fmt.Sprintf("forbidden: cross-site request from Origin %q", origin), http.StatusForbidden)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, req.Host) {
+				http.Error(w, fmt.Sprintf("forbidden: cross-site request from Origin %q to %q", origin, req.Host), http.StatusForbidden)
 				return
 			}
 		}
-		if req.Header.Get("Sec-Fetch-Site") == "cross-site" {
-			http.Error(w, "forbidden: cross-site request", http.StatusForbidden)
+		switch site := req.Header.Get("Sec-Fetch-Site"); site {
+		case "", "same-origin", "none":
+		default:
+			http.Error(w, fmt.Sprintf("forbidden: cross-site request (Sec-Fetch-Site: %s)", site), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, req)
@@ -112,18 +126,108 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ListenControl listens for the control API on addr, which must be a
-// loopback address ("127.0.0.1:10355", "localhost:0", "[::1]:0"): the API
-// has no authentication.
-func ListenControl(addr string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
+// ListenControl listens for the control API on a unix socket at path
+// (statedir.RuntimeControlSocket in the state directory, by default). Only
+// the user who started the runtime may use it, as only they may read their
+// ~/.ssh: the socket's directory must be mode 0700 (it is created so), the
+// socket is made mode 0600, and a connection from a process of any other
+// user (the kernel tells, SO_PEERCRED) is closed unanswered. curl reaches
+// it with --unix-socket PATH http://localhost/.
+func ListenControl(path string) (net.Listener, error) {
+	if path == "" {
+		return nil, errors.New("control socket: no path")
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	fi, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("address %q: want host:port, such as 127.0.0.1:10355", addr)
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	if !isLoopbackHost(host) {
-		return nil, fmt.Errorf("address %q is not on loopback: the control API has no authentication, so it listens only on 127.0.0.1, ::1 or localhost", addr)
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("control socket %s: its directory %s is mode %04o, open to other users; it must be 0700 (chmod 700 %s), or choose another --control-address", path, dir, perm, dir)
 	}
-	return net.Listen("tcp", addr)
+	lis, err := listenUnix("control socket", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	return &sameUserListener{UnixListener: lis, uid: uint32(os.Geteuid())}, nil
+}
+
+// sameUserListener accepts only connections from processes whose
+// effective user is uid.
+type sameUserListener struct {
+	*net.UnixListener
+	uid uint32
+}
+
+// Accept returns the next connection of the listener's own user; others
+// are closed (and logged) as they come.
+func (l *sameUserListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		uid, err := peerUID(c)
+		if err == nil && uid == l.uid {
+			return c, nil
+		}
+		c.Close()
+		if err != nil {
+			klog.ErrorS(err, "Control API: closed a connection whose user is unknown")
+			continue
+		}
+		klog.InfoS("Control API: closed a connection from another user; only the user who started the runtime may use it", "uid", uid, "want", l.uid)
+	}
+}
+
+// peerUID returns the effective user ID of the process that connected c,
+// as the kernel recorded it at connect (SO_PEERCRED).
+func peerUID(c *net.UnixConn) (uint32, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if credErr != nil {
+		return 0, fmt.Errorf("SO_PEERCRED: %w", credErr)
+	}
+	return cred.Uid, nil
+}
+
+// ControlFlag is the --control-address flag of the programs that serve the
+// mock runtime: the control API's socket path. Unset, it is the state
+// directory's statedir.RuntimeControlSocket; set to "", there is none.
+type ControlFlag struct {
+	path string
+	set  bool
+}
+
+func (f *ControlFlag) String() string     { return f.path }
+func (f *ControlFlag) Set(s string) error { f.path, f.set = s, true; return nil }
+
+// ControlFlagUsage is the flag's help text.
+const ControlFlagUsage = "unix socket of the mock runtime's HTTP control API, only your user can reach it (default: <state-dir>/" + statedir.RuntimeControlSocket + `; "" for none)`
+
+// Path returns the socket's path ("" for none) for the state directory
+// stateDir.
+func (f *ControlFlag) Path(stateDir string) string {
+	if f.set {
+		return f.path
+	}
+	return statedir.Path(stateDir, statedir.RuntimeControlSocket)
 }
 
 type controlHandler struct{ rt *Runtime }

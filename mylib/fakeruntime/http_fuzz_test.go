@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +13,8 @@ import (
 // FuzzControlAPI sends arbitrary requests to the control API: each is
 // answered with a status a client can act on, never a panic or a 500.
 func FuzzControlAPI(f *testing.F) {
-	f.Add("GET", "/", "127.0.0.1:10355", "")
-	f.Add("POST", "/pods/default/nginx/containers/nginx/kill", "127.0.0.1:10355", "")
+	f.Add("GET", "/", "localhost", "")
+	f.Add("POST", "/pods/default/nginx/containers/nginx/kill", "localhost", "http://localhost")
 	f.Add("POST", "/pods/default/busybox/containers/busybox/exec?cmd=ls%20/&timeout=1", "localhost", "")
 	f.Add("POST", "/pods/default/busybox/containers/busybox/stop?timeout=0", "[::1]:1", "http://127.0.0.1")
 	f.Add("POST", "/sandboxes/0/remove", "evil.example", "")
@@ -45,6 +46,9 @@ func FuzzControlAPI(f *testing.F) {
 		}
 		if rec.Code == 200 && !isLoopbackHost(host) {
 			t.Fatalf("Host %q got through", host)
+		}
+		if u, err := url.Parse(origin); rec.Code == 200 && origin != "" && (err != nil || !strings.EqualFold(u.Host, host)) {
+			t.Fatalf("Origin %q got through to Host %q", origin, host)
 		}
 	})
 }

@@ -9,12 +9,15 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	grpchealth "google.golang.org/grpc/health/grpc_health_v1"
@@ -25,14 +28,11 @@ import (
 
 // NetworkRuntime returns a runtime with a pod network on a range of its
 // own (tests run side by side, each with its own network), or skips the
-// test when the machine cannot make one (not root, no ip command).
+// test when the machine cannot make one (not root).
 func networkRuntime(t *testing.T, clk clock.Clock) *Runtime {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the pod network needs root (a network namespace and a veth pair)")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("the pod network needs the ip command (iproute2)")
 	}
 	var last error
 	for i := range 64 {
@@ -49,11 +49,19 @@ func networkRuntime(t *testing.T, clk clock.Clock) *Runtime {
 	return nil
 }
 
+// netnsNames lists the named network namespaces, as `ip netns list` does.
 func netnsNames(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("ip", "netns", "list").Output()
+	entries, err := os.ReadDir(NetnsDir)
+	if os.IsNotExist(err) {
+		return ""
+	}
 	require.NoError(t, err)
-	return string(out)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, "\n")
 }
 
 // serverContainer runs image with args in a new sandbox and returns the
@@ -193,7 +201,69 @@ func TestPodNetworkServesTheProbeExamples(t *testing.T) {
 
 	require.NoError(t, r.Close())
 	assert.NotContains(t, netnsNames(t), name, "Close removes the namespace")
-	assert.Error(t, exec.Command("ip", "link", "show", r.net.hostIf).Run(), "and the veth pair with it")
+	_, err = netlink.LinkByName(r.net.hostIf)
+	assert.Error(t, err, "and the veth pair with it")
+}
+
+// TestPodNetworkNeverRunsTheIPCommand: with a PATH that holds only a trap
+// named ip (it writes down that it ran, and fails), the pod network still
+// comes up, a server in a sandbox answers on the sandbox's IP, and
+// stopping the sandbox and closing the runtime take it down: the trap never
+// ran. A learner's `ip netns exec` (the real ip) finds the namespace, with
+// the sandbox's address on eth0.
+func TestPodNetworkNeverRunsTheIPCommand(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the pod network needs root (a network namespace and a veth pair)")
+	}
+	realIP, lookErr := exec.LookPath("ip")
+	bin := t.TempDir()
+	ran := filepath.Join(bin, "ran")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "ip"), []byte("#!/bin/sh\necho \"ip $*\" >>"+ran+"\nexit 1\n"), 0o755))
+	t.Setenv("PATH", bin)
+
+	r := networkRuntime(t, clock.RealClock{})
+	addr, _ := serverContainer(t, r, "web", "nginx:1.27", nil)
+	code, body := get(t, "http://"+addr+"/")
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, "Welcome to nginx!")
+
+	if lookErr == nil {
+		cmd := exec.Command(realIP, "netns", "exec", r.net.name, realIP, "-4", "-o", "addr", "show", "dev", "eth0")
+		cmd.Env = append(os.Environ(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "ip netns exec %s: %s", r.net.name, out)
+		assert.Contains(t, string(out), " "+addr+"/"+strconv.Itoa(r.PodCIDR().Bits())+" ", "the learner's ip netns exec sees the sandbox's address")
+	}
+
+	for _, s := range r.Snapshot().Sandboxes {
+		_, err := r.StopPodSandbox(context.Background(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.ID})
+		require.NoError(t, err)
+	}
+	name := r.net.name
+	require.NoError(t, r.Close())
+	assert.NotContains(t, netnsNames(t), name, "Close removes the namespace")
+	b, err := os.ReadFile(ran)
+	assert.True(t, os.IsNotExist(err), "the runtime ran: %s", b)
+}
+
+// TestStoppingASandboxKeepsTheOthersAddresses: the first sandbox's address
+// is eth0's primary one, the others' its secondaries; stopping the first
+// sandbox leaves the others reachable (the kernel would drop secondaries
+// with their primary, but the namespace promotes them).
+func TestStoppingASandboxKeepsTheOthersAddresses(t *testing.T) {
+	r := networkRuntime(t, clock.RealClock{})
+	serverContainer(t, r, "first", "nginx:1.27", nil)
+	second, _ := serverContainer(t, r, "second", "nginx:1.27", nil)
+	code, _ := get(t, "http://"+second+"/")
+	require.Equal(t, 200, code)
+	for _, s := range r.Snapshot().Sandboxes {
+		if s.Pod == "default/first" {
+			_, err := r.StopPodSandbox(context.Background(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.ID})
+			require.NoError(t, err)
+		}
+	}
+	code, _ = get(t, "http://"+second+"/")
+	assert.Equal(t, 200, code, "the second sandbox still answers")
 }
 
 func mustAddr(t *testing.T, s string) netip.Addr {
@@ -210,8 +280,10 @@ func TestStaleNetworkIsRemoved(t *testing.T) {
 		t.Skip("the pod network needs root (a network namespace and a veth pair)")
 	}
 	stale := NetnsPrefix + "999999999-0" // no such process
-	require.NoError(t, ip("netns", "add", stale))
-	t.Cleanup(func() { _ = ip("netns", "del", stale) })
+	ns, err := addNamedNetns(stale)
+	require.NoError(t, err)
+	ns.Close()
+	t.Cleanup(func() { _ = deleteNamedNetns(stale) })
 	networkRuntime(t, clock.RealClock{})
 	assert.NotContains(t, netnsNames(t), stale)
 }

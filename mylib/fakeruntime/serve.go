@@ -21,27 +21,32 @@ const MaxSocketPath = 107
 // mode 0700. A socket file left behind by a runtime that died is removed; a
 // socket someone still listens on is an error.
 func ListenUnix(path string) (net.Listener, error) {
+	return listenUnix("runtime socket", path)
+}
+
+// listenUnix is ListenUnix; what names the socket in errors.
+func listenUnix(what, path string) (*net.UnixListener, error) {
 	if len(path) > MaxSocketPath {
-		return nil, fmt.Errorf("runtime socket %s is %d bytes long; unix socket paths are limited to %d: use a shorter --state-dir", path, len(path), MaxSocketPath)
+		return nil, fmt.Errorf("%s %s is %d bytes long; unix socket paths are limited to %d: use a shorter --state-dir", what, path, len(path), MaxSocketPath)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("runtime socket %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	if fi, err := os.Stat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("runtime socket %s: the path exists and is not a socket", path)
+			return nil, fmt.Errorf("%s %s: the path exists and is not a socket", what, path)
 		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("runtime socket %s: another runtime is already listening there", path)
+			return nil, fmt.Errorf("%s %s: another runtime is already listening there", what, path)
 		}
 		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("runtime socket %s: remove the stale socket: %w", path, err)
+			return nil, fmt.Errorf("%s %s: remove the stale socket: %w", what, path, err)
 		}
 	}
-	lis, err := net.Listen("unix", path)
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return nil, fmt.Errorf("runtime socket %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return lis, nil
 }

@@ -118,6 +118,9 @@ const (
 	ManifestDir = "manifests"
 	// RuntimeSocket is where the mock CRI runtime listens by default.
 	RuntimeSocket = "mykubelet.sock"
+	// RuntimeControlSocket is where the mock runtime's control API listens
+	// by default: a unix socket of mode 0600 that only its user can reach.
+	RuntimeControlSocket = "runtime-control.sock"
 )
 
 // Path joins a name from the list above to a state directory.
