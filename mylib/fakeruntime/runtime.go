@@ -127,7 +127,7 @@ type Config struct {
 	PodPidsLimit int64
 	// PodNetwork makes the sandboxes' IPs reachable from the host, in a
 	// network namespace of the runtime's own (see netns.go), so that the
-	// images' servers answer probes and curl. It needs root and iproute2;
+	// images' servers answer probes and curl. It needs root;
 	// without them the runtime runs without it (PodNetworkError says why).
 	PodNetwork bool
 	// Isolation says where container scripts run (default IsolationAuto:
