@@ -129,6 +129,14 @@ func TestSandboxProcessIsWalledIn(t *testing.T) {
 	for _, want := range []string{"Uid:\t65534\t65534\t65534\t65534", "Gid:\t65534\t65534\t65534\t65534", "NoNewPrivs:\t1", "CapEff:\t0000000000000000"} {
 		require.Contains(t, string(status), want)
 	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	require.NoError(t, err)
+	require.Equal(t, "mykubelet-sandbox\x00", string(cmdline), "ps shows it by this name")
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	require.NoError(t, err)
+	vars := strings.Split(strings.TrimSuffix(string(environ), "\x00"), "\x00")
+	require.Len(t, vars, 1, "nothing of the runtime's environment: %q", vars)
+	require.True(t, strings.HasPrefix(vars[0], sandboxEnv+"="), vars[0])
 	root, err := os.Readlink(fmt.Sprintf("/proc/%d/root", pid))
 	require.NoError(t, err)
 	r.mu.Lock()
