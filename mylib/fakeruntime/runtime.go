@@ -443,9 +443,11 @@ func (r *Runtime) containersDir() (string, error) {
 		return "", err
 	}
 	if r.sandbox != nil {
-		// The sandbox process's "/": its user's, and nobody else's.
+		// The sandbox process's "/": it may pass through, not write (it
+		// could otherwise swap a container's directory for a symlink the
+		// runtime would follow); each container's rootfs is its own.
 		r.sandbox.setDir(dir)
-		if err := os.Chown(dir, SandboxUID, SandboxUID); err != nil {
+		if err := os.Chmod(dir, 0o711); err != nil {
 			return "", err
 		}
 	}

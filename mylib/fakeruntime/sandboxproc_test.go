@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,6 +145,15 @@ func TestSandboxProcessIsWalledIn(t *testing.T) {
 	dir, _ := r.containersDir()
 	r.mu.Unlock()
 	require.Equal(t, dir, root, "its / is the containers' directory")
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o711), fi.Mode().Perm(), "root's: the sandbox process may not swap a container's directory")
+	r.mu.Lock()
+	rootfs := filepath.Join(r.containers[c].dir, "rootfs")
+	r.mu.Unlock()
+	fi, err = os.Stat(rootfs)
+	require.NoError(t, err)
+	require.EqualValues(t, SandboxUID, fi.Sys().(*syscall.Stat_t).Uid, "the container's rootfs is the sandbox process's")
 	for _, ns := range []string{"mnt", "pid", "ipc", "uts", "net"} {
 		ours, err := os.Readlink("/proc/self/ns/" + ns)
 		require.NoError(t, err)
