@@ -2,6 +2,8 @@ package fakeruntime
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -254,4 +256,100 @@ func TestDefaultPodPidsLimit(t *testing.T) {
 	assert.Positive(t, strings.Count(string(resp.Stderr), errForkFailed))
 	assert.Less(t, int(peak.Load())-base, DefaultPodPidsLimit+64, "no more jobs than the limit ran at once")
 	waitGoroutines(t, base)
+}
+
+// createLimited creates a container of image running cmd with a memory
+// limit, as the kubelet sends it.
+func createLimited(t *testing.T, r *Runtime, sandboxID, name, image string, memory int64, cmd ...string) string {
+	t.Helper()
+	resp, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: name},
+		Image:    &runtimeapi.ImageSpec{Image: image},
+		Command:  cmd,
+		Linux:    &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: memory}},
+	}})
+	require.NoError(t, err)
+	return resp.ContainerId
+}
+
+// The Kubernetes docs' task "Assign Memory Resources to Containers and
+// Pods": memory-demo (150M under 200Mi) runs, memory-demo-2 (250M under
+// 100Mi) is OOMKilled.
+func TestStressAsInTheMemoryDocs(t *testing.T) {
+	r := fixtureConfig(t, Config{})
+	sb := runSandbox(t, r, "memory-demo", "uid-1", nil)
+	demo := createLimited(t, r, sb, "memory-demo-ctr", "polinux/stress", 200<<20, "stress", "--vm", "1", "--vm-bytes", "150M", "--vm-hang", "1")
+	startContainer(t, r, demo)
+	sb2 := runSandbox(t, r, "memory-demo-2", "uid-2", nil)
+	demo2 := createLimited(t, r, sb2, "memory-demo-2-ctr", "polinux/stress", 100<<20, "stress", "--vm", "1", "--vm-bytes", "250M", "--vm-hang", "1")
+	startContainer(t, r, demo2)
+
+	waitDone(t, r, demo2)
+	st := containerStatus(t, r, demo2)
+	assert.Equal(t, int32(ExitCodeSIGKILL), st.ExitCode)
+	assert.Equal(t, ReasonOOMKilled, st.Reason)
+
+	waitRunningUtility(t, r, demo, "stress", 1)
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, demo).State)
+	resp := execIn(t, r, demo, "stress", "--cpu", "1")
+	assert.Equal(t, int32(1), resp.ExitCode, "other hogs answer a usage error")
+	// An exec over the limit kills the whole container, as memory.oom.group does.
+	resp = execIn(t, r, demo, "stress", "--vm", "1", "--vm-bytes", "60M")
+	assert.Equal(t, int32(ExitCodeSIGKILL), resp.ExitCode)
+	waitDone(t, r, demo)
+	assert.Equal(t, ReasonOOMKilled, containerStatus(t, r, demo).Reason)
+}
+
+func TestMemoryLimitOOMKillsADoublingVariable(t *testing.T) {
+	r := fixtureConfig(t, Config{})
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	const limit = 64 << 20
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c := createLimited(t, r, sb, "app", "busybox:1.36", limit, "sh", "-c", `x=a; while :; do x=$x$x; done`)
+	startContainer(t, r, c)
+	waitDone(t, r, c)
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	st := containerStatus(t, r, c)
+	assert.Equal(t, int32(ExitCodeSIGKILL), st.ExitCode)
+	assert.Equal(t, ReasonOOMKilled, st.Reason)
+	r.mu.Lock()
+	peak := r.containers[c].running.peak.Load()
+	r.mu.Unlock()
+	assert.Greater(t, peak, int64(limit))
+	assert.LessOrEqual(t, peak, int64(2*limit+1<<20), "killed within a factor 2 of the limit")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8*limit), "the heap never grew far past the limit")
+
+	assert.Equal(t, int64(DefaultContainerMemory), (&limits{}).memoryMax(), "without a limit, the default one")
+}
+
+func TestMemoryLimitCountsTheWritableLayer(t *testing.T) {
+	r := fixtureConfig(t, Config{})
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	const limit = 8 << 20
+	c := createLimited(t, r, sb, "app", "busybox:1.36", limit, "sh", "-c",
+		`echo 0123456789abcdef > /tmp/f; while :; do cat /tmp/f /tmp/f > /tmp/g; cat /tmp/g > /tmp/f; done`)
+	startContainer(t, r, c)
+	waitDone(t, r, c)
+	st := containerStatus(t, r, c)
+	assert.Equal(t, ReasonOOMKilled, st.Reason)
+	r.mu.Lock()
+	rootfs := filepath.Join(r.containers[c].dir, "rootfs")
+	r.mu.Unlock()
+	var size int64
+	for _, f := range []string{"tmp/f", "tmp/g"} {
+		if fi, err := os.Stat(filepath.Join(rootfs, f)); err == nil {
+			size += fi.Size()
+		}
+	}
+	assert.LessOrEqual(t, size, int64(2*limit), "the files stopped growing at the limit")
+
+	// Removing files gives the memory back.
+	c = createLimited(t, r, sb, "tidy", "busybox:1.36", limit, "sh", "-c",
+		`i=0; x=0123456789abcdef; while [ ${#x} -lt 1048576 ]; do x=$x$x; done
+while [ $i -lt 40 ]; do echo $x > /tmp/f$i; rm /tmp/f$i; i=$((i+1)); done`)
+	startContainer(t, r, c)
+	waitDone(t, r, c)
+	assert.Equal(t, ReasonCompleted, containerStatus(t, r, c).Reason, "40 MiB written, never more than 3 MiB at once")
 }

@@ -192,8 +192,8 @@ func (p *proc) checkLimits(ctx context.Context) error {
 	if p.calls.Add(1)%depthCheckEvery == 0 && runtime.Callers(maxStackFrames, pc[:]) != 0 {
 		return fmt.Errorf("maximum nesting depth (%d stack frames) exceeded", maxStackFrames)
 	}
-	if p.running.charge(p.rootUsage(), varsSize(interp.HandlerCtx(ctx))) {
-		return errOOM
+	if p.running.killed() || p.running.charge(p.rootUsage(), varsSize(interp.HandlerCtx(ctx))) {
+		return errOOM // before the OOM context reaches this script (it runs its AfterFuncs on goroutines of their own)
 	}
 	return nil
 }

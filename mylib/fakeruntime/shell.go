@@ -225,6 +225,9 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	if code, ok := interp.IsExitStatus(err); ok {
 		return int(code)
 	}
+	if errors.Is(err, errOOM) {
+		return ExitCodeSIGKILL // the OOM killer's SIGKILL, which no shell reports
+	}
 	fmt.Fprintf(stderr, "sh: %v\n", err)
 	return 1
 }
