@@ -2,6 +2,8 @@ package fakeruntime
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -352,4 +354,78 @@ while [ $i -lt 40 ]; do echo $x > /tmp/f$i; rm /tmp/f$i; i=$((i+1)); done`)
 	startContainer(t, r, c)
 	waitDone(t, r, c)
 	assert.Equal(t, ReasonCompleted, containerStatus(t, r, c).Reason, "40 MiB written, never more than 3 MiB at once")
+}
+
+// createWith creates a busybox container running sleep with env and a
+// working directory.
+func createWith(t *testing.T, r *Runtime, sandboxID, name, workDir string, env map[string]string) string {
+	t.Helper()
+	cfg := &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
+		Command: []string{"sleep", "3600"}, WorkingDir: workDir}
+	for k, v := range env {
+		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
+	}
+	resp, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg})
+	require.NoError(t, err)
+	startContainer(t, r, resp.ContainerId)
+	return resp.ContainerId
+}
+
+func TestHostFactsStayHidden(t *testing.T) {
+	host := t.TempDir()
+	t.Setenv("HOME", host)
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createWith(t, r, sb, "app", "/srv/app", nil)
+	r.mu.Lock()
+	rootfs := filepath.Join(r.containers[c].dir, "rootfs")
+	r.mu.Unlock()
+	require.NoError(t, os.Symlink("srv/app", filepath.Join(rootfs, "data"))) // a link of the container's, absent on the host
+
+	for _, tc := range []struct{ script, out string }{
+		{`pwd; pwd -P; cd /data && pwd && pwd -P`, "/srv/app\n/srv/app\n/data\n/srv/app\n"},
+		{`PWD=/proc/self/cwd pwd -P`, "/srv/app\n"},
+		{`echo ~ ~root ~nobody ~bin/x "$HOME" "$UID" "$EUID" "$GID"`, "/root /root ~nobody ~bin/x /root 0 0 0\n"},
+	} {
+		resp := execIn(t, r, c, "sh", "-c", tc.script)
+		assert.Equal(t, tc.out, string(resp.Stdout), "%s: %s", tc.script, resp.Stderr)
+		assert.Equal(t, int32(0), resp.ExitCode, tc.script)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(rootfs, "etc/passwd"), []byte("root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000::/home/app:/bin/sh\n"), 0o644))
+	resp := execIn(t, r, c, "sh", "-c", `echo ~app ~root ~nobody`)
+	assert.Equal(t, "/home/app /root ~nobody\n", string(resp.Stdout), "as the container's /etc/passwd says")
+
+	// . and source look in the container only, never in the host's PATH.
+	require.NoError(t, os.WriteFile(filepath.Join(host, "lib.sh"), []byte("echo from the host\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(rootfs, "usr/lib/sh"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(rootfs, "usr/lib/sh/lib.sh"), []byte("echo from the container; sleep 60 &\n"), 0o644))
+	resp = execIn(t, r, c, "sh", "-c", `PATH=`+host+`; . lib.sh`)
+	assert.NotZero(t, resp.ExitCode)
+	assert.NotContains(t, string(resp.Stdout)+string(resp.Stderr), "host")
+	resp = execIn(t, r, c, "sh", "-c", `PATH=/nowhere:/usr/lib/sh; . lib.sh; source /usr/lib/sh/lib.sh`)
+	assert.Equal(t, "from the container\nfrom the container\n", string(resp.Stdout), string(resp.Stderr))
+	require.NoError(t, os.WriteFile(filepath.Join(rootfs, "tmp/bash.sh"), []byte("cat <(echo x)\n"), 0o644))
+	resp = execIn(t, r, c, "sh", "-c", `. /tmp/bash.sh; eval 'cat <(echo x)'; trap 'cat <(echo x)' EXIT`)
+	assert.Empty(t, resp.Stdout, "no bash-only syntax, which would make a FIFO on the host")
+	assert.Equal(t, 3, strings.Count(string(resp.Stderr), "\n"), string(resp.Stderr))
+}
+
+func TestTMPDIROpensNothingOnTheHost(t *testing.T) {
+	canary := t.TempDir()
+	t.Setenv("TMPDIR", canary) // the runtime's own temporary directory
+	require.NoError(t, os.WriteFile(filepath.Join(canary, "sh-interp-z"), []byte("host secret\n"), 0o600))
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	for _, env := range []map[string]string{nil, {"TMPDIR": "/etc"}, {"TMPDIR": canary}} {
+		c := createWith(t, r, sb, fmt.Sprintf("app-%d", len(env["TMPDIR"])), "", env)
+		resp := execIn(t, r, c, "sh", "-c", `echo "[$TMPDIR]"; for d in /etc "$TMPDIR" `+canary+`; do
+  echo x > $d/sh-interp-y; cat < $d/sh-interp-z; cat < $d/sh-interp-y
+done 2>/dev/null; true`)
+		assert.Equal(t, "["+env["TMPDIR"]+"]\n", strings.SplitAfter(string(resp.Stdout), "\n")[0], "the script sees its own TMPDIR")
+		assert.NotContains(t, string(resp.Stdout), "host secret")
+		_, err := os.Stat(filepath.Join(canary, "sh-interp-y"))
+		assert.ErrorIs(t, err, fs.ErrNotExist, "nothing written on the host (TMPDIR %q)", env["TMPDIR"])
+		_, err = os.Stat("/etc/sh-interp-y")
+		assert.ErrorIs(t, err, fs.ErrNotExist)
+	}
 }
