@@ -65,10 +65,11 @@ type limits struct {
 	pidsMax int64 // < 0: unlimited; 0: DefaultPodPidsLimit
 	memMax  int64 // 0: DefaultContainerMemory
 
-	pids   atomic.Int64 // the processes running: scripts, utilities, background jobs
-	stress atomic.Int64 // the bytes stress holds
-	files  atomic.Int64 // bytes written to the writable layer since it was last measured, plus that measure
-	peak   atomic.Int64 // the highest usage seen, as memory.peak
+	pids     atomic.Int64 // the processes running: scripts, utilities, background jobs
+	pidsPeak atomic.Int64 // the most that ran at once, as pids.peak
+	stress   atomic.Int64 // the bytes stress holds
+	files    atomic.Int64 // bytes written to the writable layer since it was last measured, plus that measure
+	peak     atomic.Int64 // the highest usage seen, as memory.peak
 
 	once      sync.Once
 	oomCtx    context.Context // cancelled when the container is OOM-killed
@@ -96,9 +97,12 @@ func (l *limits) fork() bool {
 	if limit == 0 {
 		limit = DefaultPodPidsLimit
 	}
-	if n := l.pids.Add(1); limit > 0 && n > limit {
+	n := l.pids.Add(1)
+	if limit > 0 && n > limit {
 		l.pids.Add(-1)
 		return false
+	}
+	for p := l.pidsPeak.Load(); n > p && !l.pidsPeak.CompareAndSwap(p, n); p = l.pidsPeak.Load() {
 	}
 	return true
 }
@@ -227,37 +231,63 @@ func (p *proc) bindOOM(ctx context.Context) (context.Context, context.CancelFunc
 // argument as one accounted process, which is what `X &` is.
 const jobCommand = "fakeruntime-job"
 
-// rewriteJobs turns each background statement `X &` of node (not those
-// inside X: they are rewritten when the job runs) into `jobCommand 'X' &`,
-// so that a background job, even one running only builtins, runs in the
-// exec handler, where it takes a process slot and gives it back when it
-// ends. The interpreter starts background goroutines with no hook of its
-// own.
+// rewriteJobs rewrites node for the limits, which the interpreter gives
+// no hook for:
+//
+//   - each background statement `X &` (not those inside X: they are
+//     rewritten when the job runs) becomes `jobCommand 'X' &`, so that a
+//     background job, even one running only builtins, runs in the exec
+//     handler, where it takes a process slot and gives it back when it
+//     ends;
+//   - each statement of assignments only (`x=$x$x`), which runs no call
+//     handler, is followed by tickCommand, which does, so that a loop of
+//     assignments cannot grow the variables past the memory limit
+//     unchecked. The tick keeps $? as the assignment left it.
 func rewriteJobs(node syntax.Node) {
 	syntax.Walk(node, func(n syntax.Node) bool {
 		st, ok := n.(*syntax.Stmt)
-		if !ok || !(st.Background || st.Coprocess || st.Disown) {
+		if !ok {
 			return true
 		}
-		inner := *st
-		inner.Background, inner.Coprocess, inner.Disown = false, false, false
-		inner.Comments = nil
-		var b strings.Builder
-		if err := syntax.NewPrinter().Print(&b, &inner); err != nil {
-			return false // cannot happen for a parsed statement; left as it is
-		}
-		q, err := syntax.Quote(b.String(), syntax.LangPOSIX)
-		if err != nil {
-			return false // a NUL byte: cannot be in a parsed statement
-		}
-		f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(jobCommand+" "+q), "")
-		if err != nil || len(f.Stmts) != 1 {
+		if st.Background || st.Coprocess || st.Disown {
+			backgroundJob(st)
 			return false
 		}
-		st.Cmd, st.Redirs, st.Negated = f.Stmts[0].Cmd, nil, false
-		st.Coprocess, st.Disown, st.Background = false, false, true
+		call, ok := st.Cmd.(*syntax.CallExpr)
+		if !ok || len(call.Args) > 0 || len(call.Assigns) == 0 || st.Negated {
+			return true
+		}
+		for _, a := range call.Assigns {
+			rewriteJobs(a) // command substitutions in the values
+		}
+		st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{{Cmd: call}, {Cmd: &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: tickCommand}}}}}}}}
 		return false
 	})
+}
+
+// tickCommand follows each statement of assignments only (rewriteJobs);
+// it does nothing but let the call handler check the limits.
+const tickCommand = "fakeruntime-tick"
+
+// backgroundJob rewrites the background statement st (see rewriteJobs).
+func backgroundJob(st *syntax.Stmt) {
+	inner := *st
+	inner.Background, inner.Coprocess, inner.Disown = false, false, false
+	inner.Comments = nil
+	var b strings.Builder
+	if err := syntax.NewPrinter().Print(&b, &inner); err != nil {
+		return // cannot happen for a parsed statement; left as it is
+	}
+	q, err := syntax.Quote(b.String(), syntax.LangPOSIX)
+	if err != nil {
+		return // a NUL byte: cannot be in a parsed statement
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(jobCommand+" "+q), "")
+	if err != nil || len(f.Stmts) != 1 {
+		return
+	}
+	st.Cmd, st.Redirs, st.Negated = f.Stmts[0].Cmd, nil, false
+	st.Coprocess, st.Disown, st.Background = false, false, true
 }
 
 // parseScript parses src as a POSIX shell script, with its background

@@ -361,6 +361,8 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	switch name {
 	case lookupCommand:
 		return p.lookup(hc, args[1:])
+	case tickCommand:
+		return exitStatus(hc.LastExitStatus)
 	case pwdPhysical:
 		fmt.Fprintln(hc.Stdout, p.physicalDir(hc.Dir))
 		return nil
