@@ -175,8 +175,17 @@ func TestRecursionEndsInTheContainerNotInAStackOverflow(t *testing.T) {
 		}
 		assert.Equal(t, 1, strings.Count(string(resp.Stderr), "\n"), "one line: %s", resp.Stderr)
 	}
+	// Without a process limit, the sh chain meets the depth bound.
+	unlimited := fixtureConfig(t, Config{PodPidsLimit: -1})
+	usb := runSandbox(t, unlimited, "web", "uid-1", nil)
+	uc := createContainer(t, unlimited, usb, "app", "sleep", "3600")
+	startContainer(t, unlimited, uc)
+	resp := execIn(t, unlimited, uc, "sh", "-c", `export s='sh -c "$s"'; sh -c "$s"`)
+	assert.NotZero(t, resp.ExitCode)
+	assert.Equal(t, fmt.Sprintf("sh: maximum nesting depth (%d stack frames) exceeded\n", maxStackFrames), string(resp.Stderr))
+
 	// Real recursion, far from the bound, works.
-	resp := execIn(t, r, c, "sh", "-c", `f(){ if [ $1 -gt 0 ]; then f $(($1-1)); else echo bottom; fi; }; f 500`)
+	resp = execIn(t, r, c, "sh", "-c", `f(){ if [ $1 -gt 0 ]; then f $(($1-1)); else echo bottom; fi; }; f 500`)
 	assert.Equal(t, "bottom\n", string(resp.Stdout), string(resp.Stderr))
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
 }

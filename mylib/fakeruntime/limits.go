@@ -52,9 +52,6 @@ const ReasonOOMKilled = "OOMKilled"
 // runtime's process with a stack overflow, which no recover catches.
 const maxStackFrames = 10000
 
-// depthCheckEvery is how often checkLimits counts the stack's frames.
-const depthCheckEvery = 32
-
 // errForkFailed is what a shell prints when fork fails.
 const errForkFailed = "sh: fork: retry: Resource temporarily unavailable"
 
@@ -189,11 +186,13 @@ func varsSize(hc interp.HandlerContext) int64 {
 // checkLimits runs before each command (proc.call): it refuses to nest
 // deeper than maxStackFrames and enforces the container's memory limit.
 func (p *proc) checkLimits(ctx context.Context) error {
-	// Counting frames costs one step per frame: count at one command in
-	// depthCheckEvery only. A script nests by at most that many commands
-	// between two counts, a few hundred frames past the bound.
+	// Counting frames costs a step per frame, a few microseconds for a
+	// script's usual depth, at every command: counting at one command in
+	// N only would miss a chain of nested sh, each of which runs a single
+	// command, and background jobs of the same shell could make a
+	// recursion skip the counted ones.
 	var pc [1]uintptr
-	if p.calls.Add(1)%depthCheckEvery == 0 && runtime.Callers(maxStackFrames, pc[:]) != 0 {
+	if runtime.Callers(maxStackFrames, pc[:]) != 0 {
 		return fmt.Errorf("maximum nesting depth (%d stack frames) exceeded", maxStackFrames)
 	}
 	if p.running.killed() || p.running.charge(p.rootUsage(), varsSize(interp.HandlerCtx(ctx))) {

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -62,8 +61,6 @@ type proc struct {
 	running *procTable
 	// net is where the server commands listen (servers.go); nil in an exec.
 	net *containerNet
-	// calls counts the commands run, for checkLimits.
-	calls atomic.Uint64
 }
 
 // procTable counts the utilities running in a container, and holds its
