@@ -461,3 +461,18 @@ func TestMemoryLimitChecksAssignmentsWithoutCommands(t *testing.T) {
 	assert.Equal(t, "1\n1\nyes\n", string(resp.Stdout), string(resp.Stderr))
 	assert.Equal(t, int32(3), resp.ExitCode)
 }
+
+func TestDeeplyNestedScriptsAreRefusedNotParsed(t *testing.T) {
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	nested := strings.Repeat("(", 1<<20) + "true" + strings.Repeat(")", 1<<20) // would take the parser ~2 GB of stack
+	c := createWith(t, r, sb, "app", "", map[string]string{"S": nested})
+	for _, cmd := range [][]string{{"sh", "-c", nested}, {"sh", "-c", `eval "$S"; echo "eval=$?"`}} {
+		resp := execIn(t, r, c, cmd...)
+		assert.Contains(t, string(resp.Stderr), "Argument list too long")
+	}
+	resp := execIn(t, r, c, "sh", "-c", `eval "$S"; echo "eval=$?"`)
+	assert.Equal(t, "eval=1\n", string(resp.Stdout), "eval fails, the shell goes on")
+	resp = execIn(t, r, c, "sh", "-c", strings.Repeat("(", 1000)+"echo deep"+strings.Repeat(")", 1000))
+	assert.Equal(t, "deep\n", string(resp.Stdout), string(resp.Stderr))
+}

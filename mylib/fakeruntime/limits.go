@@ -289,9 +289,20 @@ func backgroundJob(st *syntax.Stmt) {
 	st.Coprocess, st.Disown, st.Background = false, false, true
 }
 
+// maxScriptBytes is the longest script the runtime parses (sh -c, eval,
+// source, a trap): 128 KiB, Linux's MAX_ARG_STRLEN, the longest argument,
+// so the longest script a real sh -c can get. The interpreter's parser
+// recurses on every level of nesting, with up to about 1 KB of stack per
+// byte of "((((": a few MB of them would overflow Go's 1 GB stack, which
+// kills the runtime's process.
+const maxScriptBytes = 128 << 10
+
 // parseScript parses src as a POSIX shell script, with its background
 // statements rewritten (rewriteJobs).
 func parseScript(src string) (*syntax.File, error) {
+	if len(src) > maxScriptBytes {
+		return nil, fmt.Errorf("script too long (%d bytes, at most %d): Argument list too long", len(src), maxScriptBytes)
+	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		return nil, err
