@@ -476,3 +476,17 @@ func TestDeeplyNestedScriptsAreRefusedNotParsed(t *testing.T) {
 	resp = execIn(t, r, c, "sh", "-c", strings.Repeat("(", 1000)+"echo deep"+strings.Repeat(")", 1000))
 	assert.Equal(t, "deep\n", string(resp.Stdout), string(resp.Stderr))
 }
+
+func TestInteractiveShellRefusesADeeplyNestedCommand(t *testing.T) {
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	in := "echo first\n" + strings.Repeat("(", 1<<20) + "true" + strings.Repeat(")", 1<<20) + "\necho never\n"
+	var out, errOut lockedBuffer
+	code, err := r.execStreams(context.Background(), c, []string{"sh"}, strings.NewReader(in), &out, &errOut, false)
+	require.NoError(t, err)
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "first\n", string(out.Bytes()))
+	assert.Contains(t, string(errOut.Bytes()), "Argument list too long")
+}

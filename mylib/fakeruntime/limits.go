@@ -415,3 +415,21 @@ func parseStressSize(s string) (int64, error) {
 	}
 	return v * mult, nil
 }
+
+// boundedInput hands the interactive shell's parser at most
+// maxScriptBytes for one command (see maxScriptBytes: its nesting would
+// overflow the stack), counted from the last complete one.
+type boundedInput struct {
+	r io.Reader
+	n int
+}
+
+func (b *boundedInput) Read(p []byte) (int, error) {
+	if b.n >= maxScriptBytes {
+		return 0, fmt.Errorf("command too long (more than %d bytes): Argument list too long", maxScriptBytes)
+	}
+	p = p[:min(len(p), maxScriptBytes-b.n)]
+	n, err := b.r.Read(p)
+	b.n += n
+	return n, err
+}
