@@ -22,8 +22,16 @@ import (
 // pids.max and memory.max would stop, the interpreter's handlers stop here.
 // Everything below is reachable from a proc, so that it moves with the
 // scripts into a sandbox process.
+//
+// What it cannot see: memory is checked between commands, so one command
+// may still grow it by as much as its own text says (a word naming $x a
+// thousand times makes a thousand copies before the next check); nor are
+// the goroutines the interpreter starts for a pipeline counted as
+// processes (a pipeline waits for its sides, so a script runs a bounded
+// number of them). The sandbox process's own limits (its cgroup) are the
+// wall for those.
 
-// DefaultPodPidsLimit is how many processes (see procTable.fork) a
+// DefaultPodPidsLimit is how many processes (see limits.fork) a
 // container may have running at once when Config.PodPidsLimit is 0.
 // The kubelet's podPidsLimit defaults to -1, unlimited, and leaves the
 // bound to the kernel's pid_max; the mock's processes are goroutines of
@@ -33,8 +41,8 @@ const DefaultPodPidsLimit = 1024
 
 // DefaultContainerMemory is the memory limit of a container whose config
 // sets none. On a real node such a container is bounded by the node's
-// allocatable memory; here it would be bounded by nothing but the
-// runtime's own process, so that one container cannot take the node (and
+// allocatable memory; here nothing but the runtime's own process would
+// bound it: the default keeps one container from taking the node (and
 // every other container) down with it.
 const DefaultContainerMemory = 512 << 20
 
