@@ -226,8 +226,10 @@ func TestPodPidsLimitBoundsBackgroundJobs(t *testing.T) {
 	resp := execIn(t, r, c, "sh", "-c", `i=0; while [ $i -lt 3000 ]; do { while :; do :; done; } & i=$((i+1)); done
 true & wait $!; echo "wait=$?"`)
 	assert.Equal(t, "wait=1\n", string(resp.Stdout))
-	// Jobs that had not started when the exec ended never ran, nor printed.
-	assert.Greater(t, strings.Count(string(resp.Stderr), errForkFailed+"\n"), 2900, "the jobs past the limit")
+	// How many fail to fork depends on the machine: a job that had not
+	// started when the exec ended never ran, nor printed. pidsPeak below
+	// says that no more than the limit ever ran at once.
+	assert.Positive(t, strings.Count(string(resp.Stderr), errForkFailed+"\n"), "the jobs past the limit")
 	assert.Equal(t, int32(0), resp.ExitCode)
 	waitGoroutines(t, base)
 	r.mu.Lock()
