@@ -140,6 +140,13 @@ while true; do sleep 3600; done`,
 	{Names: []string{"registry.k8s.io/e2e-test-images/busybox"}, Default: busyboxSh},
 	{Names: []string{"registry.k8s.io/busybox"}, Default: busyboxSh},
 	{Names: []string{"docker.io/library/alpine"}, Default: busyboxSh},
+	{
+		// The Kubernetes docs' "Assign Memory Resources to Containers and
+		// Pods" runs it with command stress and --vm args (see stress in
+		// limits.go: it accounts the bytes, it does not allocate them).
+		Names:   []string{"docker.io/polinux/stress"},
+		Default: ImageDefault{What: "stress(1) with no arguments: prints that no hogs were requested and exits 1", Script: "stress"},
+	},
 
 	// critest's image tests: different tags of one image, one tag per image,
 	// a pull by digest, and images whose configuration sets USER.

@@ -16,7 +16,19 @@
 // ever executed, and every file the script touches is inside the container's
 // root directory (an os.Root). Its stdout and stderr go to the container's
 // LogPath in the CRI log format (ReadLog reads it back); ExecSync runs a
-// command the same way; the stats are plausible and deterministic.
+// command the same way (keeping 16 MiB of each stream, as containerd); the
+// stats are plausible and deterministic.
+//
+// The runtime stands in for the kernel's limits (limits.go): each
+// container runs at most Config.PodPidsLimit processes (script, execs,
+// utilities, background jobs; DefaultPodPidsLimit), is OOMKilled (137)
+// past its memory limit (LinuxContainerResources.MemoryLimitInBytes, else
+// DefaultContainerMemory), counted from its shell variables, its writable
+// layer and what the stress utility holds, and may nest only so deep
+// (maxStackFrames); a panic in the interpreter ends only the script it ran
+// (exit 2, "sh: internal error: …"). What the interpreter would ask the
+// host ($HOME, ~user, pwd -P, . and source, its TMPDIR) is answered from
+// the container (hostfacts.go says what is not: $$ and $PPID).
 //
 // Pod YAML is untrusted input, and an interpreter can have bugs, so the
 // handlers are not the only wall. A runtime that runs as root on the real
@@ -38,7 +50,8 @@
 //
 // Where it departs from containerd, and why: a script that traps TERM runs its
 // trap at the next command or sleep (the interpreter knows only EXIT and ERR
-// traps); sleep, date and every timeout read the injected clock, so tests
+// traps); sleep (as GNU sleep: infinity, suffixes, summed arguments), date
+// and every timeout read the injected clock, so tests
 // drive them; Exec and Attach answer a URL of the runtime's own streaming
 // server on 127.0.0.1 (streaming.go: SPDY, v4.channel.k8s.io), where `sh`
 // with stdin is an interactive shell (with a TTY: a prompt, echo and line

@@ -22,8 +22,16 @@ import (
 // pids.max and memory.max would stop, the interpreter's handlers stop here.
 // Everything below is reachable from a proc, so that it moves with the
 // scripts into a sandbox process.
+//
+// What it cannot see: memory is checked between commands, so one command
+// may still grow it by as much as its own text says (a word naming $x a
+// thousand times makes a thousand copies before the next check); nor are
+// the goroutines the interpreter starts for a pipeline counted as
+// processes (a pipeline waits for its sides, so a script runs a bounded
+// number of them). The sandbox process's own limits (its cgroup) are the
+// wall for those.
 
-// DefaultPodPidsLimit is how many processes (see procTable.fork) a
+// DefaultPodPidsLimit is how many processes (see limits.fork) a
 // container may have running at once when Config.PodPidsLimit is 0.
 // The kubelet's podPidsLimit defaults to -1, unlimited, and leaves the
 // bound to the kernel's pid_max; the mock's processes are goroutines of
@@ -33,8 +41,8 @@ const DefaultPodPidsLimit = 1024
 
 // DefaultContainerMemory is the memory limit of a container whose config
 // sets none. On a real node such a container is bounded by the node's
-// allocatable memory; here it would be bounded by nothing but the
-// runtime's own process, so that one container cannot take the node (and
+// allocatable memory; here nothing but the runtime's own process would
+// bound it: the default keeps one container from taking the node (and
 // every other container) down with it.
 const DefaultContainerMemory = 512 << 20
 
@@ -52,9 +60,6 @@ const ReasonOOMKilled = "OOMKilled"
 // runtime's process with a stack overflow, which no recover catches.
 const maxStackFrames = 10000
 
-// depthCheckEvery is how often checkLimits counts the stack's frames.
-const depthCheckEvery = 32
-
 // errForkFailed is what a shell prints when fork fails.
 const errForkFailed = "sh: fork: retry: Resource temporarily unavailable"
 
@@ -65,10 +70,11 @@ type limits struct {
 	pidsMax int64 // < 0: unlimited; 0: DefaultPodPidsLimit
 	memMax  int64 // 0: DefaultContainerMemory
 
-	pids   atomic.Int64 // the processes running: scripts, utilities, background jobs
-	stress atomic.Int64 // the bytes stress holds
-	files  atomic.Int64 // bytes written to the writable layer since it was last measured, plus that measure
-	peak   atomic.Int64 // the highest usage seen, as memory.peak
+	pids     atomic.Int64 // the processes running: scripts, utilities, background jobs
+	pidsPeak atomic.Int64 // the most that ran at once, as pids.peak
+	stress   atomic.Int64 // the bytes stress holds
+	files    atomic.Int64 // bytes written to the writable layer since it was last measured, plus that measure
+	peak     atomic.Int64 // the highest usage seen, as memory.peak
 
 	once      sync.Once
 	oomCtx    context.Context // cancelled when the container is OOM-killed
@@ -96,9 +102,12 @@ func (l *limits) fork() bool {
 	if limit == 0 {
 		limit = DefaultPodPidsLimit
 	}
-	if n := l.pids.Add(1); limit > 0 && n > limit {
+	n := l.pids.Add(1)
+	if limit > 0 && n > limit {
 		l.pids.Add(-1)
 		return false
+	}
+	for p := l.pidsPeak.Load(); n > p && !l.pidsPeak.CompareAndSwap(p, n); p = l.pidsPeak.Load() {
 	}
 	return true
 }
@@ -185,15 +194,17 @@ func varsSize(hc interp.HandlerContext) int64 {
 // checkLimits runs before each command (proc.call): it refuses to nest
 // deeper than maxStackFrames and enforces the container's memory limit.
 func (p *proc) checkLimits(ctx context.Context) error {
-	// Counting frames costs one step per frame: count at one command in
-	// depthCheckEvery only. A script nests by at most that many commands
-	// between two counts, a few hundred frames past the bound.
+	// Counting frames costs a step per frame, a few microseconds for a
+	// script's usual depth, at every command: counting at one command in
+	// N only would miss a chain of nested sh, each of which runs a single
+	// command, and background jobs of the same shell could make a
+	// recursion skip the counted ones.
 	var pc [1]uintptr
-	if p.calls.Add(1)%depthCheckEvery == 0 && runtime.Callers(maxStackFrames, pc[:]) != 0 {
+	if runtime.Callers(maxStackFrames, pc[:]) != 0 {
 		return fmt.Errorf("maximum nesting depth (%d stack frames) exceeded", maxStackFrames)
 	}
-	if p.running.charge(p.rootUsage(), varsSize(interp.HandlerCtx(ctx))) {
-		return errOOM
+	if p.running.killed() || p.running.charge(p.rootUsage(), varsSize(interp.HandlerCtx(ctx))) {
+		return errOOM // before the OOM context reaches this script (it runs its AfterFuncs on goroutines of their own)
 	}
 	return nil
 }
@@ -227,42 +238,79 @@ func (p *proc) bindOOM(ctx context.Context) (context.Context, context.CancelFunc
 // argument as one accounted process, which is what `X &` is.
 const jobCommand = "fakeruntime-job"
 
-// rewriteJobs turns each background statement `X &` of node (not those
-// inside X: they are rewritten when the job runs) into `jobCommand 'X' &`,
-// so that a background job, even one running only builtins, runs in the
-// exec handler, where it takes a process slot and gives it back when it
-// ends. The interpreter starts background goroutines with no hook of its
-// own.
+// rewriteJobs rewrites node for the limits, which the interpreter gives
+// no hook for:
+//
+//   - each background statement `X &` (not those inside X: they are
+//     rewritten when the job runs) becomes `jobCommand 'X' &`, so that a
+//     background job, even one running only builtins, runs in the exec
+//     handler, where it takes a process slot and gives it back when it
+//     ends;
+//   - each statement of assignments only (`x=$x$x`), which runs no call
+//     handler, is followed by tickCommand, which does, so that a loop of
+//     assignments cannot grow the variables past the memory limit
+//     unchecked. The tick keeps $? as the assignment left it.
 func rewriteJobs(node syntax.Node) {
 	syntax.Walk(node, func(n syntax.Node) bool {
 		st, ok := n.(*syntax.Stmt)
-		if !ok || !(st.Background || st.Coprocess || st.Disown) {
+		if !ok {
 			return true
 		}
-		inner := *st
-		inner.Background, inner.Coprocess, inner.Disown = false, false, false
-		inner.Comments = nil
-		var b strings.Builder
-		if err := syntax.NewPrinter().Print(&b, &inner); err != nil {
-			return false // cannot happen for a parsed statement; left as it is
-		}
-		q, err := syntax.Quote(b.String(), syntax.LangPOSIX)
-		if err != nil {
-			return false // a NUL byte: cannot be in a parsed statement
-		}
-		f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(jobCommand+" "+q), "")
-		if err != nil || len(f.Stmts) != 1 {
+		if st.Background || st.Coprocess || st.Disown {
+			backgroundJob(st)
 			return false
 		}
-		st.Cmd, st.Redirs, st.Negated = f.Stmts[0].Cmd, nil, false
-		st.Coprocess, st.Disown, st.Background = false, false, true
+		call, ok := st.Cmd.(*syntax.CallExpr)
+		if !ok || len(call.Args) > 0 || len(call.Assigns) == 0 || st.Negated {
+			return true
+		}
+		for _, a := range call.Assigns {
+			rewriteJobs(a) // command substitutions in the values
+		}
+		st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{{Cmd: call}, {Cmd: &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: tickCommand}}}}}}}}
 		return false
 	})
 }
 
+// tickCommand follows each statement of assignments only (rewriteJobs);
+// it does nothing but let the call handler check the limits.
+const tickCommand = "fakeruntime-tick"
+
+// backgroundJob rewrites the background statement st (see rewriteJobs).
+func backgroundJob(st *syntax.Stmt) {
+	inner := *st
+	inner.Background, inner.Coprocess, inner.Disown = false, false, false
+	inner.Comments = nil
+	var b strings.Builder
+	if err := syntax.NewPrinter().Print(&b, &inner); err != nil {
+		return // cannot happen for a parsed statement; left as it is
+	}
+	q, err := syntax.Quote(b.String(), syntax.LangPOSIX)
+	if err != nil {
+		return // a NUL byte: cannot be in a parsed statement
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(jobCommand+" "+q), "")
+	if err != nil || len(f.Stmts) != 1 {
+		return
+	}
+	st.Cmd, st.Redirs, st.Negated = f.Stmts[0].Cmd, nil, false
+	st.Coprocess, st.Disown, st.Background = false, false, true
+}
+
+// maxScriptBytes is the longest script the runtime parses (sh -c, eval,
+// source, a trap): 128 KiB, Linux's MAX_ARG_STRLEN, the longest argument,
+// so the longest script a real sh -c can get. The interpreter's parser
+// recurses on every level of nesting, with up to about 1 KB of stack per
+// byte of "((((": a few MB of them would overflow Go's 1 GB stack, which
+// kills the runtime's process.
+const maxScriptBytes = 128 << 10
+
 // parseScript parses src as a POSIX shell script, with its background
 // statements rewritten (rewriteJobs).
 func parseScript(src string) (*syntax.File, error) {
+	if len(src) > maxScriptBytes {
+		return nil, fmt.Errorf("script too long (%d bytes, at most %d): Argument list too long", len(src), maxScriptBytes)
+	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		return nil, err
@@ -374,4 +422,22 @@ func parseStressSize(s string) (int64, error) {
 		return 0, fmt.Errorf("invalid size %q", s)
 	}
 	return v * mult, nil
+}
+
+// boundedInput hands the interactive shell's parser at most
+// maxScriptBytes for one command (see maxScriptBytes: its nesting would
+// overflow the stack), counted from the last complete one.
+type boundedInput struct {
+	r io.Reader
+	n int
+}
+
+func (b *boundedInput) Read(p []byte) (int, error) {
+	if b.n >= maxScriptBytes {
+		return 0, fmt.Errorf("command too long (more than %d bytes): Argument list too long", maxScriptBytes)
+	}
+	p = p[:min(len(p), maxScriptBytes-b.n)]
+	n, err := b.r.Read(p)
+	b.n += n
+	return n, err
 }

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -62,8 +61,6 @@ type proc struct {
 	running *procTable
 	// net is where the server commands listen (servers.go); nil in an exec.
 	net *containerNet
-	// calls counts the commands run, for checkLimits.
-	calls atomic.Uint64
 }
 
 // procTable counts the utilities running in a container, and holds its
@@ -224,6 +221,9 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	if code, ok := interp.IsExitStatus(err); ok {
 		return int(code)
 	}
+	if errors.Is(err, errOOM) {
+		return ExitCodeSIGKILL // the OOM killer's SIGKILL, which no shell reports
+	}
 	fmt.Fprintf(stderr, "sh: %v\n", err)
 	if errors.As(err, new(internalError)) {
 		return ExitCodeInternalError
@@ -234,8 +234,9 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 // newRunner is the interpreter for the process, with positional
 // parameters params ($0 first).
 func (p *proc) newRunner(params []string) (*interp.Runner, error) {
+	env := &containerEnv{Environ: expand.ListEnviron(p.env...), p: p}
 	opts := []interp.RunnerOption{
-		interp.Env(expand.ListEnviron(p.env...)),
+		interp.Env(env),
 		interp.Dir("/"), // the container's /, as every handler below sees it
 		interp.StdIO(p.stdin, p.stdout, p.stderr),
 		// Guarded: a panic in one ends its command, not the process (guard.go).
@@ -256,6 +257,11 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 	if p.workDir != "" {
 		runner.Dir = path.Clean("/" + p.workDir) // a path in the container, which interp.Dir would look up on the host
 	}
+	// The first Reset takes the runner's temporary directory from TMPDIR:
+	// fifoDir then, the container's TMPDIR afterwards (hostfacts.go).
+	env.resetting = true
+	runner.Reset()
+	env.resetting = false
 	return runner, nil
 }
 
@@ -279,6 +285,16 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 		return []string{"eval", trap + "\n" + strings.Join(quoted, " ")}, nil
 	}
 	switch args[0] {
+	case "pwd":
+		if slices.Contains(args[1:], "-P") { // the interpreter's resolves symlinks on the host
+			return []string{pwdPhysical}, nil
+		}
+	case ".", "source":
+		if len(args) > 1 {
+			args = slices.Clone(args)
+			args[1] = sourceMarker + p.sourcePath(interp.HandlerCtx(ctx), args[1])
+			return args, nil
+		}
 	case "export", "readonly", "local":
 		// Parsed as POSIX, these are plain commands, which the interpreter
 		// only knows as declaration clauses of its bash parser: hand them
@@ -304,6 +320,15 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 		return args, nil
 	}
 	action, sigs := args[1], args[2:]
+	if action != "-" && action != "" {
+		// The interpreter parses the action as bash when the trap runs:
+		// parse it as sh now, rewritten as every script is.
+		f, err := parseScript(action)
+		if err != nil {
+			return []string{"eval", "echo " + quoteOrFalse("sh: trap: "+err.Error()) + " >&2; false"}, nil
+		}
+		action = printScript(f)
+	}
 	rest := []string{"trap", action}
 	for _, s := range sigs {
 		switch s {
@@ -336,6 +361,11 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	switch name {
 	case lookupCommand:
 		return p.lookup(hc, args[1:])
+	case tickCommand:
+		return exitStatus(hc.LastExitStatus)
+	case pwdPhysical:
+		fmt.Fprintln(hc.Stdout, p.physicalDir(hc.Dir))
+		return nil
 	case jobCommand:
 		if len(args) != 2 {
 			return interp.NewExitStatus(2)
@@ -489,6 +519,10 @@ func quoteOrFalse(s string) string {
 	}
 	return q
 }
+
+// pwdPhysical is the internal name under which call hands pwd -P to
+// exec (like lookupCommand).
+const pwdPhysical = "\x00pwd-P"
 
 // lookupCommand is the internal name under which call hands type, hash
 // and command -v to exec (a name no script can type: it has a NUL byte).
@@ -784,6 +818,9 @@ func (p *proc) dir(ctx context.Context) string {
 func (p *proc) open(ctx context.Context, name string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
 	if name == "/dev/null" {
 		return devNull{}, nil
+	}
+	if src, ok := strings.CutPrefix(name, sourceMarker); ok {
+		return p.openSource(ctx, src)
 	}
 	f, err := p.root.OpenFile(p.rel(p.dir(ctx), name), flag, perm)
 	if err != nil {

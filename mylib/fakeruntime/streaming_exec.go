@@ -104,13 +104,15 @@ func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (co
 	parser := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
 	io.WriteString(p.stdout, prompt)
 	exited := false
-	err = parser.Interactive(in, func(stmts []*syntax.Stmt) bool {
+	bounded := &boundedInput{r: in}
+	err = parser.Interactive(bounded, func(stmts []*syntax.Stmt) bool {
 		if parser.Incomplete() {
 			if prompt != "" {
 				io.WriteString(p.stdout, "> ")
 			}
 			return true
 		}
+		bounded.n = 0 // a complete command: the next one may be as long
 		for _, st := range stmts {
 			rewriteJobs(st)
 			err := runner.Run(ctx, st)

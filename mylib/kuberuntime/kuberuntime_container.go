@@ -60,8 +60,9 @@ func errMessage(err error) string {
 
 // generateContainerConfig builds the container's CRI config: its command
 // and args with $(VAR) expanded, environment, working directory, labels,
-// annotations and log path <container>/<attempt>.log. Unlike upstream there
-// are no mounts, devices or security context.
+// annotations, log path <container>/<attempt>.log and resources (memory
+// limit, CPU shares and quota). Unlike upstream there are no mounts,
+// devices or security context.
 func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Container, pod *v1.Pod, restartCount int, podIP, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
 	opts, err := m.runtimeHelper().GenerateRunContainerOptions(ctx, pod, container, podIP, podIPs)
 	if err != nil {
@@ -84,6 +85,7 @@ func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Con
 		Stdin:       container.Stdin,
 		StdinOnce:   container.StdinOnce,
 		Tty:         container.TTY,
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: generateLinuxContainerResources(container)},
 	}
 	for _, e := range opts.Envs {
 		config.Envs = append(config.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})

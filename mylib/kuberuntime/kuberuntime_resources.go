@@ -1,0 +1,45 @@
+package kuberuntime
+
+import (
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// CPU shares and CFS quota, as upstream computes them from millicores
+// (pkg/kubelet/cm: MilliCPUToShares, MilliCPUToQuota).
+const (
+	minShares     = 2
+	maxShares     = 262144
+	sharesPerCPU  = 1024
+	milliCPUToCPU = 1000
+	// quotaPeriod is the CFS period, 100 ms in microseconds.
+	quotaPeriod = 100000
+	// minQuotaPeriod is the least quota the kernel accepts, 1 ms.
+	minQuotaPeriod = 1000
+)
+
+// generateLinuxContainerResources is the container's resources as the
+// runtime enforces them: its memory limit, which the runtime turns into
+// the cgroup's memory.max (a container over it is OOMKilled), and its CPU
+// request and limit as shares and quota. Unlike upstream's function of
+// the same name, there is no swap, hugepages, unified (cgroup v2) map or
+// pod-level resources.
+func generateLinuxContainerResources(container *v1.Container) *runtimeapi.LinuxContainerResources {
+	res := &runtimeapi.LinuxContainerResources{
+		MemoryLimitInBytes: container.Resources.Limits.Memory().Value(),
+		CpuShares:          milliCPUToShares(container.Resources.Requests.Cpu().MilliValue()),
+	}
+	if milli := container.Resources.Limits.Cpu().MilliValue(); milli > 0 {
+		res.CpuPeriod = quotaPeriod
+		res.CpuQuota = max(milli*quotaPeriod/milliCPUToCPU, minQuotaPeriod)
+	}
+	return res
+}
+
+// milliCPUToShares is the cgroup's cpu.shares for a CPU request.
+func milliCPUToShares(milli int64) int64 {
+	if milli == 0 {
+		return minShares // no request: the least weight, as upstream
+	}
+	return min(max(milli*sharesPerCPU/milliCPUToCPU, minShares), maxShares)
+}
