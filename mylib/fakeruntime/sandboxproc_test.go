@@ -194,3 +194,24 @@ func TestSandboxProcessServesOnThePodNetwork(t *testing.T) {
 	require.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.State)
 	require.EqualValues(t, 0, st.ExitCode)
 }
+
+// TestSandboxProcessOOMKillsAsTheMemoryDocs: the limits travel to the
+// sandbox process with each run, and its OOM kill comes back as the
+// container's reason: the docs' memory-demo-2 is OOMKilled, memory-demo
+// runs on.
+func TestSandboxProcessOOMKillsAsTheMemoryDocs(t *testing.T) {
+	r := sandboxRuntime(t)
+	_, err := r.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "polinux/stress"}})
+	require.NoError(t, err)
+	sb := runSandbox(t, r, "memory-demo", "uid-1", nil)
+	demo := createLimited(t, r, sb, "memory-demo-ctr", "polinux/stress", 200<<20, "stress", "--vm", "1", "--vm-bytes", "150M", "--vm-hang", "1")
+	startContainer(t, r, demo)
+	sb2 := runSandbox(t, r, "memory-demo-2", "uid-2", nil)
+	demo2 := createLimited(t, r, sb2, "memory-demo-2-ctr", "polinux/stress", 100<<20, "stress", "--vm", "1", "--vm-bytes", "250M", "--vm-hang", "1")
+	startContainer(t, r, demo2)
+	waitDone(t, r, demo2)
+	st := containerStatus(t, r, demo2)
+	require.EqualValues(t, ExitCodeSIGKILL, st.ExitCode)
+	require.Equal(t, ReasonOOMKilled, st.Reason)
+	require.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, demo).State)
+}
