@@ -290,19 +290,28 @@ func createLimited(t *testing.T, r *Runtime, sandboxID, name, image string, memo
 // The Kubernetes docs' task "Assign Memory Resources to Containers and
 // Pods": memory-demo (150M under 200Mi) runs, memory-demo-2 (250M under
 // 100Mi) is OOMKilled.
-func TestStressAsInTheMemoryDocs(t *testing.T) {
-	r := fixtureConfig(t, Config{})
+// startMemoryDemos starts the pods of the Kubernetes docs' task "Assign
+// Memory Resources to Containers and Pods": memory-demo (150M under a
+// 200Mi limit) and memory-demo-2 (250M under 100Mi), and waits until
+// memory-demo-2 ended, which it checks was OOMKilled.
+func startMemoryDemos(t *testing.T, r *Runtime) (demo, demo2 string) {
+	t.Helper()
 	sb := runSandbox(t, r, "memory-demo", "uid-1", nil)
-	demo := createLimited(t, r, sb, "memory-demo-ctr", "polinux/stress", 200<<20, "stress", "--vm", "1", "--vm-bytes", "150M", "--vm-hang", "1")
+	demo = createLimited(t, r, sb, "memory-demo-ctr", "polinux/stress", 200<<20, "stress", "--vm", "1", "--vm-bytes", "150M", "--vm-hang", "1")
 	startContainer(t, r, demo)
 	sb2 := runSandbox(t, r, "memory-demo-2", "uid-2", nil)
-	demo2 := createLimited(t, r, sb2, "memory-demo-2-ctr", "polinux/stress", 100<<20, "stress", "--vm", "1", "--vm-bytes", "250M", "--vm-hang", "1")
+	demo2 = createLimited(t, r, sb2, "memory-demo-2-ctr", "polinux/stress", 100<<20, "stress", "--vm", "1", "--vm-bytes", "250M", "--vm-hang", "1")
 	startContainer(t, r, demo2)
-
 	waitDone(t, r, demo2)
 	st := containerStatus(t, r, demo2)
 	assert.Equal(t, int32(ExitCodeSIGKILL), st.ExitCode)
 	assert.Equal(t, ReasonOOMKilled, st.Reason)
+	return demo, demo2
+}
+
+func TestStressAsInTheMemoryDocs(t *testing.T) {
+	r := fixtureConfig(t, Config{})
+	demo, _ := startMemoryDemos(t, r)
 
 	waitRunningUtility(t, r, demo, "stress", 1)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, demo).State)
