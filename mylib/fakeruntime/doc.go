@@ -32,9 +32,9 @@
 //
 // Pod YAML is untrusted input, and an interpreter can have bugs, so the
 // handlers are not the only wall. A runtime that runs as root on the real
-// clock (chapters 11 and 13) runs every script in the sandbox process
-// (sandboxproc.go), the runtime's own binary started again behind walls
-// the kernel keeps, each for one thing:
+// clock (as the probe and capstone chapters run it) runs every script in
+// the sandbox process (sandboxproc.go), the runtime's own binary started
+// again behind walls the kernel keeps, each for one thing:
 //
 //	new mount, PID, IPC, UTS namespaces  no host process to see or signal; $$ is 1
 //	chroot into the containers' dir      no host file, even through the interpreter's own opens
