@@ -33,6 +33,10 @@ kubectl get --raw /readyz >/dev/null 2>&1 || die "the API server in $KUBECONFIG 
 
 export KUBECONFIG STATE_DIR REPO_ROOT
 export MYKUBELET_STATE_DIR="$STATE_DIR"
+# The state directory holds keys and the mock runtime's control socket:
+# its user's alone (the control API refuses a directory others can enter).
+mkdir -p "$STATE_DIR"
+chmod 700 "$STATE_DIR"
 export NODE_NAME="${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}"
 TOUR_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mykubelet-tour.XXXXXX")"
 export TOUR_DIR
