@@ -97,8 +97,7 @@ type runSpec struct {
 	WorkDir     string    `json:"workDir,omitempty"`
 	Hostname    string    `json:"hostname,omitempty"`
 	PodIP       string    `json:"podIP,omitempty"`
-	Main        bool      `json:"main,omitempty"`        // the container's main process
-	Stdin       bool      `json:"stdin,omitempty"`       // three descriptors come with it, not two
+	Stdin       bool      `json:"stdin,omitempty"`       // two descriptors come with it (stdin, output), not one
 	Interactive bool      `json:"interactive,omitempty"` // a shell reading commands from stdin
 	Prompt      string    `json:"prompt,omitempty"`
 	Fault       bool      `json:"fault,omitempty"` // opFault: on or off
@@ -129,10 +128,9 @@ type runExit struct {
 
 // sandboxConfig is the sandbox process's start-up configuration.
 type sandboxConfig struct {
-	Dir     string `json:"dir"`     // the containers' directory: its root
-	NoNet   bool   `json:"noNet"`   // it has a network namespace of its own, empty
-	Ports   bool   `json:"ports"`   // let nobody bind ports below 1024 in the pod network
-	RLimits bool   `json:"rlimits"` // (always true; for the reader of the JSON)
+	Dir   string `json:"dir"`   // the containers' directory: its root
+	NoNet bool   `json:"noNet"` // it has a network namespace of its own, empty
+	Ports bool   `json:"ports"` // let nobody bind ports below 1024 in the pod network
 }
 
 // sandboxProcess is the runtime's side of the sandbox process.
@@ -226,9 +224,13 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	err = child.send(spec, theirs)
 	closeFiles(theirs) // the sandbox process has its own copies now
 	if err != nil {
+		// It died under us, or the request did not fit in one message (an
+		// environment of megabytes): the run never started.
 		closeFiles([]*os.File{outR, stdinW})
-		child.finish(spec.ID, ExitCodeSIGKILL, "") // it died under us: the run has exited
-		return run, nil
+		child.mu.Lock()
+		delete(child.runs, spec.ID)
+		child.mu.Unlock()
+		return nil, fmt.Errorf("sandbox process: %w", err)
 	}
 	if stdinW != nil {
 		go func() {
@@ -306,7 +308,7 @@ func startSandboxChild(dir string, pn *podNetwork) (*sandboxChild, error) {
 		return nil, err
 	}
 	conn := fc.(*net.UnixConn)
-	cfg, _ := json.Marshal(sandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil, RLimits: true}) // plain fields always marshal
+	cfg, _ := json.Marshal(sandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil}) // plain fields always marshal
 	stderr := &tailBuffer{max: 4096}
 	cmd := &exec.Cmd{
 		Path:       exe,
@@ -531,7 +533,6 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 // holds r.mu.
 func (r *Runtime) startInSandbox(c *container, stdout, stderr *logStream) error {
 	spec := r.spec(c, c.script, c.params)
-	spec.Main = true
 	run, err := r.sandbox.start(spec, nil, stdout, stderr)
 	if err != nil {
 		return err

@@ -206,3 +206,25 @@ func TestSandboxProcessOOMKillsAsTheMemoryDocs(t *testing.T) {
 	demo, _ := startMemoryDemos(t, r)
 	require.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, demo).State)
 }
+
+// TestARunTooLargeForOneMessageFailsToStart: a container whose request
+// does not fit in one message to the sandbox process (an environment of
+// megabytes) fails StartContainer with the reason, and leaves no run
+// waiting forever for an exit.
+func TestARunTooLargeForOneMessageFailsToStart(t *testing.T) {
+	r := sandboxRuntime(t)
+	sb := runSandbox(t, r, "big", "uid-big", nil)
+	resp, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "big"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
+		Command: []string{"sleep", "3600"}, Envs: []*runtimeapi.KeyValue{{Key: "BIG", Value: []byte(strings.Repeat("x", 4<<20))}}}})
+	require.NoError(t, err)
+	_, err = r.StartContainer(context.Background(), &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId})
+	require.ErrorContains(t, err, "message too long")
+	require.Equal(t, runtimeapi.ContainerState_CONTAINER_CREATED, containerStatus(t, r, resp.ContainerId).State)
+	r.sandbox.mu.Lock()
+	child := r.sandbox.child
+	r.sandbox.mu.Unlock()
+	child.mu.Lock()
+	defer child.mu.Unlock()
+	require.Empty(t, child.runs)
+}
