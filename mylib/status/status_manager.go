@@ -317,7 +317,10 @@ func normalizeStatus(pod *v1.Pod, status *v1.PodStatus) {
 		}
 	}
 	if status.StartTime != nil {
-		norm(status.StartTime)
+		// A new pointer: the start time may be the cached status's own,
+		// which a status writer may be reading right now.
+		t := status.StartTime.Rfc3339Copy()
+		status.StartTime = &t
 	}
 	for i := range status.Conditions {
 		norm(&status.Conditions[i].LastProbeTime)

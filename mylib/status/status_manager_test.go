@@ -153,6 +153,24 @@ func TestSetPodStatusVersionsOnlyChanges(t *testing.T) {
 	}
 }
 
+// TestANewStatusSharesNothingWithTheCachedOne: the start time is carried
+// over from the cached status, but as a new pointer; normalizing the new
+// status wrote through the shared one while a status writer was encoding
+// the cached status (a data race the race detector found in CI).
+func TestANewStatusSharesNothingWithTheCachedOne(t *testing.T) {
+	pod := newPod("p", "uid-1")
+	f := newFixture(t, pod)
+	f.m.SetPodStatus(pod, runningStatus(false))
+	first, _ := f.m.GetPodStatus("uid-1")
+	f.clk.Step(time.Second)
+	f.m.SetPodStatus(pod, runningStatus(true))
+	second, _ := f.m.GetPodStatus("uid-1")
+	require.NotNil(t, first.StartTime)
+	require.NotNil(t, second.StartTime)
+	assert.Equal(t, *first.StartTime, *second.StartTime, "the start time never changes")
+	assert.NotSame(t, first.StartTime, second.StartTime, "but it is a copy")
+}
+
 func TestSyncWritesOncePerChangeAndNothingWhenUnchanged(t *testing.T) {
 	ctx := context.Background()
 	pod := newPod("p", "uid-1")
