@@ -10,12 +10,10 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -101,29 +99,21 @@ type agentConfig struct {
 // newAgent wires the kubelet's node half: the status setters and the lease,
 // as pkg/kubelet's NewMainKubelet does (the write-load benchmark uses it too).
 func newAgent(cs kubernetes.Interface, clk clock.WithTicker, c agentConfig) (*kubelet.Kubelet, error) {
-	// The host, measured once (upstream asks cAdvisor, which caches it).
 	if err := os.MkdirAll(c.stateDir, 0o700); err != nil {
 		return nil, err
 	}
-	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(c.stateDir) })
 	return kubelet.New(kubelet.Config{Client: cs, NodeName: c.nodeName, Clock: clk, Node: &kubelet.NodeConfig{
 		Annotations:               c.annotations,
 		HeartbeatClient:           c.heartbeat,
 		OnHeartbeatFailure:        c.onHeartbeatFailure,
 		NodeStatusUpdateFrequency: c.updateFreq,
 		NodeStatusReportFrequency: c.reportFreq,
-		// The order of pkg/kubelet's defaultNodeStatusFuncs; Ready last.
-		Setters: []nodestatus.Setter{
-			nodestatus.NodeAddress(c.nodeIP, c.nodeName, utilnet.ResolveBindAddress),
-			nodestatus.MachineInfo(c.maxPods, machineInfo, c.capacity, nodestatus.NodeAllocatableReservation(c.systemReserved, nil)),
-			nodestatus.VersionInfo(machineInfo, func(context.Context) (string, error) { return c.runtimeVersion, nil }, kubelet.KubeletVersion),
-			nodestatus.DaemonEndpoints(c.port),
-			nodestatus.GoRuntime(),
-			nodestatus.MemoryPressureCondition(clk.Now, nodestatus.NoPressure),
-			nodestatus.DiskPressureCondition(clk.Now, nodestatus.NoPressure),
-			nodestatus.PIDPressureCondition(clk.Now, nodestatus.NoPressure),
-			nodestatus.ReadyCondition(clk.Now, nil, nodestatus.RequiredCapacities),
-		},
+		// Status builds the setters in the order of pkg/kubelet's
+		// defaultNodeStatusFuncs (mylib/kubelet/node_status_funcs.go):
+		// addresses, machine info, versions, endpoints, the Go runtime, the
+		// three pressure conditions, Ready last.
+		Status: &kubelet.NodeStatusOptions{NodeIP: c.nodeIP, MaxPods: c.maxPods, Port: c.port, RootDir: c.stateDir,
+			Capacity: c.capacity, SystemReserved: c.systemReserved, RuntimeVersion: c.runtimeVersion},
 		OnRegistered: func(n *v1.Node, created bool) {
 			how := "created"
 			if !created {

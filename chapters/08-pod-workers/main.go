@@ -9,12 +9,10 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"mykubelet/mylib/config"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/options"
 	"mykubelet/mylib/pleg"
 	kubepod "mykubelet/mylib/pod"
@@ -54,17 +52,14 @@ func main() {
 		}
 		defer runtime.Close()
 
-		// Chapter 07: the pod sources, merged.
-		cfg := config.NewPodConfig(clk)
-		files, err := config.NewSourceFile(config.SourceFileConfig{Path: sources.ManifestPath, NodeName: o.NodeName,
-			Period: sources.FileCheckFrequency, Updates: cfg.Channel(ctx, kubetypes.FileSource), Clock: clk})
+		// Chapter 07: the pod sources (static pod files, the API server),
+		// merged; MakePodSourceConfig is that chapter's wiring, as upstream's
+		// makePodSourceConfig.
+		cfg, err := kubelet.MakePodSourceConfig(ctx, &wg, kubelet.PodSources{StaticPodPath: sources.ManifestPath,
+			FileCheckFrequency: sources.FileCheckFrequency, Client: client, NodeName: o.NodeName, Clock: clk})
 		if err != nil {
 			return err
 		}
-		wg.Go(func() { files.Run(ctx) })
-		wg.Go(func() {
-			config.NewSourceApiserver(client, o.NodeName, cfg.Channel(ctx, kubetypes.ApiserverSource)).Run(ctx)
-		})
 
 		// This chapter: the kubelet's pod half. The PLEG and pod cache of
 		// chapter 05 feed the pod workers, driven by the sync loop.

@@ -28,6 +28,10 @@ type NodeStatusOptions struct {
 	// Capacity overrides measured capacity; SystemReserved is taken off
 	// allocatable.
 	Capacity, SystemReserved v1.ResourceList
+	// RuntimeVersion is the <type>://<version> reported while the Kubelet
+	// has no runtime to ask (a node half alone); with a runtime, the CRI's
+	// Version answers.
+	RuntimeVersion string
 }
 
 // defaultNodeStatusFuncs are the setters in the order of upstream's
@@ -44,7 +48,7 @@ func (kl *Kubelet) defaultNodeStatusFuncs(o NodeStatusOptions) []nodestatus.Sett
 	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(o.RootDir) })
 	runtimeVersion := func(ctx context.Context) (string, error) {
 		if kl.cri == nil {
-			return "", nil // no runtime: the field stays empty
+			return o.RuntimeVersion, nil // no runtime: what we were told, if anything
 		}
 		return kl.RuntimeVersion(ctx)
 	}
