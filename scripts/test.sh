@@ -3,7 +3,8 @@
 # over the whole module, including the integration tests that start real
 # control planes (etcd + kube-apiserver + kube-controller-manager +
 # kube-scheduler v1.37.1) on loopback. On a fresh machine it first builds
-# those (6 to 8 minutes on 2 cores, cached after).
+# those (6 to 20 minutes on 2 cores, a line per binary as it goes; cached
+# after).
 #
 #   scripts/test.sh                  everything
 #   scripts/test.sh ./mylib/pleg/... only these packages (still builds what they need)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,9 @@ func matchBlock(t *testing.T, readme, heading string, n int, output string) {
 	}
 	require.NoError(t, docscheck.Match(want, output), "README section %q, block %d", heading, n)
 }
+
+// klogError matches an error line of klog ("E1125 16:55:00.859856 …").
+var klogError = regexp.MustCompile(`(?m)^E\d{4} `)
 
 // TestChapter14 runs the chapter with three nodes in each mode against a
 // real control plane and checks the README: the expected output, the
@@ -87,6 +91,7 @@ func TestChapter14(t *testing.T) {
 	whoami := chaptertest.Kubectl(t, filepath.Join(stateDir, "fleet/fleet/fleet-0001/kubelet.kubeconfig"), "auth", "whoami")
 	chaptertest.MatchSection(t, readme, "Each node is itself", whoami)
 	require.Equal(t, 0, p.Stop(), "Ctrl-C ends the program cleanly")
+	assert.NotRegexp(t, klogError, p.Stderr(), "the README shows no error on stderr")
 	chaptertest.MatchSection(t, readme, "Expected output", p.Stdout())
 
 	// Again: the certificates in the state dir are reused, no new CSR.
@@ -104,6 +109,7 @@ func TestChapter14(t *testing.T) {
 	p = chaptertest.Start(t, bin, "--state-dir", stateDir, "--nodes", "2", "--mode", "status", "--fleet-name", "old")
 	line := p.WaitForSubmatch(`(?m)^last 10s: .*\(PATCH nodes/status [0-9.]+\), .*`, 0, 90*time.Second)
 	require.Equal(t, 0, p.Stop())
+	assert.NotRegexp(t, klogError, p.Stderr(), "the README shows no error on stderr")
 	matchBlock(t, readme, "The same fleet, before v1.14", 1, p.Stdout())
 	assert.NotContains(t, line[0], "leases")
 	for _, n := range []string{"old-0001", "old-0002"} {

@@ -8,8 +8,8 @@
 //	defer stop()
 //	recorder.Eventf(pod, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q", image)
 //
-// Departs from upstream: only the reasons the pod half of this kubelet uses
-// are here (no volume, eviction or probe reasons yet).
+// Departs from upstream: only the reasons this kubelet records are here; it
+// has no volume manager and no eviction manager, so none of their reasons.
 package events
 
 import (

@@ -15,7 +15,7 @@ import (
 // agents send and get an answer to (any status code), by verb and
 // resource, and the bytes of the request bodies.
 // It counts what leaves the process; the API server's own count
-// (apiserver_request_total, see ParseRequestTotals) is the cross-check.
+// (apiserver_request_total, see ParseServerCounts) is the cross-check.
 type Counter struct {
 	mu     sync.Mutex
 	counts map[RequestKey]Count

@@ -391,17 +391,23 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 // unhealthy (the PLEG has not relisted within its threshold) it syncs
 // nothing: it logs "Skipping pod synchronization" with the reason, and
 // looks again after 100 ms, then twice as long each time, up to 5 s, as
-// upstream does. (At start the PLEG has not relisted yet, so that line
-// usually appears once, as it does for the real kubelet.)
+// upstream does. Unlike upstream, it waits quietly (at V(2)) during the
+// first relist period: at start the PLEG has not relisted yet, which is
+// no error, and the real kubelet's line about it misleads a newcomer.
 func (kl *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpdate, plegCh <-chan *pleg.PodLifecycleEvent) {
 	syncTicker := kl.clock.NewTicker(SyncTickerPeriod)
 	defer syncTicker.Stop()
 	housekeepingTicker := kl.clock.NewTicker(kl.housekeepingPeriod)
 	defer housekeepingTicker.Stop()
 	backoff := runtimeErrorBackoffBase
+	start := kl.clock.Now()
 	for {
 		if err := kl.runtimeState.runtimeErrors(); err != nil {
-			klog.FromContext(ctx).Error(err, "Skipping pod synchronization")
+			if kl.clock.Since(start) < pleg.RelistPeriod {
+				klog.FromContext(ctx).V(2).Info("Waiting for the first relist before syncing pods", "err", err)
+			} else {
+				klog.FromContext(ctx).Error(err, "Skipping pod synchronization")
+			}
 			t := kl.clock.NewTimer(backoff)
 			select {
 			case <-ctx.Done():

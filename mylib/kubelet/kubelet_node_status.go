@@ -469,10 +469,13 @@ func (kl *Kubelet) updateNodeStatus(ctx context.Context) error {
 // the node from an informer's cache on the first try; this asks the API
 // server, and on the first try lets it answer from its watch cache
 // (resourceVersion "0"), so that the read does not reach etcd (what
-// upstream did before it had the informer). A retry reads from etcd.
+// upstream did before it had the informer). A retry reads from etcd, and
+// so does the first report: it follows the registration's write, which
+// the watch cache of a busy API server may not hold yet ("not found", on
+// a fleet's nodes by the tens, where upstream's informer has the same lag).
 func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error {
 	opts := metav1.GetOptions{}
-	if tryNumber == 0 {
+	if tryNumber == 0 && !kl.node.lastStatusReportTime.IsZero() {
 		opts.ResourceVersion = "0"
 	}
 	original, err := kl.node.heartbeatClient.CoreV1().Nodes().Get(ctx, kl.nodeName, opts)

@@ -49,7 +49,8 @@ var codecs = func() serializer.CodecFactory {
 // Load reads path, a KubeletConfiguration, strictly: the kind and
 // apiVersion must be ours; an unknown field, a repeated one, or one not in
 // Supported is an error naming it and the file. Relative paths are made
-// absolute against the file's directory, as upstream. No defaults yet.
+// absolute against the file's directory, as upstream. No defaults are set
+// here: SetDefaults does that (Flags.KubeletConfiguration calls it).
 func Load(path string) (*kubeletv1beta1.KubeletConfiguration, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

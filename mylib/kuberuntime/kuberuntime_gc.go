@@ -19,11 +19,11 @@ package kuberuntime
 //   - the selection is a pure function (selectContainersToRemove,
 //     selectSandboxesToRemove) and the removal a loop over it, so tests
 //     can table the choice without a runtime;
-//   - a container's log file is removed with it, but there are no rotated
-//     logs or legacy /var/log/containers symlinks to clean (this kubelet
-//     writes neither);
-//   - pod log directories of removed pods are not collected yet
-//     (upstream evictPodLogsDirectories).
+//   - a container's log file and its rotated files are removed with it,
+//     but there are no legacy /var/log/containers symlinks to clean (this
+//     kubelet writes none);
+//   - pod log directories of removed pods are not collected (upstream
+//     evictPodLogsDirectories): they stay, empty, under the logs root.
 
 import (
 	"context"

@@ -3,6 +3,12 @@
 // annotations the kubelet puts on the pods it manages.
 //
 // Upstream: pkg/kubelet/types (pod_update.go, types.go).
+//
+// Where it departs from upstream, and why (one line each):
+//   - two pod sources, FileSource and ApiserverSource: no HTTPSource (this
+//     kubelet reads no --manifest-url) and no AllSource;
+//   - no priority or critical-pod helpers (IsCriticalPod, Preemptable):
+//     this kubelet neither preempts nor evicts pods.
 package kubetypes
 
 import (

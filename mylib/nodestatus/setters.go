@@ -20,6 +20,17 @@
 // Conditions are always found by their type (GetNodeCondition), never by
 // their position in the list: other components (the node lifecycle
 // controller, for one) write to the same list.
+//
+// Where it departs from upstream, and why (one line each):
+//   - the machine is read from /proc, /sys and /etc (ReadMachine), not from
+//     cAdvisor: a few files give the IDs and the capacity;
+//   - NodeAddress gives one InternalIP and the Hostname: no cloud provider,
+//     no DNS lookup of the node name, no second address family;
+//   - no Images, VolumesInUse, VolumeLimits, RuntimeHandlers or
+//     NodeFeatures setters: this kubelet keeps no image list and has no
+//     volume manager or RuntimeClass support;
+//   - the pressure conditions read a function the caller gives
+//     (NoPressure without an eviction manager, which this kubelet lacks).
 package nodestatus
 
 import (

@@ -10,6 +10,17 @@
 //		cache, clock.RealClock{})
 //	go p.Run(ctx)
 //	for e := range p.Watch() { … }
+//
+// Where it departs from upstream, and why (one line each):
+//   - relisting only, no EventedPLEG (the CRI's container event stream):
+//     upstream's is behind a feature gate, off by default;
+//   - Run(ctx) instead of Start, Stop and Update: the context stops it, and
+//     nothing changes the relist period while it runs (upstream's Update
+//     serves the EventedPLEG);
+//   - the events of several pods are sent in the order of their UIDs
+//     (upstream ranges over a map), so that a run repeats;
+//   - no metrics: the dropped events are counted by DiscardedEvents
+//     (upstream's pleg_discard_events), the relist times not at all.
 package pleg
 
 import (

@@ -1,13 +1,13 @@
-// Package server is the kubelet's debug HTTP server, much smaller than
-// upstream's: /pods shows the pod manager's pods (upstream's kubelet serves
-// the same path, pkg/kubelet/server/server.go), as JSON for programs and as
-// an HTML table for a browser; Handle adds more, such as /podcache/<uid> to
-// push a pod status into the pod cache by hand.
+// The debug server: /pods shows the pod manager's pods (upstream's kubelet
+// serves the same path, pkg/kubelet/server/server.go), as JSON for programs
+// and as an HTML table for a browser; Handle adds more, such as
+// /podcache/<uid> to push a pod status into the pod cache by hand.
 //
 // Bind it to 127.0.0.1 (ListenLoopback): it has no authentication. It
 // answers 403 to requests that name another host or come from another site
 // (LoopbackOnly), so that a web page cannot use the learner's browser to
 // reach it.
+
 package server
 
 import (

@@ -16,9 +16,13 @@
 //	sm.SetPodStatus(pod, apiPodStatus) // from generateAPIPodStatus, in the pod worker
 //
 // Where it departs from upstream, and why (one line each):
-//   - no probe results, resize status or pod-startup metrics: there is no
-//     prober or resize yet;
-//   - the DisruptionTarget condition is not merged: no eviction manager yet;
+//   - no SetContainerReadiness or SetContainerStartup: a probe result
+//     reaches the status through the pod sync it triggers
+//     (generateAPIPodStatus asks the prober), not written here directly;
+//   - no resize status or pod-startup metrics: this kubelet has no
+//     in-place resize and no metrics;
+//   - the DisruptionTarget condition is not merged: this kubelet has no
+//     eviction manager;
 //   - versions are kept by the UID of the pod written (the mirror pod's for
 //     a static pod) everywhere; upstream mixes in the static pod's UID in
 //     needsUpdate;

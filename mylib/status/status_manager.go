@@ -44,8 +44,8 @@ type PodDeletionSafetyProvider interface {
 }
 
 // Manager keeps the latest status of every pod and writes it to the API
-// server (upstream pkg/kubelet/status.Manager, without the probe and resize
-// parts).
+// server (upstream pkg/kubelet/status.Manager, without the probe-result
+// setters and the resize parts).
 type Manager interface {
 	// Run writes statuses until ctx ends: changed ones at once, all of
 	// them every SyncPeriod.

@@ -1,6 +1,7 @@
 package docscheck_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,4 +200,52 @@ func TestEachChapterPointsToTheNext(t *testing.T) {
 		}
 		assert.Contains(t, next, want, "%s: its Next: line", filepath.Base(d))
 	}
+}
+
+// TestLibrarySaysNoPartIsMissing holds every comment in mylib against the
+// parts of the kubelet that exist: none may say one is missing ("there is
+// no prober yet") once its package is there (docscheck.Subsystems).
+func TestLibrarySaysNoPartIsMissing(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	exists := func(s docscheck.Subsystem) bool { return docscheck.SubsystemExists(root, s) }
+	require.True(t, exists(docscheck.Subsystem{Dir: "mylib/prober"}), "the check needs a part that exists")
+	var found []string
+	err := filepath.WalkDir(filepath.Join(root, "mylib"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		stale, err := docscheck.StaleAbsences(rel, src, docscheck.Subsystems, exists)
+		found = append(found, stale...)
+		return err
+	})
+	require.NoError(t, err)
+	require.Empty(t, found, "library comments say a part is missing that exists; say what is true now:\n%s", strings.Join(found, "\n"))
+}
+
+// TestEveryPackageHasOneDoc checks every Go package of the repository: one
+// file, and only one, carries the package's doc comment (two are run
+// together by go doc, and they drift apart).
+func TestEveryPackageHasOneDoc(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	var bad []string
+	checked := 0
+	for _, top := range []string{"mylib", "chapters", "scripts"} {
+		pkgs, err := docscheck.GoPackages(root, top)
+		require.NoError(t, err)
+		for _, p := range pkgs {
+			docs, err := docscheck.PackageDocs(filepath.Join(root, p))
+			require.NoError(t, err)
+			checked++
+			if len(docs) != 1 {
+				bad = append(bad, fmt.Sprintf("%s: %d package doc comments %q (want exactly one; make the others file comments, with a blank line before the package clause)", p, len(docs), docs))
+			}
+		}
+	}
+	require.Greater(t, checked, 30, "GoPackages should find the repository's packages")
+	require.Empty(t, bad, strings.Join(bad, "\n"))
 }
