@@ -19,7 +19,7 @@
 // command the same way (keeping 16 MiB of each stream, as containerd); the
 // stats are plausible and deterministic.
 //
-// The runtime stands in for the kernel's limits (limits.go): each
+// The runtime stands in for the kernel's limits (shell_limits.go): each
 // container runs at most Config.PodPidsLimit processes (script, execs,
 // utilities, background jobs; DefaultPodPidsLimit), is OOMKilled (137)
 // past its memory limit (LinuxContainerResources.MemoryLimitInBytes, else
@@ -28,7 +28,7 @@
 // (maxStackFrames); a panic in the interpreter ends only the script it ran
 // (exit 2, "sh: internal error: …"). What the interpreter would ask the
 // host ($HOME, ~user, pwd -P, . and source, its TMPDIR) is answered from
-// the container (hostfacts.go says what is not: $$ and $PPID).
+// the container (shell_hostfacts.go says what is not: $$ and $PPID).
 //
 // Pod YAML is untrusted input, and an interpreter can have bugs, so the
 // handlers are not the only wall. A runtime that runs as root on the real

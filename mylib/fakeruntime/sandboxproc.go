@@ -112,7 +112,7 @@ const (
 	opFault = "fault"
 )
 
-// runLimits are the container's limits (see limits.go), which the sandbox
+// runLimits are the container's limits (see shell_limits.go), which the sandbox
 // process enforces on its scripts.
 type runLimits struct {
 	Pids   int64 `json:"pids"`

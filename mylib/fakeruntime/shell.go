@@ -40,7 +40,7 @@ const ExitCodeSIGTERM = 143
 
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
-// The server commands (agnhost, etcd, goproxy, nginx) are in servers.go.
+// The server commands (agnhost, etcd, goproxy, nginx) are in shell_servers.go.
 var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "rm", "pgrep", "sh", "sleep", "stress", "top", "touch"}
 
 // proc is one script running in a container: its main process, or a
@@ -59,12 +59,12 @@ type proc struct {
 	// running counts the utilities running in the container, by name,
 	// for pgrep; shared by the container's main script and its execs.
 	running *procTable
-	// net is where the server commands listen (servers.go); nil in an exec.
+	// net is where the server commands listen (shell_servers.go); nil in an exec.
 	net *containerNet
 }
 
 // procTable counts the utilities running in a container, and holds its
-// limits (limits.go).
+// limits (shell_limits.go).
 type procTable struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -239,7 +239,7 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 		interp.Env(env),
 		interp.Dir("/"), // the container's /, as every handler below sees it
 		interp.StdIO(p.stdin, p.stdout, p.stderr),
-		// Guarded: a panic in one ends its command, not the process (guard.go).
+		// Guarded: a panic in one ends its command, not the process (shell_guard.go).
 		interp.CallHandler(guardCall(p.call)),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return guardExec(p.exec) }),
 		interp.OpenHandler(guardOpen(p.open)),
@@ -258,7 +258,7 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 		runner.Dir = path.Clean("/" + p.workDir) // a path in the container, which interp.Dir would look up on the host
 	}
 	// The first Reset takes the runner's temporary directory from TMPDIR:
-	// fifoDir then, the container's TMPDIR afterwards (hostfacts.go).
+	// fifoDir then, the container's TMPDIR afterwards (shell_hostfacts.go).
 	env.resetting = true
 	runner.Reset()
 	env.resetting = false

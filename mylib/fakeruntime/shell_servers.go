@@ -3,7 +3,7 @@ package fakeruntime
 // Server commands: the images of the Kubernetes documentation's probe
 // examples serve something a probe checks. Each is a utility (see
 // Utilities) that listens on its sandbox's IP in the pod network
-// (Config.PodNetwork; netns.go) until the container is stopped:
+// (Config.PodNetwork; network_netns.go) until the container is stopped:
 //
 //	agnhost liveness      HTTP :8080, /healthz 200 "ok" for the first 10 s after it started, then 500 "error: <seconds>" (as agnhost's)
 //	goproxy               TCP :8080 (an HTTP proxy in the real image; here it answers 200 to any request)

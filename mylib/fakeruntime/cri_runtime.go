@@ -82,7 +82,7 @@ type Runtime struct {
 	// waiting out its timeout.
 	testHookStopWaiting func()
 
-	// The pod network (netns.go): nil without Config.PodNetwork or when it
+	// The pod network (network_netns.go): nil without Config.PodNetwork or when it
 	// could not be made (netErr says why).
 	net    *podNetwork
 	netErr error
@@ -126,7 +126,7 @@ type Config struct {
 	// DefaultPodPidsLimit, -1 unlimited.
 	PodPidsLimit int64
 	// PodNetwork makes the sandboxes' IPs reachable from the host, in a
-	// network namespace of the runtime's own (see netns.go), so that the
+	// network namespace of the runtime's own (see network_netns.go), so that the
 	// images' servers answer probes and curl. It needs root;
 	// without them the runtime runs without it (PodNetworkError says why).
 	PodNetwork bool
@@ -274,7 +274,7 @@ type container struct {
 	workDir  string              // WorkingDir, made at creation
 	mounts   []*runtimeapi.Mount // as asked; reported, never mounted
 	running  procTable           // the utilities running in it (pgrep)
-	fault    faultSwitch         // the control API makes its servers fail (servers.go)
+	fault    faultSwitch         // the control API makes its servers fail (shell_servers.go)
 	dir      string              // on the host: the container's directory; rootfs is in it
 	root     *os.Root            // the container's "/"; nil once removed
 	log      *logFile
