@@ -63,6 +63,31 @@
 // served on a unix socket only its user can reach (ListenControl: mode 0600
 // in a 0700 directory, SO_PEERCRED), never on TCP.
 //
+// The package is containerd's twin, and its files are grouped by
+// component as containerd's are; each group is one part of the runtime:
+//
+//	cri_*.go         the CRI state machine and services: the Runtime and its Config
+//	                 (cri_runtime.go), sandboxes, containers, ExecSync, images and
+//	                 their catalogue (KnownImages), stats, the CRI log format
+//	                 (ReadLog, ParseLogLine), the gRPC server (Serve, ListenUnix,
+//	                 ServeEndpoint) and the sample pods (Seed)
+//	shell*.go        what a container runs: the interpreter glue (shell.go: argv,
+//	                 Utilities, signals), its guards against an interpreter's
+//	                 panics, what it would ask the host (shell_hostfacts.go), the
+//	                 kernel's limits (shell_limits.go) and the server commands
+//	                 (shell_servers.go: agnhost, goproxy, nginx, etcd)
+//	streaming*.go    Exec and Attach: the streaming server on 127.0.0.1 and the
+//	                 interactive shell behind it
+//	control*.go      the control API: the actions (control.go: ContainerAction,
+//	                 PodAction, …) and their HTTP handler and unix socket
+//	                 (control_http.go: NewControlHandler, ListenControl)
+//	sandboxproc*.go  the sandbox process: the runtime's side (sandboxproc.go) and
+//	                 the walled-in child (sandboxproc_child.go, whose init hook
+//	                 runs it in every binary that links this package)
+//	podnet/          the pod network, a package of its own: the namespace, the
+//	                 veth pair and the sandboxes' addresses
+//	fakeruntimetest/ a runtime served for other packages' tests
+//
 // Wiring:
 //
 //	rt, err := fakeruntime.NewRuntime(fakeruntime.Config{StateDir: dir}) // or New(clock.RealClock{})
