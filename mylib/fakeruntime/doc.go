@@ -72,10 +72,13 @@
 //	                 (ReadLog, ParseLogLine), the gRPC server (Serve, ListenUnix,
 //	                 ServeEndpoint) and the sample pods (Seed)
 //	shell*.go        what a container runs: the interpreter glue (shell.go: argv,
-//	                 Utilities, signals), its guards against an interpreter's
-//	                 panics, what it would ask the host (shell_hostfacts.go), the
-//	                 kernel's limits (shell_limits.go) and the server commands
-//	                 (shell_servers.go: agnhost, goproxy, nginx, etcd)
+//	                 signals, the commands it runs), the utilities written in Go
+//	                 (shell_utilities.go), the file system through the
+//	                 container's os.Root (shell_fs.go), the guards against an
+//	                 interpreter's panics (shell_guard.go), what it would ask the
+//	                 host (shell_hostfacts.go), the kernel's limits
+//	                 (shell_limits.go) and the server commands (shell_servers.go:
+//	                 agnhost, goproxy, nginx, etcd)
 //	streaming*.go    Exec and Attach: the streaming server on 127.0.0.1 and the
 //	                 interactive shell behind it
 //	control*.go      the control API: the actions (control.go: ContainerAction,
