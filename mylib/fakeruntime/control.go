@@ -34,7 +34,7 @@ const (
 	// to break or mend what an exec probe checks (cmd=rm /tmp/healthy).
 	ActionExec Action = "exec"
 	// ActionFail makes a running container's servers fail their probes
-	// (servers.go): HTTP answers 500, TCP refuses, gRPC health is
+	// (shell_servers.go): HTTP answers 500, TCP refuses, gRPC health is
 	// NOT_SERVING. ActionRecover undoes it. The container runs on.
 	ActionFail    Action = "fail"
 	ActionRecover Action = "recover"

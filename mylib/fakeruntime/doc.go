@@ -19,7 +19,7 @@
 // command the same way (keeping 16 MiB of each stream, as containerd); the
 // stats are plausible and deterministic.
 //
-// The runtime stands in for the kernel's limits (limits.go): each
+// The runtime stands in for the kernel's limits (shell_limits.go): each
 // container runs at most Config.PodPidsLimit processes (script, execs,
 // utilities, background jobs; DefaultPodPidsLimit), is OOMKilled (137)
 // past its memory limit (LinuxContainerResources.MemoryLimitInBytes, else
@@ -28,7 +28,7 @@
 // (maxStackFrames); a panic in the interpreter ends only the script it ran
 // (exit 2, "sh: internal error: …"). What the interpreter would ask the
 // host ($HOME, ~user, pwd -P, . and source, its TMPDIR) is answered from
-// the container (hostfacts.go says what is not: $$ and $PPID).
+// the container (shell_hostfacts.go says what is not: $$ and $PPID).
 //
 // Pod YAML is untrusted input, and an interpreter can have bugs, so the
 // handlers are not the only wall. A runtime that runs as root on the real
@@ -62,6 +62,34 @@
 // removes or execs in containers and sandboxes by ID or by pod name; it is
 // served on a unix socket only its user can reach (ListenControl: mode 0600
 // in a 0700 directory, SO_PEERCRED), never on TCP.
+//
+// The package is containerd's twin, and its files are grouped by
+// component as containerd's are; each group is one part of the runtime:
+//
+//	cri_*.go         the CRI state machine and services: the Runtime and its Config
+//	                 (cri_runtime.go), sandboxes, containers, ExecSync, images and
+//	                 their catalogue (KnownImages), stats, the CRI log format
+//	                 (ReadLog, ParseLogLine), the gRPC server (Serve, ListenUnix,
+//	                 ServeEndpoint) and the sample pods (Seed)
+//	shell*.go        what a container runs: the interpreter glue (shell.go: argv,
+//	                 signals, the commands it runs), the utilities written in Go
+//	                 (shell_utilities.go), the file system through the
+//	                 container's os.Root (shell_fs.go), the guards against an
+//	                 interpreter's panics (shell_guard.go), what it would ask the
+//	                 host (shell_hostfacts.go), the kernel's limits
+//	                 (shell_limits.go) and the server commands (shell_servers.go:
+//	                 agnhost, goproxy, nginx, etcd)
+//	streaming*.go    Exec and Attach: the streaming server on 127.0.0.1 and the
+//	                 interactive shell behind it
+//	control*.go      the control API: the actions (control.go: ContainerAction,
+//	                 PodAction, …) and their HTTP handler and unix socket
+//	                 (control_http.go: NewControlHandler, ListenControl)
+//	sandboxproc*.go  the sandbox process: the runtime's side (sandboxproc.go) and
+//	                 the walled-in child (sandboxproc_child.go, whose init hook
+//	                 runs it in every binary that links this package)
+//	podnet/          the pod network, a package of its own: the namespace, the
+//	                 veth pair and the sandboxes' addresses
+//	fakeruntimetest/ a runtime served for other packages' tests
 //
 // Wiring:
 //

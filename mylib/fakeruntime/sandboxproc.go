@@ -52,6 +52,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/fakeruntime/podnet"
 )
 
 // SandboxUID is the user (and group) the sandbox process runs as: nobody.
@@ -112,7 +114,7 @@ const (
 	opFault = "fault"
 )
 
-// runLimits are the container's limits (see limits.go), which the sandbox
+// runLimits are the container's limits (see shell_limits.go), which the sandbox
 // process enforces on its scripts.
 type runLimits struct {
 	Pids   int64 `json:"pids"`
@@ -135,8 +137,8 @@ type sandboxConfig struct {
 
 // sandboxProcess is the runtime's side of the sandbox process.
 type sandboxProcess struct {
-	dir string      // the containers' directory
-	net *podNetwork // nil: no pod network
+	dir string          // the containers' directory
+	net *podnet.Network // nil: no pod network
 
 	mu    sync.Mutex
 	child *sandboxChild // nil until the first run, and after it died
@@ -291,7 +293,7 @@ func (s *sandboxProcess) running() (*sandboxChild, error) {
 }
 
 // startSandboxChild starts the runtime's binary as a sandbox process of dir.
-func startSandboxChild(dir string, pn *podNetwork) (*sandboxChild, error) {
+func startSandboxChild(dir string, pn *podnet.Network) (*sandboxChild, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -358,13 +360,13 @@ const sandboxStartTimeout = 30 * time.Second
 // it could not join it) and sets no_new_privs (which the child inherits:
 // Go cannot set it on all of its own threads). The thread is spoiled for
 // anything else, so it ends with its goroutine.
-func startWalledIn(cmd *exec.Cmd, pn *podNetwork) error {
+func startWalledIn(cmd *exec.Cmd, pn *podnet.Network) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
 		if pn != nil {
-			if err := unix.Setns(int(pn.ns.Fd()), unix.CLONE_NEWNET); err != nil {
-				errc <- fmt.Errorf("setns %s: %w", pn.name, err)
+			if err := pn.Enter(); err != nil {
+				errc <- err
 				return
 			}
 		}

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"k8s.io/utils/clock"
 	"mvdan.cc/sh/v3/expand"
@@ -26,8 +23,9 @@ import (
 // the host is ever executed: the shell's builtins (echo, printf, test, exit,
 // trap, cd, read, …) are the interpreter's, and the few utilities a pod's
 // command usually needs (sleep, cat, touch, rm, mkdir, ls, date, env,
-// printenv, hostname, sh -c) are written below in Go. Any other command is
-// "not found" (exit code 127) inside the container. Every file the script
+// printenv, hostname, sh -c) are written in Go: proc.exec below runs them,
+// the longer ones in shell_utilities.go. Any other command is "not found"
+// (exit code 127) inside the container. Every file the script
 // opens, lists or tests is looked up in the container's root directory
 // through an os.Root, which refuses any path or symlink that leads out of it.
 
@@ -40,7 +38,7 @@ const ExitCodeSIGTERM = 143
 
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
-// The server commands (agnhost, etcd, goproxy, nginx) are in servers.go.
+// The server commands (agnhost, etcd, goproxy, nginx) are in shell_servers.go.
 var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "rm", "pgrep", "sh", "sleep", "stress", "top", "touch"}
 
 // proc is one script running in a container: its main process, or a
@@ -59,12 +57,12 @@ type proc struct {
 	// running counts the utilities running in the container, by name,
 	// for pgrep; shared by the container's main script and its execs.
 	running *procTable
-	// net is where the server commands listen (servers.go); nil in an exec.
+	// net is where the server commands listen (shell_servers.go); nil in an exec.
 	net *containerNet
 }
 
 // procTable counts the utilities running in a container, and holds its
-// limits (limits.go).
+// limits (shell_limits.go).
 type procTable struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -239,7 +237,7 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 		interp.Env(env),
 		interp.Dir("/"), // the container's /, as every handler below sees it
 		interp.StdIO(p.stdin, p.stdout, p.stderr),
-		// Guarded: a panic in one ends its command, not the process (guard.go).
+		// Guarded: a panic in one ends its command, not the process (shell_guard.go).
 		interp.CallHandler(guardCall(p.call)),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return guardExec(p.exec) }),
 		interp.OpenHandler(guardOpen(p.open)),
@@ -258,7 +256,7 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 		runner.Dir = path.Clean("/" + p.workDir) // a path in the container, which interp.Dir would look up on the host
 	}
 	// The first Reset takes the runner's temporary directory from TMPDIR:
-	// fifoDir then, the container's TMPDIR afterwards (hostfacts.go).
+	// fifoDir then, the container's TMPDIR afterwards (shell_hostfacts.go).
 	env.resetting = true
 	runner.Reset()
 	env.resetting = false
@@ -560,310 +558,3 @@ func (p *proc) lookup(hc interp.HandlerContext, args []string) error {
 	}
 	return nil
 }
-
-// environ lists the exported variables of env as NAME=value.
-func environ(env expand.Environ) []string {
-	var out []string
-	env.Each(func(name string, vr expand.Variable) bool {
-		if vr.Exported && vr.IsSet() {
-			out = append(out, name+"="+vr.String())
-		}
-		return true
-	})
-	slices.Sort(out)
-	return out
-}
-
-func (p *proc) printenv(hc interp.HandlerContext, name string, args []string) error {
-	if len(args) == 0 {
-		for _, kv := range environ(hc.Env) {
-			fmt.Fprintln(hc.Stdout, kv)
-		}
-		return nil
-	}
-	if name == "env" {
-		fmt.Fprintln(hc.Stderr, "env: running a command with env is not supported")
-		return interp.NewExitStatus(125)
-	}
-	missing := false
-	for _, a := range args {
-		if vr := hc.Env.Get(a); vr.Exported && vr.IsSet() {
-			fmt.Fprintln(hc.Stdout, vr.String())
-		} else {
-			missing = true
-		}
-	}
-	if missing {
-		return interp.NewExitStatus(1)
-	}
-	return nil
-}
-
-// sleep waits on the runtime's clock. A SIGKILL ends it (and the script);
-// a trapped SIGTERM interrupts it and runs the trap.
-func (p *proc) sleep(ctx context.Context, hc interp.HandlerContext, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintln(hc.Stderr, "sleep: missing operand")
-		return interp.NewExitStatus(1)
-	}
-	var total time.Duration // the sum of the arguments, as GNU sleep's
-	for _, a := range args {
-		d, err := parseSleep(a)
-		if err != nil {
-			fmt.Fprintf(hc.Stderr, "sleep: invalid time interval %q\n", a)
-			return interp.NewExitStatus(1)
-		}
-		if d > maxSleep-total {
-			d = maxSleep - total // saturate, never overflow
-		}
-		total += d
-	}
-	timer := p.clock.NewTimer(total)
-	defer timer.Stop()
-	for {
-		select {
-		case <-timer.C():
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-p.term:
-			if trap, ok := p.pendingTrap(); ok {
-				if err := hc.Builtin(ctx, []string{"eval", trap}); err != nil {
-					return err
-				}
-				return interp.NewExitStatus(ExitCodeSIGTERM)
-			}
-			// Ignored: keep sleeping, but stop watching the closed channel.
-			select {
-			case <-timer.C():
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-}
-
-// parseSleep reads one of sleep's arguments as GNU sleep does: a number
-// of seconds, possibly fractional or with an exponent ("1.5", "1e3"), with
-// an optional suffix s, m, h or d, or "infinity". A duration too long for a
-// time.Duration saturates at maxSleep instead of overflowing into a short
-// or negative one.
-func parseSleep(s string) (time.Duration, error) {
-	unit := time.Second
-	if n := len(s); n > 1 {
-		switch s[n-1] {
-		case 's':
-			s = s[:n-1]
-		case 'm':
-			s, unit = s[:n-1], time.Minute
-		case 'h':
-			s, unit = s[:n-1], time.Hour
-		case 'd':
-			s, unit = s[:n-1], 24*time.Hour
-		}
-	}
-	if strings.EqualFold(s, "infinity") || strings.EqualFold(s, "inf") {
-		return maxSleep, nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || f < 0 || math.IsNaN(f) {
-		return 0, fmt.Errorf("invalid time interval %q", s)
-	}
-	if d := f * float64(unit); d < float64(maxSleep) {
-		return time.Duration(d), nil
-	}
-	return maxSleep, nil
-}
-
-// maxSleep is the longest sleep: about 292 years, forever for a container.
-const maxSleep = time.Duration(math.MaxInt64)
-
-func (p *proc) cat(ctx context.Context, hc interp.HandlerContext, files []string) error {
-	if len(files) == 0 {
-		if hc.Stdin != nil {
-			_, _ = io.Copy(hc.Stdout, hc.Stdin) // a closed stdout ends cat, as in a shell
-		}
-		return nil
-	}
-	failed := false
-	for _, f := range files {
-		r, err := p.open(ctx, f, os.O_RDONLY, 0)
-		if err != nil {
-			fmt.Fprintf(hc.Stderr, "cat: %s: %v\n", f, cause(err))
-			failed = true
-			continue
-		}
-		_, err = io.Copy(hc.Stdout, r)
-		r.Close()
-		if err != nil {
-			fmt.Fprintf(hc.Stderr, "cat: %s: %v\n", f, cause(err))
-			failed = true
-		}
-	}
-	if failed {
-		return interp.NewExitStatus(1)
-	}
-	return nil
-}
-
-func (p *proc) ls(hc interp.HandlerContext, args []string) error {
-	long, all := false, false
-	var paths []string
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			long = long || strings.Contains(a, "l")
-			all = all || strings.Contains(a, "a")
-			continue
-		}
-		paths = append(paths, a)
-	}
-	if len(paths) == 0 {
-		paths = []string{"."}
-	}
-	failed := false
-	for _, name := range paths {
-		rel := p.rel(hc.Dir, name)
-		fi, err := p.root.Stat(rel)
-		if err != nil {
-			fmt.Fprintf(hc.Stderr, "ls: %s: %v\n", name, cause(err))
-			failed = true
-			continue
-		}
-		infos := []fs.FileInfo{fi}
-		if fi.IsDir() {
-			if infos, err = p.readInfos(rel); err != nil {
-				fmt.Fprintf(hc.Stderr, "ls: %s: %v\n", name, cause(err))
-				failed = true
-				continue
-			}
-		}
-		for _, i := range infos {
-			if !all && strings.HasPrefix(i.Name(), ".") {
-				continue
-			}
-			if long {
-				fmt.Fprintf(hc.Stdout, "%s %8d %s %s\n", i.Mode(), i.Size(), i.ModTime().UTC().Format("Jan _2 15:04"), i.Name())
-			} else {
-				fmt.Fprintln(hc.Stdout, i.Name())
-			}
-		}
-	}
-	if failed {
-		return interp.NewExitStatus(1)
-	}
-	return nil
-}
-
-func (p *proc) readInfos(rel string) ([]fs.FileInfo, error) {
-	d, err := p.root.Open(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	infos, err := d.Readdir(-1)
-	slices.SortFunc(infos, func(a, b fs.FileInfo) int { return strings.Compare(a.Name(), b.Name()) })
-	return infos, err
-}
-
-// each runs fn on each operand of a file utility (args[0] is its name),
-// reports failures as the utility does, and exits 1 if one failed.
-func (p *proc) each(hc interp.HandlerContext, args []string, fn func(rel string) error) error {
-	if len(args) < 2 {
-		fmt.Fprintf(hc.Stderr, "%s: missing operand\n", args[0])
-		return interp.NewExitStatus(1)
-	}
-	failed := false
-	for _, a := range args[1:] {
-		if err := fn(p.rel(hc.Dir, a)); err != nil {
-			fmt.Fprintf(hc.Stderr, "%s: %s: %v\n", args[0], a, cause(err))
-			failed = true
-		}
-	}
-	if failed {
-		return interp.NewExitStatus(1)
-	}
-	return nil
-}
-
-// cause is the reason of a file error without the path, which would show
-// the root-relative name.
-func cause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// rel turns a path as the script sees it (absolute, or relative to dir)
-// into a name inside the container's root. ".." stops at the root, as it
-// does at a real "/"; symlinks are checked by os.Root.
-func (p *proc) rel(dir, name string) string {
-	if !path.IsAbs(name) {
-		name = path.Join(dir, name)
-	}
-	r := strings.TrimPrefix(path.Clean(name), "/")
-	if r == "" {
-		return "."
-	}
-	return r
-}
-
-func (p *proc) dir(ctx context.Context) string {
-	defer func() { _ = recover() }() // a context without a HandlerContext: the root
-	return interp.HandlerCtx(ctx).Dir
-}
-
-func (p *proc) open(ctx context.Context, name string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
-	if name == "/dev/null" {
-		return devNull{}, nil
-	}
-	if src, ok := strings.CutPrefix(name, sourceMarker); ok {
-		return p.openSource(ctx, src)
-	}
-	f, err := p.root.OpenFile(p.rel(p.dir(ctx), name), flag, perm)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: cause(err)}
-	}
-	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
-		return meteredFile{f, p}, nil
-	}
-	return f, nil
-}
-
-func (p *proc) readDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
-	d, err := p.root.Open(p.rel(p.dir(ctx), name))
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return d.ReadDir(-1)
-}
-
-func (p *proc) stat(ctx context.Context, name string, followSymlinks bool) (fs.FileInfo, error) {
-	if followSymlinks {
-		return p.root.Stat(p.rel(p.dir(ctx), name))
-	}
-	return p.root.Lstat(p.rel(p.dir(ctx), name))
-}
-
-// access allows what exists, and execution only of directories (to cd):
-// there are no programs to execute.
-func (p *proc) access(ctx context.Context, name string, mode interp.AccessMode) error {
-	fi, err := p.root.Stat(p.rel(p.dir(ctx), name))
-	if err != nil {
-		return err
-	}
-	if mode&interp.AccessExec != 0 && !fi.IsDir() {
-		return fs.ErrPermission
-	}
-	return nil
-}
-
-// devNull is /dev/null, the one device a container gets.
-type devNull struct{}
-
-func (devNull) Read([]byte) (int, error)    { return 0, io.EOF }
-func (devNull) Write(b []byte) (int, error) { return len(b), nil }
-func (devNull) Close() error                { return nil }

@@ -25,6 +25,7 @@ import (
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
+	"mykubelet/mylib/kubetypes"
 )
 
 var syncT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -142,8 +143,8 @@ func TestSyncPodRunsInitContainersThenContainers(t *testing.T) {
 	require.Len(t, st.SandboxStatuses, 1)
 	sb := st.SandboxStatuses[0]
 	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, sb.State)
-	assert.Equal(t, map[string]string{"app": "web", KubernetesPodNameLabel: "web", KubernetesPodNamespaceLabel: "default",
-		KubernetesPodUIDLabel: "uid-web"}, sb.Labels)
+	assert.Equal(t, map[string]string{"app": "web", kubetypes.KubernetesPodNameLabel: "web", kubetypes.KubernetesPodNamespaceLabel: "default",
+		kubetypes.KubernetesPodUIDLabel: "uid-web"}, sb.Labels)
 	assert.Equal(t, "hi", sb.Annotations["note"])
 	require.Len(t, st.ContainerStatuses, 1)
 	assert.Equal(t, "setup", st.ContainerStatuses[0].Name)
@@ -200,10 +201,10 @@ func TestSyncPodRunsInitContainersThenContainers(t *testing.T) {
 	cs := st.FindContainerStatusByName("app")
 	resp, err := f.m.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cs.ID.ID, Verbose: true})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{KubernetesPodNameLabel: "web", KubernetesPodNamespaceLabel: "default",
-		KubernetesPodUIDLabel: "uid-web", KubernetesContainerNameLabel: "app"}, resp.Status.Labels)
-	assert.Equal(t, "0", resp.Status.Annotations[ContainerRestartCountAnnotation])
-	assert.Equal(t, "30", resp.Status.Annotations[PodTerminationGracePeriodAnnotation])
+	assert.Equal(t, map[string]string{kubetypes.KubernetesPodNameLabel: "web", kubetypes.KubernetesPodNamespaceLabel: "default",
+		kubetypes.KubernetesPodUIDLabel: "uid-web", kubetypes.KubernetesContainerNameLabel: "app"}, resp.Status.Labels)
+	assert.Equal(t, "0", resp.Status.Annotations[kubetypes.ContainerRestartCountAnnotation])
+	assert.Equal(t, "30", resp.Status.Annotations[kubetypes.PodTerminationGracePeriodAnnotation])
 	assert.Equal(t, filepath.Join(f.logDir, "default_web_uid-web", "app", "0.log"), resp.Status.LogPath)
 	assert.DirExists(t, filepath.Join(f.logDir, "default_web_uid-web", "app"))
 }

@@ -8,24 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/kubetypes"
 )
 
-// The labels the kubelet puts on every sandbox and container it creates
-// (upstream pkg/kubelet/types/labels.go). GetPods groups containers into
-// pods by KubernetesPodUIDLabel.
-const (
-	KubernetesPodNameLabel       = "io.kubernetes.pod.name"
-	KubernetesPodNamespaceLabel  = "io.kubernetes.pod.namespace"
-	KubernetesPodUIDLabel        = "io.kubernetes.pod.uid"
-	KubernetesContainerNameLabel = "io.kubernetes.container.name"
-)
-
-// The annotations the kubelet puts on every container (upstream
-// pkg/kubelet/kuberuntime/labels.go).
-const (
-	ContainerHashAnnotation         = "io.kubernetes.container.hash"
-	ContainerRestartCountAnnotation = "io.kubernetes.container.restartCount"
-)
+// The labels and annotations themselves (io.kubernetes.*) are in
+// mylib/kubetypes (labels.go), shared with the mock runtime; GetPods
+// groups containers into pods by kubetypes.KubernetesPodUIDLabel.
 
 // labeledContainerInfo is what a container's labels say about its pod.
 type labeledContainerInfo struct {
@@ -37,10 +25,10 @@ type labeledContainerInfo struct {
 
 func getContainerInfoFromLabels(labels map[string]string) labeledContainerInfo {
 	return labeledContainerInfo{
-		ContainerName: labels[KubernetesContainerNameLabel],
-		PodName:       labels[KubernetesPodNameLabel],
-		PodNamespace:  labels[KubernetesPodNamespaceLabel],
-		PodUID:        types.UID(labels[KubernetesPodUIDLabel]),
+		ContainerName: labels[kubetypes.KubernetesContainerNameLabel],
+		PodName:       labels[kubetypes.KubernetesPodNameLabel],
+		PodNamespace:  labels[kubetypes.KubernetesPodNamespaceLabel],
+		PodUID:        types.UID(labels[kubetypes.KubernetesPodUIDLabel]),
 	}
 }
 
@@ -53,25 +41,14 @@ type annotatedContainerInfo struct {
 
 func getContainerInfoFromAnnotations(annotations map[string]string) annotatedContainerInfo {
 	var info annotatedContainerInfo
-	if v, ok := annotations[ContainerHashAnnotation]; ok {
+	if v, ok := annotations[kubetypes.ContainerHashAnnotation]; ok {
 		info.Hash, _ = strconv.ParseUint(v, 16, 64) // malformed: 0, as upstream
 	}
-	if v, ok := annotations[ContainerRestartCountAnnotation]; ok {
+	if v, ok := annotations[kubetypes.ContainerRestartCountAnnotation]; ok {
 		info.RestartCount, _ = strconv.Atoi(v) // malformed: 0, as upstream
 	}
 	return info
 }
-
-// More of upstream's container annotations: what the kubelet needs back
-// from a container when the pod object is gone (how long to let it stop,
-// where its termination message is).
-const (
-	ContainerTerminationMessagePathAnnotation   = "io.kubernetes.container.terminationMessagePath"
-	ContainerTerminationMessagePolicyAnnotation = "io.kubernetes.container.terminationMessagePolicy"
-	ContainerPortsAnnotation                    = "io.kubernetes.container.ports"
-	PodTerminationGracePeriodAnnotation         = "io.kubernetes.pod.terminationGracePeriod"
-	PodDeletionGracePeriodAnnotation            = "io.kubernetes.pod.deletionGracePeriod"
-)
 
 // newPodLabels are the sandbox's labels: the pod's own, and the three that
 // say which pod it is.
@@ -80,9 +57,9 @@ func newPodLabels(pod *v1.Pod) map[string]string {
 	for k, v := range pod.Labels {
 		labels[k] = v
 	}
-	labels[KubernetesPodNameLabel] = pod.Name
-	labels[KubernetesPodNamespaceLabel] = pod.Namespace
-	labels[KubernetesPodUIDLabel] = string(pod.UID)
+	labels[kubetypes.KubernetesPodNameLabel] = pod.Name
+	labels[kubetypes.KubernetesPodNamespaceLabel] = pod.Namespace
+	labels[kubetypes.KubernetesPodUIDLabel] = string(pod.UID)
 	return labels
 }
 
@@ -99,10 +76,10 @@ func newPodAnnotations(pod *v1.Pod) map[string]string {
 // (`crictl ps` shows the pod's name from them).
 func newContainerLabels(container *v1.Container, pod *v1.Pod) map[string]string {
 	return map[string]string{
-		KubernetesPodNameLabel:       pod.Name,
-		KubernetesPodNamespaceLabel:  pod.Namespace,
-		KubernetesPodUIDLabel:        string(pod.UID),
-		KubernetesContainerNameLabel: container.Name,
+		kubetypes.KubernetesPodNameLabel:       pod.Name,
+		kubetypes.KubernetesPodNamespaceLabel:  pod.Namespace,
+		kubetypes.KubernetesPodUIDLabel:        string(pod.UID),
+		kubetypes.KubernetesContainerNameLabel: container.Name,
 	}
 }
 
@@ -110,20 +87,20 @@ func newContainerLabels(container *v1.Container, pod *v1.Pod) map[string]string 
 // count) and what stopping the container needs without its pod.
 func newContainerAnnotations(container *v1.Container, pod *v1.Pod, restartCount int) map[string]string {
 	annotations := map[string]string{
-		ContainerHashAnnotation:                     strconv.FormatUint(kubecontainer.HashContainer(container), 16),
-		ContainerRestartCountAnnotation:             strconv.Itoa(restartCount),
-		ContainerTerminationMessagePathAnnotation:   container.TerminationMessagePath,
-		ContainerTerminationMessagePolicyAnnotation: string(container.TerminationMessagePolicy),
+		kubetypes.ContainerHashAnnotation:                     strconv.FormatUint(kubecontainer.HashContainer(container), 16),
+		kubetypes.ContainerRestartCountAnnotation:             strconv.Itoa(restartCount),
+		kubetypes.ContainerTerminationMessagePathAnnotation:   container.TerminationMessagePath,
+		kubetypes.ContainerTerminationMessagePolicyAnnotation: string(container.TerminationMessagePolicy),
 	}
 	if pod.DeletionGracePeriodSeconds != nil {
-		annotations[PodDeletionGracePeriodAnnotation] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
+		annotations[kubetypes.PodDeletionGracePeriodAnnotation] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
 	}
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		annotations[PodTerminationGracePeriodAnnotation] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
+		annotations[kubetypes.PodTerminationGracePeriodAnnotation] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
 	}
 	if len(container.Ports) > 0 {
 		if b, err := json.Marshal(container.Ports); err == nil { // []ContainerPort always marshals
-			annotations[ContainerPortsAnnotation] = string(b)
+			annotations[kubetypes.ContainerPortsAnnotation] = string(b)
 		}
 	}
 	return annotations
@@ -132,7 +109,7 @@ func newContainerAnnotations(container *v1.Container, pod *v1.Pod, restartCount 
 // podTerminationGracePeriodFromAnnotations reads the grace period a
 // container's pod had, for stopping a container whose pod is gone.
 func podTerminationGracePeriodFromAnnotations(annotations map[string]string) (int64, bool) {
-	for _, k := range []string{PodDeletionGracePeriodAnnotation, PodTerminationGracePeriodAnnotation} {
+	for _, k := range []string{kubetypes.PodDeletionGracePeriodAnnotation, kubetypes.PodTerminationGracePeriodAnnotation} {
 		if v, ok := annotations[k]; ok {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 				return n, true

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/kubetypes"
 )
 
 const (
@@ -235,7 +236,7 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.Pod, 
 // GetPodStatus lists them); a pod the runtime does not have comes back
 // with nothing in it.
 func (m *Manager) GetPod(ctx context.Context, uid types.UID) (*kubecontainer.Pod, error) {
-	byUID := map[string]string{KubernetesPodUIDLabel: string(uid)}
+	byUID := map[string]string{kubetypes.KubernetesPodUIDLabel: string(uid)}
 	pods, err := m.listPods(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: byUID}, &runtimeapi.ContainerFilter{LabelSelector: byUID})
 	if err != nil {
 		return nil, err

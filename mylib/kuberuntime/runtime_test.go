@@ -17,6 +17,7 @@ import (
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/kubetypes"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -197,9 +198,9 @@ func TestSeedLabelsMatchKubeletLabels(t *testing.T) {
 	resp, err := m.RuntimeService().ListContainers(context.Background(), &runtimeapi.ListContainersRequest{})
 	require.NoError(t, err)
 	for _, c := range resp.Containers {
-		assert.NotEmpty(t, c.Labels[kuberuntime.KubernetesPodUIDLabel])
-		assert.NotEmpty(t, c.Labels[kuberuntime.KubernetesPodNameLabel])
-		assert.NotEmpty(t, c.Labels[kuberuntime.KubernetesPodNamespaceLabel])
-		assert.Equal(t, c.Metadata.Name, c.Labels[kuberuntime.KubernetesContainerNameLabel])
+		assert.NotEmpty(t, c.Labels[kubetypes.KubernetesPodUIDLabel])
+		assert.NotEmpty(t, c.Labels[kubetypes.KubernetesPodNameLabel])
+		assert.NotEmpty(t, c.Labels[kubetypes.KubernetesPodNamespaceLabel])
+		assert.Equal(t, c.Metadata.Name, c.Labels[kubetypes.KubernetesContainerNameLabel])
 	}
 }

@@ -50,6 +50,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/kubetypes"
 	kubepod "mykubelet/mylib/pod"
 )
 
@@ -416,7 +417,7 @@ func (s *Server) getPortForward(w http.ResponseWriter, r *http.Request) {
 	}
 	sandboxes, err := s.cfg.Runtime.ListPodSandbox(r.Context(), &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
 		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
-		LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(pod.UID)}}})
+		LabelSelector: map[string]string{kubetypes.KubernetesPodUIDLabel: string(pod.UID)}}})
 	if err != nil || len(sandboxes.GetItems()) == 0 {
 		http.Error(w, fmt.Sprintf("pod %q has no running sandbox: %v", pod.Name, err), http.StatusInternalServerError)
 		return

@@ -1,32 +1,4 @@
-package fakeruntime
-
-// The pod network: with Config.PodNetwork, the runtime makes the sandboxes'
-// IPs real, so that the kubelet's httpGet, tcpSocket and grpc probes (and
-// curl) reach the servers the images run, as a CNI bridge plugin would
-// make them reachable — but in one network namespace of the runtime's own
-// rather than one per sandbox, since the containers are goroutines of this
-// process, not processes of their own:
-//
-//	host namespace                          namespace mykubelet-<pid>-<n>
-//	mkl<pid>-<n>  10.88.0.1/16  <== veth ==>  eth0  10.88.0.2/16, 10.88.0.3/16, … (one per sandbox)
-//
-// The host end holds the range's first address (the gateway, which the
-// IPAM never hands out), so the host has a route to the range through the
-// veth and nowhere else; each sandbox's IP is added to eth0 when it runs
-// and removed when it stops. A server command listens on its sandbox's
-// IP, in the namespace (a goroutine locked to an OS thread that joins the
-// namespace with setns, makes the listening socket and ends, so no other
-// goroutine ever runs there); the socket keeps the namespace. Nothing in
-// it routes anywhere else.
-//
-// It needs root. It talks to the kernel itself, as CNI plugins do: netlink
-// messages (github.com/vishvananda/netlink) make the veth pair, the
-// addresses and the links, and list the routes; the namespace is made as
-// `ip netns add` makes it (unshare, and a bind mount on /run/netns/<name>),
-// so a learner's `ip netns exec mykubelet-<pid>-<n> …` finds it. Nothing
-// is run: no ip command looked up in a root PATH, no process per sandbox.
-// The namespace goes with Close; one left by a runtime that crashed (its
-// process is gone) is removed when the next runtime makes its own.
+package podnet
 
 import (
 	"errors"
@@ -56,8 +28,8 @@ const NetnsDir = "/run/netns"
 
 var netnsSeq atomic.Int32 // several runtimes in one process (tests) get their own
 
-// podNetwork is the runtime's network namespace and veth pair.
-type podNetwork struct {
+// Network is the runtime's network namespace and veth pair.
+type Network struct {
 	name   string // the namespace, NetnsPrefix<pid>-<n>
 	hostIf string // the veth's host end
 	prefix netip.Prefix
@@ -68,10 +40,10 @@ type podNetwork struct {
 	closed bool
 }
 
-// newPodNetwork makes the namespace and the veth pair for prefix, after
+// New makes the namespace and the veth pair for prefix, after
 // removing what crashed runtimes left. It fails with one clear sentence
 // when it cannot (not root, the range already routed).
-func newPodNetwork(prefix netip.Prefix) (*podNetwork, error) {
+func New(prefix netip.Prefix) (*Network, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the pod network needs root (to make a network namespace and a veth pair)")
 	}
@@ -80,13 +52,13 @@ func newPodNetwork(prefix netip.Prefix) (*podNetwork, error) {
 		return nil, err
 	}
 	pid, seq := os.Getpid(), netnsSeq.Add(1)-1
-	n := &podNetwork{
+	n := &Network{
 		name:   fmt.Sprintf("%s%d-%d", NetnsPrefix, pid, seq),
 		hostIf: fmt.Sprintf("mkl%d-%d", pid, seq),
 		prefix: prefix,
 	}
 	if err := n.setUp(); err != nil {
-		n.close()
+		n.Close()
 		return nil, fmt.Errorf("pod network %s: %w", prefix, err)
 	}
 	return n, nil
@@ -100,7 +72,7 @@ func newPodNetwork(prefix netip.Prefix) (*podNetwork, error) {
 //	ip link set HOSTIF up
 //	ip -n NAME link set lo up
 //	ip -n NAME link set eth0 up
-func (n *podNetwork) setUp() error {
+func (n *Network) setUp() error {
 	ns, err := addNamedNetns(n.name)
 	if err != nil {
 		return err
@@ -147,12 +119,12 @@ func (n *podNetwork) setUp() error {
 // setSysctl writes value to /proc/sys/key in the namespace: from a thread
 // that joins it (/proc/sys/net shows the namespace of the thread that opens
 // it) and ends with its goroutine, never given back.
-func (n *podNetwork) setSysctl(key, value string) error {
+func (n *Network) setSysctl(key, value string) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := unix.Setns(int(n.ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns %s: %w", n.name, err)
+		if err := n.Enter(); err != nil {
+			errc <- err
 			return
 		}
 		errc <- os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644)
@@ -278,22 +250,22 @@ func RemoveStaleNetworks() {
 	}
 }
 
-// addIP puts a sandbox's IP on eth0 in the namespace (ip -n NAME addr add
+// AddIP puts a sandbox's IP on eth0 in the namespace (ip -n NAME addr add
 // IP/BITS dev eth0).
-func (n *podNetwork) addIP(addr string) error {
+func (n *Network) AddIP(addr string) error {
 	if err := n.eth0Addr(addr, n.nl.AddrAdd); err != nil {
 		return fmt.Errorf("add %s to eth0 in %s: %w", addr, n.name, err)
 	}
 	return nil
 }
 
-// delIP takes it off; one not there is not an error.
-func (n *podNetwork) delIP(addr string) {
+// DelIP takes it off; one not there is not an error.
+func (n *Network) DelIP(addr string) {
 	_ = n.eth0Addr(addr, n.nl.AddrDel)
 }
 
 // eth0Addr calls do (AddrAdd or AddrDel) with eth0 and addr/bits.
-func (n *podNetwork) eth0Addr(addr string, do func(netlink.Link, *netlink.Addr) error) error {
+func (n *Network) eth0Addr(addr string, do func(netlink.Link, *netlink.Addr) error) error {
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
 		return err
@@ -305,8 +277,8 @@ func (n *podNetwork) eth0Addr(addr string, do func(netlink.Link, *netlink.Addr) 
 	return do(eth0, &netlink.Addr{IPNet: &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(n.prefix.Bits(), a.BitLen())}})
 }
 
-// listen listens on TCP addr inside the namespace.
-func (n *podNetwork) listen(addr string) (net.Listener, error) {
+// Listen listens on TCP addr inside the namespace.
+func (n *Network) Listen(addr string) (net.Listener, error) {
 	type result struct {
 		l   net.Listener
 		err error
@@ -323,8 +295,8 @@ func (n *podNetwork) listen(addr string) (net.Listener, error) {
 			ch <- result{nil, errors.New("the pod network is gone")}
 			return
 		}
-		if err := unix.Setns(int(n.ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{nil, fmt.Errorf("setns %s: %w", n.name, err)}
+		if err := n.Enter(); err != nil {
+			ch <- result{nil, err}
 			return
 		}
 		l, err := net.Listen("tcp", addr)
@@ -334,8 +306,8 @@ func (n *podNetwork) listen(addr string) (net.Listener, error) {
 	return r.l, r.err
 }
 
-// close removes the namespace, which takes the veth pair with it.
-func (n *podNetwork) close() {
+// Close removes the namespace, which takes the veth pair with it.
+func (n *Network) Close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -355,11 +327,18 @@ func (n *podNetwork) close() {
 	}
 }
 
-// PodNetworkName names the pod network's namespace and host interface
-// ("" without one), for a learner's `ip netns exec` and `ip addr`.
-func (r *Runtime) PodNetworkName() (namespace, hostInterface string) {
-	if r.net == nil {
-		return "", ""
+// Name is the namespace's name, for a learner's `ip netns exec`.
+func (n *Network) Name() string { return n.name }
+
+// HostInterface is the veth's host end, for a learner's `ip addr`.
+func (n *Network) HostInterface() string { return n.hostIf }
+
+// Enter moves the calling OS thread into the namespace. The caller has
+// locked its goroutine to the thread and never unlocks it, so that the
+// thread ends with the goroutine and nothing else ever runs there.
+func (n *Network) Enter() error {
+	if err := unix.Setns(int(n.ns.Fd()), unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("setns %s: %w", n.name, err)
 	}
-	return r.net.name, r.net.hostIf
+	return nil
 }

@@ -3,7 +3,7 @@ package fakeruntime
 // Server commands: the images of the Kubernetes documentation's probe
 // examples serve something a probe checks. Each is a utility (see
 // Utilities) that listens on its sandbox's IP in the pod network
-// (Config.PodNetwork; netns.go) until the container is stopped:
+// (Config.PodNetwork; mylib/fakeruntime/podnet) until the container is stopped:
 //
 //	agnhost liveness      HTTP :8080, /healthz 200 "ok" for the first 10 s after it started, then 500 "error: <seconds>" (as agnhost's)
 //	goproxy               TCP :8080 (an HTTP proxy in the real image; here it answers 200 to any request)
@@ -33,6 +33,8 @@ import (
 	"google.golang.org/grpc/health"
 	grpchealth "google.golang.org/grpc/health/grpc_health_v1"
 	"mvdan.cc/sh/v3/interp"
+
+	"mykubelet/mylib/fakeruntime/podnet"
 )
 
 // serverUtilities are the server commands, by name.
@@ -79,8 +81,8 @@ func (f *faultSwitch) state() (bool, <-chan struct{}) {
 // whether to fail.
 type containerNet struct {
 	podIP  string
-	direct bool        // this process is in the pod network: listen without setns (the sandbox process)
-	net    *podNetwork // nil: no pod network
+	direct bool            // this process is in the pod network: listen without setns (the sandbox process)
+	net    *podnet.Network // nil: no pod network
 	netErr error
 	fault  *faultSwitch
 }
@@ -105,7 +107,7 @@ func (n *containerNet) listen(port int) (net.Listener, error) {
 		}
 		return nil, err
 	}
-	return n.net.listen(net.JoinHostPort(n.podIP, strconv.Itoa(port)))
+	return n.net.Listen(net.JoinHostPort(n.podIP, strconv.Itoa(port)))
 }
 
 // server runs one of serverUtilities; ok is false for any other name.

@@ -21,6 +21,7 @@ import (
 
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
+	"mykubelet/mylib/kubetypes"
 )
 
 // serve starts a seeded runtime on a unix socket in a short temporary
@@ -86,7 +87,7 @@ func TestCrictlCalls(t *testing.T) {
 	assert.Equal(t, sb.Id, sst.Status.Id)
 	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, sst.Status.State)
 	assert.Regexp(t, `^10\.88\.\d+\.\d+$`, sst.Status.Network.Ip)
-	assert.Equal(t, sb.Metadata.Uid, sst.Status.Labels["io.kubernetes.pod.uid"])
+	assert.Equal(t, sb.Metadata.Uid, sst.Status.Labels[kubetypes.KubernetesPodUIDLabel])
 	assert.True(t, json.Valid([]byte(sst.Info["info"])), sst.Info["info"])
 
 	// crictl inspect <id>

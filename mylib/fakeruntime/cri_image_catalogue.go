@@ -98,7 +98,7 @@ while true; do sleep 3600; done`,
 		},
 	},
 	// The images of the Kubernetes documentation's probe examples, with
-	// the servers they run (servers.go).
+	// the servers they run (shell_servers.go).
 	{
 		Names:      []string{"registry.k8s.io/e2e-test-images/agnhost"},
 		Default:    ImageDefault{What: "agnhost: the Kubernetes e2e tests' many-purpose server; the mock runs its liveness subcommand (HTTP :8080 /healthz, 200 for 10 s, then 500)"},
@@ -143,7 +143,7 @@ while true; do sleep 3600; done`,
 	{
 		// The Kubernetes docs' "Assign Memory Resources to Containers and
 		// Pods" runs it with command stress and --vm args (see stress in
-		// limits.go: it accounts the bytes, it does not allocate them).
+		// shell_limits.go: it accounts the bytes, it does not allocate them).
 		Names:   []string{"docker.io/polinux/stress"},
 		Default: ImageDefault{What: "stress(1) with no arguments: prints that no hogs were requested and exits 1", Script: "stress"},
 	},

@@ -24,6 +24,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"mykubelet/mylib/fakeruntime/podnet"
 )
 
 // NetworkRuntime returns a runtime with a pod network on a range of its
@@ -52,7 +54,7 @@ func networkRuntime(t *testing.T, clk clock.Clock) *Runtime {
 // netnsNames lists the named network namespaces, as `ip netns list` does.
 func netnsNames(t *testing.T) string {
 	t.Helper()
-	entries, err := os.ReadDir(NetnsDir)
+	entries, err := os.ReadDir(podnet.NetnsDir)
 	if os.IsNotExist(err) {
 		return ""
 	}
@@ -105,7 +107,7 @@ func get(t *testing.T, url string) (int, string) {
 func TestPodNetworkServesTheProbeExamples(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	r := networkRuntime(t, clk)
-	name := r.net.name
+	name := r.net.Name()
 	assert.Contains(t, netnsNames(t), name)
 
 	// A second runtime on the same range: refused, with the reason; it
@@ -201,7 +203,7 @@ func TestPodNetworkServesTheProbeExamples(t *testing.T) {
 
 	require.NoError(t, r.Close())
 	assert.NotContains(t, netnsNames(t), name, "Close removes the namespace")
-	_, err = netlink.LinkByName(r.net.hostIf)
+	_, err = netlink.LinkByName(r.net.HostInterface())
 	assert.Error(t, err, "and the veth pair with it")
 }
 
@@ -228,10 +230,10 @@ func TestPodNetworkNeverRunsTheIPCommand(t *testing.T) {
 	assert.Contains(t, body, "Welcome to nginx!")
 
 	if lookErr == nil {
-		cmd := exec.Command(realIP, "netns", "exec", r.net.name, realIP, "-4", "-o", "addr", "show", "dev", "eth0")
+		cmd := exec.Command(realIP, "netns", "exec", r.net.Name(), realIP, "-4", "-o", "addr", "show", "dev", "eth0")
 		cmd.Env = append(os.Environ(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin")
 		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "ip netns exec %s: %s", r.net.name, out)
+		require.NoError(t, err, "ip netns exec %s: %s", r.net.Name(), out)
 		assert.Contains(t, string(out), " "+addr+"/"+strconv.Itoa(r.PodCIDR().Bits())+" ", "the learner's ip netns exec sees the sandbox's address")
 	}
 
@@ -239,7 +241,7 @@ func TestPodNetworkNeverRunsTheIPCommand(t *testing.T) {
 		_, err := r.StopPodSandbox(context.Background(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.ID})
 		require.NoError(t, err)
 	}
-	name := r.net.name
+	name := r.net.Name()
 	require.NoError(t, r.Close())
 	assert.NotContains(t, netnsNames(t), name, "Close removes the namespace")
 	b, err := os.ReadFile(ran)
@@ -271,21 +273,6 @@ func mustAddr(t *testing.T, s string) netip.Addr {
 	a, err := netip.ParseAddr(s)
 	require.NoError(t, err)
 	return a
-}
-
-// TestStaleNetworkIsRemoved: a namespace left by a runtime whose process is
-// gone is removed when the next pod network is made.
-func TestStaleNetworkIsRemoved(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the pod network needs root (a network namespace and a veth pair)")
-	}
-	stale := NetnsPrefix + "999999999-0" // no such process
-	ns, err := addNamedNetns(stale)
-	require.NoError(t, err)
-	ns.Close()
-	t.Cleanup(func() { _ = deleteNamedNetns(stale) })
-	networkRuntime(t, clock.RealClock{})
-	assert.NotContains(t, netnsNames(t), stale)
 }
 
 // TestNoPodNetworkIsOneClearError: servers run but cannot listen, and say

@@ -17,6 +17,7 @@ import (
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/kubetypes"
 )
 
 // runPod creates and starts a pod with one busybox container running
@@ -27,11 +28,11 @@ func runPod(t *testing.T, m *kuberuntime.Manager, name, script string) (sandboxI
 	rs, is := m.RuntimeService(), m.ImageService()
 	_, err := is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"}})
 	require.NoError(t, err)
-	labels := map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": "uid-" + name}
+	labels := map[string]string{kubetypes.KubernetesPodNameLabel: name, kubetypes.KubernetesPodNamespaceLabel: "default", kubetypes.KubernetesPodUIDLabel: "uid-" + name}
 	sb, err := rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: "uid-" + name}, Labels: labels}})
 	require.NoError(t, err)
-	cl := map[string]string{"io.kubernetes.container.name": "c"}
+	cl := map[string]string{kubetypes.KubernetesContainerNameLabel: "c"}
 	for k, v := range labels {
 		cl[k] = v
 	}

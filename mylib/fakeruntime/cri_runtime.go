@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/fakeruntime/podnet"
 )
 
 // What Version reports.
@@ -67,7 +69,7 @@ type Runtime struct {
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
 	images     map[string]*image // by image ID
-	ips        *ipAllocator
+	ips        *podnet.IPAllocator
 
 	// Indexes, so that no call costs more than a list of everything:
 	// names reserves each sandbox's and container's name, as containerd
@@ -82,9 +84,9 @@ type Runtime struct {
 	// waiting out its timeout.
 	testHookStopWaiting func()
 
-	// The pod network (netns.go): nil without Config.PodNetwork or when it
-	// could not be made (netErr says why).
-	net    *podNetwork
+	// The pod network (podnet.Network): nil without Config.PodNetwork or
+	// when it could not be made (netErr says why).
+	net    *podnet.Network
 	netErr error
 
 	// sandbox runs the containers' scripts in a process of their own
@@ -126,8 +128,8 @@ type Config struct {
 	// DefaultPodPidsLimit, -1 unlimited.
 	PodPidsLimit int64
 	// PodNetwork makes the sandboxes' IPs reachable from the host, in a
-	// network namespace of the runtime's own (see netns.go), so that the
-	// images' servers answer probes and curl. It needs root;
+	// network namespace of the runtime's own (mylib/fakeruntime/podnet),
+	// so that the images' servers answer probes and curl. It needs root;
 	// without them the runtime runs without it (PodNetworkError says why).
 	PodNetwork bool
 	// Isolation says where container scripts run (default IsolationAuto:
@@ -155,7 +157,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
-	ips, err := newIPAllocator(cfg.PodCIDR)
+	ips, err := podnet.NewIPAllocator(cfg.PodCIDR)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +177,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		netErr:        ErrNoPodNetwork,
 	}
 	if cfg.PodNetwork {
-		r.net, r.netErr = newPodNetwork(ips.prefix)
+		r.net, r.netErr = podnet.New(ips.Prefix())
 	}
 	if useSandboxProcess(cfg.Isolation, cfg.Clock) {
 		r.sandbox = &sandboxProcess{net: r.net}
@@ -191,7 +193,7 @@ var ErrNoPodNetwork = errors.New("the runtime has no pod network (Config.PodNetw
 func (r *Runtime) PodNetworkError() error { return r.netErr }
 
 // PodCIDR is the range the sandboxes' IPs come from.
-func (r *Runtime) PodCIDR() netip.Prefix { return r.ips.prefix }
+func (r *Runtime) PodCIDR() netip.Prefix { return r.ips.Prefix() }
 
 // New returns an empty runtime that reads time from clk, with the defaults
 // of Config. Call Close when done with it.
@@ -218,7 +220,7 @@ func (r *Runtime) Close() error {
 		r.sandbox.close()
 	}
 	if r.net != nil {
-		r.net.close()
+		r.net.Close()
 	}
 	if r.tempState && r.stateDir != "" {
 		err := os.RemoveAll(r.stateDir)
@@ -274,7 +276,7 @@ type container struct {
 	workDir  string              // WorkingDir, made at creation
 	mounts   []*runtimeapi.Mount // as asked; reported, never mounted
 	running  procTable           // the utilities running in it (pgrep)
-	fault    faultSwitch         // the control API makes its servers fail (servers.go)
+	fault    faultSwitch         // the control API makes its servers fail (shell_servers.go)
 	dir      string              // on the host: the container's directory; rootfs is in it
 	root     *os.Root            // the container's "/"; nil once removed
 	log      *logFile
@@ -317,9 +319,9 @@ func (r *Runtime) removeSandbox(s *sandbox) {
 		r.removeContainer(c)
 	}
 	if r.net != nil && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		r.net.delIP(s.ip)
+		r.net.DelIP(s.ip)
 	}
-	r.ips.release(s.ip)
+	r.ips.Release(s.ip)
 	delete(r.names, s.nameKey())
 	delete(r.sandboxes, s.id)
 }
@@ -592,4 +594,13 @@ func (c *container) listItem() *runtimeapi.Container {
 		}
 	}
 	return c.item
+}
+
+// PodNetworkName names the pod network's namespace and host interface
+// ("" without one), for a learner's `ip netns exec` and `ip addr`.
+func (r *Runtime) PodNetworkName() (namespace, hostInterface string) {
+	if r.net == nil {
+		return "", ""
+	}
+	return r.net.Name(), r.net.HostInterface()
 }

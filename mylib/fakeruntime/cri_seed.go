@@ -5,16 +5,8 @@ import (
 	"fmt"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-)
 
-// The labels the kubelet puts on sandboxes and containers (upstream
-// pkg/kubelet/types/labels.go); the kubelet's GetPods groups by them.
-// mylib/kuberuntime reads the same names.
-const (
-	labelPodName       = "io.kubernetes.pod.name"
-	labelPodNamespace  = "io.kubernetes.pod.namespace"
-	labelPodUID        = "io.kubernetes.pod.uid"
-	labelContainerName = "io.kubernetes.container.name"
+	"mykubelet/mylib/kubetypes"
 )
 
 // SeedPod describes one sample pod: one sandbox with one running container.
@@ -55,7 +47,10 @@ func (r *Runtime) Seed(ctx context.Context) error {
 // RunPod creates one pod like a SeedPod: a READY sandbox and a RUNNING
 // container, labelled as the kubelet labels them.
 func (r *Runtime) RunPod(ctx context.Context, p SeedPod) error {
-	podLabels := map[string]string{labelPodName: p.Name, labelPodNamespace: p.Namespace, labelPodUID: p.UID}
+	// The labels the kubelet puts on sandboxes and containers: its GetPods
+	// groups by them, so a seeded pod is a pod to it.
+	podLabels := map[string]string{kubetypes.KubernetesPodNameLabel: p.Name,
+		kubetypes.KubernetesPodNamespaceLabel: p.Namespace, kubetypes.KubernetesPodUIDLabel: p.UID}
 	if _, err := r.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: p.Image}}); err != nil {
 		return fmt.Errorf("seed pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
@@ -67,7 +62,7 @@ func (r *Runtime) RunPod(ctx context.Context, p SeedPod) error {
 		return fmt.Errorf("seed pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	cLabels := copyMap(podLabels)
-	cLabels[labelContainerName] = p.Container
+	cLabels[kubetypes.KubernetesContainerNameLabel] = p.Container
 	c, err := r.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId: sb.PodSandboxId,
 		Config: &runtimeapi.ContainerConfig{
@@ -75,7 +70,7 @@ func (r *Runtime) RunPod(ctx context.Context, p SeedPod) error {
 			Image:       &runtimeapi.ImageSpec{Image: p.Image},
 			Command:     p.Command,
 			Labels:      cLabels,
-			Annotations: map[string]string{"io.kubernetes.container.restartCount": "0"},
+			Annotations: map[string]string{kubetypes.ContainerRestartCountAnnotation: "0"},
 		},
 	})
 	if err != nil {

@@ -40,7 +40,7 @@ func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*run
 		info := map[string]any{
 			"runtimeName": RuntimeName, "runtimeVersion": RuntimeVersion,
 			"sandboxes": len(r.sandboxes), "containers": len(r.containers), "images": len(r.images),
-			"podCIDR": r.ips.prefix.String(), "stateDir": r.stateDir, "utilities": Utilities,
+			"podCIDR": r.ips.Prefix().String(), "stateDir": r.stateDir, "utilities": Utilities,
 		}
 		r.mu.Unlock()
 		b, _ := json.Marshal(info) // a map of strings and ints always marshals
@@ -69,13 +69,13 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		return nil, status.Errorf(codes.AlreadyExists, "RunPodSandbox: sandbox %s/%s (uid %s, attempt %d) already exists as %s and is not ready: remove it first",
 			m.GetNamespace(), m.GetName(), m.GetUid(), m.GetAttempt(), id)
 	}
-	ip, err := r.ips.allocate()
+	ip, err := r.ips.Allocate()
 	if err != nil {
 		return nil, status.Errorf(codes.ResourceExhausted, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
 	}
 	if r.net != nil {
-		if err := r.net.addIP(ip); err != nil {
-			r.ips.release(ip)
+		if err := r.net.AddIP(ip); err != nil {
+			r.ips.Release(ip)
 			return nil, status.Errorf(codes.Internal, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
 		}
 	}
@@ -124,7 +124,7 @@ func (r *Runtime) stopSandbox(s *sandbox) {
 		r.kill(c)
 	}
 	if r.net != nil && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		r.net.delIP(s.ip) // a stopped sandbox's network is torn down
+		r.net.DelIP(s.ip) // a stopped sandbox's network is torn down
 	}
 	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 }

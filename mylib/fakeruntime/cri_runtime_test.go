@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"mykubelet/mylib/kubetypes"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -52,7 +54,7 @@ func createContainer(t *testing.T, r *Runtime, sandboxID, name string, cmd ...st
 		Config: &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: name},
 			Image:    &runtimeapi.ImageSpec{Image: image},
-			Labels:   map[string]string{labelContainerName: name},
+			Labels:   map[string]string{kubetypes.KubernetesContainerNameLabel: name},
 			Command:  cmd,
 		},
 	})
@@ -247,7 +249,7 @@ func TestListFilters(t *testing.T) {
 	assert.Equal(t, []string{c1}, containerIDs(&runtimeapi.ContainerFilter{Id: c1}))
 	assert.Equal(t, []string{c2}, containerIDs(&runtimeapi.ContainerFilter{PodSandboxId: sb2}))
 	assert.Equal(t, []string{c1}, containerIDs(&runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}))
-	assert.Equal(t, []string{c2}, containerIDs(&runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelContainerName: "b"}}))
+	assert.Equal(t, []string{c2}, containerIDs(&runtimeapi.ContainerFilter{LabelSelector: map[string]string{kubetypes.KubernetesContainerNameLabel: "b"}}))
 	assert.Empty(t, containerIDs(&runtimeapi.ContainerFilter{Id: c1, PodSandboxId: sb2}), "filters combine")
 }
 
