@@ -2,7 +2,7 @@
 // the PodUpdate that pod sources send, the names of those sources, and the
 // annotations the kubelet puts on the pods it manages.
 //
-// Upstream: pkg/kubelet/types (pod_update.go, types.go).
+// Upstream: pkg/kubelet/types (pod_update.go, types.go, labels.go).
 //
 // Where it departs from upstream, and why (one line each):
 //   - two pod sources, FileSource and ApiserverSource: no HTTPSource (this
