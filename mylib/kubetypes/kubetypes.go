@@ -1,6 +1,8 @@
 // Package kubetypes holds the small vocabulary the kubelet's packages share:
-// the PodUpdate that pod sources send, the names of those sources, and the
-// annotations the kubelet puts on the pods it manages.
+// the PodUpdate that pod sources send, the names of those sources, the
+// annotations the kubelet puts on the pods it manages, and the
+// io.kubernetes.* labels and annotations it puts on sandboxes and
+// containers (labels.go), which the runtime and the mock runtime read.
 //
 // Upstream: pkg/kubelet/types (pod_update.go, types.go, labels.go).
 //
