@@ -112,15 +112,20 @@ func RunKubelet(ctx context.Context, wg *sync.WaitGroup, s *KubeletServer, deps 
 		return err
 	}
 	err = startKubelet(ctx, wg, kl, s, deps)
+	fmt.Println(stopped(s))
+	return err
+}
+
+// stopped is the line that says what stopped with the kubelet: the mock
+// runtime, when it ran in this process, or nothing that runs.
+func stopped(s *KubeletServer) string {
 	switch {
 	case !s.FakeRuntime:
-		fmt.Println("stopped (the containers keep running in the runtime; started again, the kubelet adopts them)")
+		return "stopped (the containers keep running in the runtime; started again, the kubelet adopts them)"
 	case s.PodNetwork:
-		fmt.Println("stopped (the mock runtime, its containers and its pod network with it)")
-	default:
-		fmt.Println("stopped (the mock runtime, and its containers, with it)")
+		return "stopped (the mock runtime, its containers and its pod network with it)"
 	}
-	return err
+	return "stopped (the mock runtime, and its containers, with it)"
 }
 
 // createAndInitKubelet is upstream's: kubelet.NewMainKubelet, with this
