@@ -129,16 +129,21 @@ func stopped(s *KubeletServer) string {
 }
 
 // createAndInitKubelet is upstream's: kubelet.NewMainKubelet, with this
-// course's one-line reports of registration and status writes.
+// course's one-line reports of registration and status writes unless
+// deps has its own.
 func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubelet.Kubelet, error) {
 	if err := os.MkdirAll(s.KubeletConfiguration.PodLogsDir, 0o700); err != nil {
 		return nil, err
 	}
-	deps.OnRegistered = func(n *v1.Node, created bool) {
-		fmt.Printf("node %s: registered (created %t)\n", n.Name, created)
+	if deps.OnRegistered == nil {
+		deps.OnRegistered = func(n *v1.Node, created bool) {
+			fmt.Printf("node %s: registered (created %t)\n", n.Name, created)
+		}
 	}
-	deps.OnStatusPatched = func(n *v1.Node, _ []byte, reason string) {
-		fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, nodestatus.ReadySummary(n))
+	if deps.OnStatusPatched == nil {
+		deps.OnStatusPatched = func(n *v1.Node, _ []byte, reason string) {
+			fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, nodestatus.ReadySummary(n))
+		}
 	}
 	return kubelet.NewMainKubelet(s.KubeletConfiguration, deps, s.MainOptions)
 }
