@@ -2,7 +2,6 @@ package app
 
 import (
 	"net"
-	"os"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,9 +96,4 @@ func (f *Flags) KubeletServer() *KubeletServer {
 		MainOptions: kubelet.MainOptions{NodeName: f.o.NodeName, NodeIP: f.nodeIP, RootDirectory: f.o.StateDir,
 			Annotations: f.o.NodeAnnotations(), RelistPeriod: f.runtime.RelistPeriod,
 			HousekeepingPeriod: f.sources.HousekeepingInterval, RunContainers: true}}
-}
-
-// mkdirPodLogs makes the containers' log directory, private to the user.
-func mkdirPodLogs(kc *kubeletv1beta1.KubeletConfiguration) error {
-	return os.MkdirAll(kc.PodLogsDir, 0o700)
 }
