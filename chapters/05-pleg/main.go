@@ -21,12 +21,12 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/app"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/options"
 	"mykubelet/mylib/pleg"
-	"mykubelet/mylib/server"
 )
 
 func main() {
@@ -48,10 +48,20 @@ func main() {
 		defer wg.Wait()
 		defer cancel()
 
-		// 1. The runtime: our mock, served on a unix socket like containerd.
+		// 1. The runtime: our mock, served on a unix socket like containerd
+		// (mylib/app, which every kubelet of the course serves it with), and
+		// its control API on a unix socket only this user may use. Pulls
+		// take as long as from a real registry, so that a caller's deadline
+		// can cut one short.
 		if rt.Fake {
-			if err := serveFakeRuntime(ctx, &wg, clk, rt.Endpoint, *seed, control.Path(o.StateDir)); err != nil {
+			mock, err := app.ServeMockRuntime(ctx, &wg, rt.Endpoint, app.MockRuntime{Seed: *seed, ControlPath: control.Path(o.StateDir),
+				Config: fakeruntime.Config{Clock: clk, PullLatency: fakeruntime.TypicalPullLatency, PullBandwidth: fakeruntime.TypicalPullBandwidth}})
+			if err != nil {
 				return err
+			}
+			fmt.Printf("fake runtime: serving CRI on %s with %d sample pods\n", rt.Endpoint, len(mock.Snapshot().Sandboxes))
+			if path := control.Path(o.StateDir); path != "" {
+				fmt.Printf("fake runtime: control API on unix://%s (curl it for help)\n", path)
 			}
 		}
 		if !*runPLEG {
@@ -92,36 +102,4 @@ func main() {
 			}
 		}
 	})
-}
-
-// serveFakeRuntime starts the mock runtime on endpoint, and its control API
-// on the unix socket controlPath unless empty. Both stop when ctx ends; wg
-// waits for them.
-func serveFakeRuntime(ctx context.Context, wg *sync.WaitGroup, clk clock.Clock, endpoint string, seed bool, controlPath string) error {
-	// Pulls take as long as from a real registry, so that a caller's
-	// deadline can cut one short.
-	rt, err := fakeruntime.NewRuntime(fakeruntime.Config{Clock: clk,
-		PullLatency: fakeruntime.TypicalPullLatency, PullBandwidth: fakeruntime.TypicalPullBandwidth})
-	if err != nil {
-		return err
-	}
-	if seed {
-		if err := rt.Seed(ctx); err != nil {
-			return err
-		}
-	}
-	if err := fakeruntime.ServeEndpoint(ctx, wg, rt, endpoint); err != nil {
-		return err
-	}
-	fmt.Printf("fake runtime: serving CRI on %s with %d sample pods\n", endpoint, len(rt.Snapshot().Sandboxes))
-	if controlPath == "" {
-		return nil
-	}
-	cl, err := fakeruntime.ListenControl(controlPath) // mode 0600: only this user may use it
-	if err != nil {
-		return fmt.Errorf("control API: %w", err)
-	}
-	server.ServeHTTP(ctx, wg, cl, fakeruntime.NewControlHandler(rt))
-	fmt.Printf("fake runtime: control API on unix://%s (curl it for help)\n", controlPath)
-	return nil
 }

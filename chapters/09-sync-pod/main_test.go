@@ -227,7 +227,7 @@ func TestChapter09AdoptsAndFollowsTheRuntime(t *testing.T) {
 		defer w.Stop()
 		p = f.start(t, "--fake-runtime=false")
 		p.WaitForOutput(`SyncLoop ADD source=api pods=\[default/hello\]`, 30*time.Second)
-		p.WaitForOutput(`node `+node+`: registered \(created false\)`, 30*time.Second)
+		p.WaitForOutput(`node `+node+`: registered \(already existed, adopted\)`, 30*time.Second)
 		time.Sleep(3 * time.Second) // a few relists and syncs: nothing may change
 		s2, c2 := criCounts(t, cri)
 		assert.Equal(t, sandboxes, s2, "no new sandbox")

@@ -3,11 +3,12 @@
 // The order is upstream's cmd/kubelet: main calls NewKubeletCommand (the
 // flags and the --config file, flags over file), whose Execute calls run
 // (server.go: the client certificate from the bootstrap kubeconfig when the
-// node's is missing or expired, certificate rotation, the clients, the
-// container runtime), which calls RunKubelet (the pod sources, the events,
-// the Kubelet, the kubelet API), which calls Kubelet.Run: registration,
-// Lease, status, PLEG, pod workers, sync loop. Everything chapters 04 to 12
-// built, in one process.
+// node's is missing or expired, certificate rotation, the serving
+// certificate: this program's lines; then mylib/app's clients and
+// container runtime), which calls app.RunKubelet (the pod sources, the
+// events, kubelet.NewMainKubelet, the kubelet API), which calls
+// Kubelet.Run: registration, Lease, status, PLEG, pod workers, sync loop.
+// Everything chapters 04 to 12 built, in one process.
 package main
 
 import (
@@ -22,8 +23,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
+	"mykubelet/mylib/app"
 	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/kubeletconfig"
+	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/options"
 	"mykubelet/mylib/signals"
 	"mykubelet/mylib/statedir"
@@ -40,10 +44,17 @@ func main() {
 type KubeletCommand struct {
 	fs    *flag.FlagSet
 	flags *kubeletconfig.Flags
-	// Options of this program that upstream's kubelet does not have.
-	stateDir    string
+	// --root-dir, and options of this program that upstream's kubelet does not have.
+	rootDir     string
 	fakeRuntime bool
 	podCIDR     string
+}
+
+// KubeletServer is mylib/app's, plus what only this program's run reads:
+// the --config file's name and the bootstrap kubeconfig.
+type KubeletServer struct {
+	*app.KubeletServer
+	ConfigFile, BootstrapKubeconfig string
 }
 
 // NewKubeletCommand registers upstream's flags (mylib/kubeletconfig) and
@@ -52,8 +63,9 @@ func NewKubeletCommand() *KubeletCommand {
 	c := &KubeletCommand{fs: flag.NewFlagSet(program, flag.ContinueOnError)}
 	c.flags = kubeletconfig.AddFlags(c.fs)
 	c.fs.Lookup("node-ip").Usage = "the node's InternalIP, the address the API server dials and the serving certificate's IP (default 127.0.0.1)"
-	c.fs.StringVar(&c.stateDir, "state-dir", statedir.Default(), "the kubelet's root directory; the default of --kubeconfig ("+statedir.NodeKubeconfig+"), --bootstrap-kubeconfig ("+statedir.BootstrapKubeconfig+") and --cert-dir (pki) is in it; $"+statedir.EnvVar+" sets its default")
-	c.fs.BoolVar(&c.fakeRuntime, "fake-runtime", true, "serve the mock CRI runtime in this process (on unix://<state-dir>/"+statedir.RuntimeSocket+" unless --container-runtime-endpoint says where); false: connect to the runtime at --container-runtime-endpoint")
+	c.fs.StringVar(&c.rootDir, "root-dir", statedir.Default(), "the kubelet's root directory; the default of --kubeconfig ("+statedir.NodeKubeconfig+"), --bootstrap-kubeconfig ("+statedir.BootstrapKubeconfig+") and --cert-dir (pki) is in it; $"+statedir.EnvVar+" sets its default")
+	c.fs.StringVar(&c.rootDir, "state-dir", statedir.Default(), "the course's name for --root-dir (the state directory of every chapter)")
+	c.fs.BoolVar(&c.fakeRuntime, "fake-runtime", true, "serve the mock CRI runtime in this process (on unix://<root-dir>/"+statedir.RuntimeSocket+" unless --container-runtime-endpoint says where); false: connect to the runtime at --container-runtime-endpoint")
 	c.fs.StringVar(&c.podCIDR, "pod-cidr", fakeruntime.DefaultPodCIDR, "the in-process mock runtime's pod IPs, in a network namespace of its own when it can make one")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -98,31 +110,43 @@ func (c *KubeletCommand) Execute(args []string) int {
 }
 
 // complete reads the KubeletConfiguration (file, defaults, flags over
-// file) and fills in the defaults that depend on the state directory.
+// file), fills in the defaults that depend on the root directory, and
+// turns on every part of the kubelet that chapters 09 to 12 built.
 func (c *KubeletCommand) complete() (*KubeletServer, error) {
 	kc, err := c.flags.KubeletConfiguration()
 	if err != nil {
 		return nil, err
 	}
-	s := &KubeletServer{Flags: *c.flags, Config: kc, StateDir: c.stateDir, FakeRuntime: c.fakeRuntime, PodCIDR: c.podCIDR}
+	f := *c.flags
 	def := func(p *string, v string) {
 		if *p == "" {
 			*p = v
 		}
 	}
-	def(&s.Kubeconfig, statedir.Path(s.StateDir, statedir.NodeKubeconfig))
-	def(&s.BootstrapKubeconfig, statedir.Path(s.StateDir, statedir.BootstrapKubeconfig))
-	def(&s.CertDir, statedir.Path(s.StateDir, "pki"))
-	def(&s.NodeName, strings.ToLower(s.HostnameOverride))
-	def(&s.NodeName, options.DefaultNodeName())
-	if errs := validation.IsDNS1123Subdomain(s.NodeName); len(errs) > 0 {
-		return nil, fmt.Errorf("node name %q (--hostname-override, or the hostname) is not valid: %s", s.NodeName, strings.Join(errs, "; "))
+	def(&f.Kubeconfig, statedir.Path(c.rootDir, statedir.NodeKubeconfig))
+	def(&f.BootstrapKubeconfig, statedir.Path(c.rootDir, statedir.BootstrapKubeconfig))
+	def(&f.CertDir, statedir.Path(c.rootDir, "pki"))
+	def(&kc.PodLogsDir, statedir.Path(c.rootDir, "pod-logs"))
+	nodeName := strings.ToLower(f.HostnameOverride)
+	def(&nodeName, options.DefaultNodeName())
+	if errs := validation.IsDNS1123Subdomain(nodeName); len(errs) > 0 {
+		return nil, fmt.Errorf("node name %q (--hostname-override, or the hostname) is not valid: %s", nodeName, strings.Join(errs, "; "))
 	}
-	if s.NodeIP == nil {
-		s.NodeIP = net.IPv4(127, 0, 0, 1)
+	if f.NodeIP == nil {
+		f.NodeIP = net.IPv4(127, 0, 0, 1)
 	}
-	if s.FakeRuntime && kc.ContainerRuntimeEndpoint == kubeletconfig.DefaultContainerRuntimeEndpoint {
-		kc.ContainerRuntimeEndpoint = "unix://" + statedir.Path(s.StateDir, statedir.RuntimeSocket)
+	if c.fakeRuntime && kc.ContainerRuntimeEndpoint == kubeletconfig.DefaultContainerRuntimeEndpoint {
+		kc.ContainerRuntimeEndpoint = "unix://" + statedir.Path(c.rootDir, statedir.RuntimeSocket)
 	}
-	return s, os.MkdirAll(s.StateDir, 0o700)
+	// Every part chapters 09 to 12 turned on; the probes may reach the
+	// mock runtime's pod network, and only loopback with a runtime of its own.
+	gc := kuberuntime.DefaultGCPolicy()
+	s := &KubeletServer{ConfigFile: f.ConfigFile, BootstrapKubeconfig: f.BootstrapKubeconfig, KubeletServer: &app.KubeletServer{
+		KubeletConfiguration: kc, Kubeconfig: f.Kubeconfig, CertDirectory: f.CertDir,
+		FakeRuntime: c.fakeRuntime, PodNetwork: c.fakeRuntime, PodCIDR: c.podCIDR, EnableServer: true,
+		MainOptions: kubelet.MainOptions{NodeName: nodeName, NodeIP: f.NodeIP, RootDirectory: c.rootDir,
+			Annotations:   map[string]string{options.ChapterAnnotation: "13-mykubelet"},
+			RunContainers: true, ContainerGC: &gc, ActiveDeadline: true, Probes: true, Admit: true, ContainerLogRotation: true},
+	}}
+	return s, os.MkdirAll(c.rootDir, 0o700)
 }

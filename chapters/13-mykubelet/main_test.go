@@ -155,6 +155,31 @@ func pemFiles(t *testing.T, dir, prefix string) []string {
 	return m
 }
 
+// TestRootDirAndItsCourseNameStateDir: --root-dir (upstream's name) and
+// --state-dir (every chapter's) set the one root directory, and the
+// defaults in it follow.
+func TestRootDirAndItsCourseNameStateDir(t *testing.T) {
+	for _, name := range []string{"--root-dir", "--state-dir"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "root")
+			c := NewKubeletCommand()
+			require.NoError(t, c.fs.Parse([]string{name, dir, "--hostname-override", "Node-1"}))
+			s, err := c.complete()
+			require.NoError(t, err)
+			assert.Equal(t, dir, s.RootDirectory)
+			assert.Equal(t, "node-1", s.NodeName)
+			assert.Equal(t, filepath.Join(dir, "kubelet.kubeconfig"), s.Kubeconfig)
+			assert.Equal(t, filepath.Join(dir, "bootstrap-kubelet.kubeconfig"), s.BootstrapKubeconfig)
+			assert.Equal(t, filepath.Join(dir, "pki"), s.CertDirectory)
+			assert.Equal(t, filepath.Join(dir, "pod-logs"), s.KubeletConfiguration.PodLogsDir)
+			assert.Equal(t, "unix://"+filepath.Join(dir, "mykubelet.sock"), s.KubeletConfiguration.ContainerRuntimeEndpoint)
+			fi, err := os.Stat(dir)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+		})
+	}
+}
+
 // TestChapter13EndToEnd: from an empty state directory and a bootstrap
 // token to a Ready node running a Deployment; the --config file with flags
 // over it; admission; certificates rotating without a restart; a stop
@@ -210,7 +235,7 @@ containerLogMonitorInterval: 3s
 		out := p.Stdout()
 		assert.Contains(t, out, "node kubeconfig: "+nodeKubeconfig+" does not exist yet: bootstrapping with "+bootstrapKubeconfig)
 		assert.Regexp(t, `csr: node-csr-\S+ approved \(AutoApproved\) and signed`, out)
-		assert.Contains(t, out, "node "+node+": registered (created true)")
+		assert.Contains(t, out, "node "+node+": registered (created)")
 		fi, err := os.Stat(nodeKubeconfig)
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
@@ -319,7 +344,7 @@ containerLogMonitorInterval: 3s
 		p2 := f.start(t)
 		p2.WaitForOutput(`node `+node+`: status written \(.*\): Ready=True`, 2*time.Minute)
 		assert.Contains(t, p2.Stdout(), "node kubeconfig: "+nodeKubeconfig+" has a valid client certificate until")
-		assert.Contains(t, p2.Stdout(), "node "+node+": registered (created false)")
+		assert.Contains(t, p2.Stdout(), "node "+node+": registered (already existed, adopted)")
 		eventually(t, "pods ready again", time.Minute, func() bool {
 			r := f.podsReady(t)
 			return len(r) == 3 && !slices.ContainsFunc(r, func(s v1.ConditionStatus) bool { return s != v1.ConditionTrue })
@@ -350,7 +375,7 @@ containerLogMonitorInterval: 3s
 	t.Run("with no --config and the mock runtime inside the kubelet (the defaults), a second node", func(t *testing.T) {
 		state2 := chaptertest.ShortTempDir(t)
 		const second = "capstone-second"
-		p4 := chaptertest.Start(t, f.bin, "--state-dir", state2, "--bootstrap-kubeconfig", bootstrapKubeconfig, "--hostname-override", second,
+		p4 := chaptertest.Start(t, f.bin, "--root-dir", state2, "--bootstrap-kubeconfig", bootstrapKubeconfig, "--hostname-override", second,
 			"--address", "127.0.0.1", "--port", strconv.Itoa(freePort(t)), "--pod-cidr", "10.91.0.0/16")
 		p4.WaitForOutput(`node `+second+`: status written \(.*\): Ready=True`, 2*time.Minute)
 		out := p4.Stdout()

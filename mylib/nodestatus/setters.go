@@ -322,3 +322,19 @@ func Summary(n *v1.Node) string {
 	cpu, mem, pods := n.Status.Capacity[v1.ResourceCPU], n.Status.Capacity[v1.ResourceMemory], n.Status.Capacity[v1.ResourcePods]
 	return fmt.Sprintf("%s; capacity cpu=%s memory=%s pods=%s", strings.Join(parts, " "), cpu.String(), mem.String(), pods.String())
 }
+
+// ReadySummary is the node's Ready condition in one phrase, the line a
+// kubelet prints after each status write: "Ready=True, runtime
+// <containerRuntimeVersion>", or "Ready=<status> <reason>: <message>"
+// when it is not True (the setters always write one; a node without it
+// reads "Ready=Unknown").
+func ReadySummary(n *v1.Node) string {
+	_, c := GetNodeCondition(&n.Status, v1.NodeReady)
+	switch {
+	case c == nil:
+		return "Ready=Unknown"
+	case c.Status != v1.ConditionTrue:
+		return fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	return fmt.Sprintf("Ready=True, runtime %s", n.Status.NodeInfo.ContainerRuntimeVersion)
+}

@@ -1,0 +1,29 @@
+// Package app is upstream's cmd/kubelet/app in small: the start-up of a
+// kubelet, written once, that every program of the course from the
+// kubelet of SyncPod on calls with its own switches.
+//
+// The order is upstream's server.go:
+//
+//	Run (upstream: run)          the node's clients at the kubelet's rates (NewClients),
+//	                             the client CA when there is a server (ClientCA), the
+//	                             container runtime (PreInitRuntimeService: the mock runtime
+//	                             served in this process when asked), then
+//	RunKubelet                   the pod sources (kubelet.MakePodSourceConfig), the
+//	                             event recorder (events.NewRecorder), then
+//	  createAndInitKubelet       kubelet.NewMainKubelet(KubeletConfiguration, Dependencies), then
+//	  startKubelet               the kubelet API (server.Run) when EnableServer, and
+//	                             Kubelet.Run until the context ends.
+//
+// A program that gets its credentials another way (the capstone's
+// bootstrap and certificate rotation) calls the pieces after Run's first
+// step itself: NewClients, ClientCA, PreInitRuntimeService, RunKubelet.
+//
+// Where it departs from upstream, and why: upstream's startKubelet starts
+// Kubelet.Run in a goroutine and then its servers; RunKubelet starts the
+// server first and blocks in Kubelet.Run, so that a server waiting for its
+// certificate's approval says so before the pods run, and a program's
+// output reads in order. The in-process mock runtime, the pod network the
+// probes may reach, the chapter annotation and the one-line reports
+// (registered, status written, stopped) are the course's; upstream's
+// kubelet talks to a runtime running beside it and logs with klog.
+package app

@@ -1,0 +1,184 @@
+package app
+
+// Run, RunKubelet, createAndInitKubelet and startKubelet, after upstream's
+// cmd/kubelet/app/server.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/events"
+	"mykubelet/mylib/kubelet"
+	"mykubelet/mylib/nodestatus"
+	"mykubelet/mylib/options"
+	"mykubelet/mylib/server"
+)
+
+// Run is upstream's run for a node that has its credentials: the clients
+// from s.Kubeconfig, the client CA when it serves the kubelet API, the
+// container runtime, then RunKubelet until ctx ends.
+func Run(ctx context.Context, s *KubeletServer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	cfg, err := options.LoadRESTConfig(s.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	deps := &kubelet.Dependencies{Clock: clock.RealClock{}, Out: os.Stdout}
+	if deps.KubeClient, deps.EventClient, err = NewClients(ctx, cfg, s.KubeletConfiguration); err != nil {
+		return err
+	}
+	if s.EnableServer {
+		if deps.ClientCA, err = ClientCA(cfg, s.KubeletConfiguration.Authentication.X509.ClientCAFile); err != nil {
+			return err
+		}
+	}
+	runtime, err := PreInitRuntimeService(ctx, &wg, s, deps)
+	if err != nil {
+		return err
+	}
+	defer runtime.Close()
+	return RunKubelet(ctx, &wg, s, deps)
+}
+
+// NewClients checks that the API server answers, then makes the kubelet's
+// two clients (kubeDeps.KubeClient and EventClient) at the
+// KubeletConfiguration's rates (kubelet.NewClientsWithRates).
+func NewClients(ctx context.Context, cfg *rest.Config, kc *kubeletv1beta1.KubeletConfiguration) (client, eventClient kubernetes.Interface, err error) {
+	if _, err := options.NewCheckedClientset(ctx, cfg); err != nil {
+		return nil, nil, err
+	}
+	if kc.KubeAPIQPS == nil || kc.EventRecordQPS == nil {
+		return nil, nil, errors.New("KubeletConfiguration without defaults: kubeAPIQPS and eventRecordQPS are unset")
+	}
+	return kubelet.NewClientsWithRates(cfg, kubelet.ClientRates{KubeAPIQPS: *kc.KubeAPIQPS,
+		KubeAPIBurst: kc.KubeAPIBurst, EventRecordQPS: *kc.EventRecordQPS, EventBurst: kc.EventBurst})
+}
+
+// ClientCA is the CA the kubelet API checks client certificates against:
+// clientCAFile (authentication.x509.clientCAFile, --client-ca-file) when
+// set, else the node kubeconfig's CA, inline or in its file.
+func ClientCA(cfg *rest.Config, clientCAFile string) ([]byte, error) {
+	if clientCAFile == "" && len(cfg.CAData) > 0 {
+		return cfg.CAData, nil
+	}
+	if clientCAFile == "" {
+		clientCAFile = cfg.CAFile
+	}
+	if clientCAFile == "" {
+		return nil, errors.New("no client CA: the node kubeconfig has no CA and no client CA file is set (--client-ca-file, authentication.x509.clientCAFile)")
+	}
+	b, err := os.ReadFile(clientCAFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("client CA %s: %w", clientCAFile, err)
+	}
+	return b, err
+}
+
+// RunKubelet is upstream's RunKubelet: the pod sources and the event
+// recorder into deps, the Kubelet (createAndInitKubelet), then
+// startKubelet, until ctx ends; then one line says what stopped with it.
+// deps needs the clients and the runtime (NewClients,
+// PreInitRuntimeService); wg waits for what it starts.
+func RunKubelet(ctx context.Context, wg *sync.WaitGroup, s *KubeletServer, deps *kubelet.Dependencies) error {
+	kc := s.KubeletConfiguration
+	var err error
+	deps.PodConfig, err = kubelet.MakePodSourceConfig(ctx, wg, kubelet.PodSources{StaticPodPath: kc.StaticPodPath,
+		FileCheckFrequency: kc.FileCheckFrequency.Duration, Client: deps.KubeClient, NodeName: s.NodeName, Clock: deps.Clock})
+	if err != nil {
+		return err
+	}
+	// Events as the kubelet records them: source "kubelet", host the node.
+	recorder, stopEvents := events.NewRecorder(ctx, deps.EventClient, s.NodeName)
+	defer stopEvents()
+	deps.Recorder = recorder
+
+	kl, err := createAndInitKubelet(s, deps)
+	if err != nil {
+		return err
+	}
+	err = startKubelet(ctx, wg, kl, s, deps)
+	fmt.Println(stopped(s))
+	return err
+}
+
+// stopped is the line that says what stopped with the kubelet: the mock
+// runtime, when it ran in this process, or nothing that runs.
+func stopped(s *KubeletServer) string {
+	switch {
+	case !s.FakeRuntime:
+		return "stopped (the containers keep running in the runtime; started again, the kubelet adopts them)"
+	case s.PodNetwork:
+		return "stopped (the mock runtime, its containers and its pod network with it)"
+	}
+	return "stopped (the mock runtime, and its containers, with it)"
+}
+
+// createAndInitKubelet is upstream's: kubelet.NewMainKubelet, with this
+// course's one-line reports of registration and status writes unless
+// deps has its own.
+func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubelet.Kubelet, error) {
+	if err := os.MkdirAll(s.KubeletConfiguration.PodLogsDir, 0o700); err != nil {
+		return nil, err
+	}
+	if deps.OnRegistered == nil {
+		deps.OnRegistered = func(n *v1.Node, created bool) {
+			how := "created"
+			if !created {
+				how = "already existed, adopted"
+			}
+			fmt.Printf("node %s: registered (%s)\n", n.Name, how)
+		}
+	}
+	if deps.OnStatusPatched == nil {
+		deps.OnStatusPatched = func(n *v1.Node, _ []byte, reason string) {
+			fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, nodestatus.ReadySummary(n))
+		}
+	}
+	return kubelet.NewMainKubelet(s.KubeletConfiguration, deps, s.MainOptions)
+}
+
+// startKubelet is upstream's: the kubelet API server when s.EnableServer,
+// then Kubelet.Run until ctx ends.
+func startKubelet(ctx context.Context, wg *sync.WaitGroup, kl *kubelet.Kubelet, s *KubeletServer, deps *kubelet.Dependencies) error {
+	kc := s.KubeletConfiguration
+	cri, ok := deps.ContainerRuntime.(interface {
+		RuntimeService() runtimeapi.RuntimeServiceClient
+	})
+	if s.EnableServer {
+		if !ok {
+			return errors.New("kubelet server: the container runtime has no CRI runtime service")
+		}
+		err := server.Run(ctx, wg, server.RunConfig{
+			Config: server.Config{NodeName: s.NodeName, Pods: kl.GetPodManager(), Runtime: cri.RuntimeService(), Clock: deps.Clock},
+			Client: deps.KubeClient, ClientCA: deps.ClientCA, NodeIP: s.NodeIP, Address: kc.Address, Port: int(kc.Port),
+			TLS: deps.TLSOptions, CertDir: s.CertDirectory, CertTimeout: s.ServingCertTimeout, Out: os.Stdout,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	from := "the API server"
+	if kc.StaticPodPath != "" {
+		from = kc.StaticPodPath + " and the API server"
+	}
+	fmt.Printf("kubelet %s: pods from %s, runtime %s %s; Ctrl-C to stop\n", s.NodeName, from, deps.ContainerRuntime.Type(), kc.ContainerRuntimeEndpoint)
+	if s.Banner != "" {
+		fmt.Println(s.Banner)
+	}
+	return kl.Run(ctx)
+}

@@ -1,0 +1,136 @@
+package kubelet
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/config"
+	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/logs"
+	kubepod "mykubelet/mylib/pod"
+	"mykubelet/mylib/prober"
+)
+
+// Dependencies is upstream's kubelet.Dependencies: what the kubelet is
+// handed rather than builds, filled in by the program that starts it
+// (upstream: cmd/kubelet/app's run and RunKubelet; here mylib/app).
+type Dependencies struct {
+	// KubeClient talks to the API server with the node's credentials, at
+	// kubeAPIQPS/kubeAPIBurst (NewClientsWithRates). Required.
+	KubeClient kubernetes.Interface
+	// EventClient is the events' client, at eventRecordQPS/eventBurst; the
+	// program builds Recorder with it.
+	EventClient kubernetes.Interface
+	// HeartbeatClient renews the Lease and writes the node status; nil
+	// means KubeClient. OnHeartbeatFailure: see NodeConfig.
+	HeartbeatClient    kubernetes.Interface
+	OnHeartbeatFailure func()
+	// Recorder records the events on pods (events.NewRecorder); nil drops them.
+	Recorder record.EventRecorder
+	// PodConfig is the merged pod sources (MakePodSourceConfig). Required.
+	PodConfig *config.PodConfig
+	// ContainerRuntime is the runtime the PLEG relists and SyncPod drives
+	// (a *kuberuntime.Manager). Required.
+	ContainerRuntime kubecontainer.Runtime
+	// ProbeDial opens the probes' connections (prober.GuardedDialer); nil:
+	// a plain net.Dialer.
+	ProbeDial prober.DialFunc
+	// Clock: nil is the real clock.
+	Clock clock.WithTicker
+	// Out receives the pod half's lines (PodsConfig.Out); nil: none.
+	Out io.Writer
+	// OnRegistered and OnStatusPatched: see NodeConfig.
+	OnRegistered    func(node *v1.Node, created bool)
+	OnStatusPatched func(node *v1.Node, patch []byte, reason string)
+
+	// What the kubelet API server needs (upstream: Auth and TLSOptions,
+	// built from these). The Kubelet does not read them.
+	ClientCA   []byte      // the PEM bundle client certificates are checked against
+	TLSOptions *tls.Config // nil: the server asks once for a certificate
+}
+
+// MainOptions are NewMainKubelet's other parameters: upstream's node name,
+// node IP and root directory, and which parts of the kubelet the program
+// turns on (upstream has them all; a chapter of this course adds its own).
+type MainOptions struct {
+	// NodeName is the Node's name. Required.
+	NodeName string
+	// NodeIP is the InternalIP; nil means the address of the interface with
+	// the default route.
+	NodeIP net.IP
+	// RootDirectory is the kubelet's --root-dir: its filesystem is the
+	// node's ephemeral-storage capacity. Required.
+	RootDirectory string
+	// Annotations: see NodeConfig (the course's chapter annotation).
+	Annotations map[string]string
+	// RelistPeriod and HousekeepingPeriod: see PodsConfig (zero: upstream's).
+	RelistPeriod, HousekeepingPeriod time.Duration
+
+	// RunContainers, ActiveDeadline, Probes and Admit: see PodsConfig.
+	RunContainers, ActiveDeadline, Probes, Admit bool
+	// ContainerGC: see PodsConfig (upstream's minimumGCAge,
+	// maxPerPodContainerCount and maxContainerCount); nil: no collection.
+	ContainerGC *kuberuntime.GCPolicy
+	// ContainerLogRotation rotates the containers' logs by the
+	// KubeletConfiguration's containerLog* fields (PodsConfig.ContainerLogs).
+	ContainerLogRotation bool
+}
+
+// NewMainKubelet is upstream's NewMainKubelet: the Kubelet of a
+// KubeletConfiguration (defaulted: kubeletconfig.SetDefaults) and its
+// Dependencies, both halves, built by New. From kubeCfg it reads maxPods,
+// port, nodeStatusUpdateFrequency, nodeStatusReportFrequency,
+// nodeLeaseDurationSeconds, podLogsDir and, with ContainerLogRotation, the
+// containerLog* fields.
+func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Dependencies, opts MainOptions) (*Kubelet, error) {
+	if kubeCfg == nil || kubeDeps == nil {
+		return nil, errors.New("kubelet: NewMainKubelet needs a KubeletConfiguration and Dependencies")
+	}
+	if kubeDeps.PodConfig == nil {
+		return nil, errors.New("kubelet: Dependencies.PodConfig is required (MakePodSourceConfig)")
+	}
+	if opts.RootDirectory == "" {
+		return nil, errors.New("kubelet: MainOptions.RootDirectory is required")
+	}
+	var containerLogs *logs.Config
+	if opts.ContainerLogRotation {
+		if kubeCfg.ContainerLogMaxFiles == nil || kubeCfg.ContainerLogMaxWorkers == nil || kubeCfg.ContainerLogMonitorInterval == nil {
+			return nil, fmt.Errorf("kubelet: ContainerLogRotation needs a defaulted KubeletConfiguration (containerLogMaxFiles, containerLogMaxWorkers, containerLogMonitorInterval)")
+		}
+		containerLogs = &logs.Config{MaxSize: kubeCfg.ContainerLogMaxSize, MaxFiles: int(*kubeCfg.ContainerLogMaxFiles),
+			MaxWorkers: int(*kubeCfg.ContainerLogMaxWorkers), MonitorInterval: kubeCfg.ContainerLogMonitorInterval.Duration}
+	}
+	pods := &PodsConfig{
+		Updates: kubeDeps.PodConfig.Updates(), SourcesReady: kubeDeps.PodConfig.SeenAllSources, Runtime: kubeDeps.ContainerRuntime,
+		RelistPeriod: opts.RelistPeriod, HousekeepingPeriod: opts.HousekeepingPeriod, Out: kubeDeps.Out,
+		RunContainers: opts.RunContainers, Recorder: kubeDeps.Recorder, PodLogsDirectory: kubeCfg.PodLogsDir,
+		ContainerGC: opts.ContainerGC, ActiveDeadline: opts.ActiveDeadline, Probes: opts.Probes, ProbeDial: kubeDeps.ProbeDial,
+		Admit: opts.Admit, ContainerLogs: containerLogs,
+	}
+	return New(Config{Client: kubeDeps.KubeClient, NodeName: opts.NodeName, Clock: kubeDeps.Clock,
+		Node: &NodeConfig{
+			Annotations:               opts.Annotations,
+			Status:                    &NodeStatusOptions{RootDir: opts.RootDirectory, MaxPods: int(kubeCfg.MaxPods), NodeIP: opts.NodeIP, Port: kubeCfg.Port},
+			NodeStatusUpdateFrequency: kubeCfg.NodeStatusUpdateFrequency.Duration, NodeStatusReportFrequency: kubeCfg.NodeStatusReportFrequency.Duration,
+			LeaseDurationSeconds: kubeCfg.NodeLeaseDurationSeconds,
+			HeartbeatClient:      kubeDeps.HeartbeatClient, OnHeartbeatFailure: kubeDeps.OnHeartbeatFailure,
+			OnRegistered: kubeDeps.OnRegistered, OnStatusPatched: kubeDeps.OnStatusPatched,
+		},
+		Pods: pods,
+	})
+}
+
+// GetPodManager is the Kubelet's pod manager, for the kubelet API server
+// (upstream hands the server the Kubelet itself, its HostInterface).
+func (kl *Kubelet) GetPodManager() kubepod.Manager { return kl.podManager }

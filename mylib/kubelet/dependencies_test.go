@@ -1,0 +1,49 @@
+package kubelet
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"mykubelet/mylib/config"
+	"mykubelet/mylib/kubeletconfig"
+)
+
+func TestNewMainKubeletReadsTheKubeletConfiguration(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	kc := &kubeletv1beta1.KubeletConfiguration{NodeStatusUpdateFrequency: metav1.Duration{Duration: 4 * time.Second}, PodLogsDir: t.TempDir()}
+	kubeletconfig.SetDefaults(kc)
+	deps := &Dependencies{KubeClient: fake.NewClientset(), PodConfig: config.NewPodConfig(clk), ContainerRuntime: emptyRuntime{}, Clock: clk}
+	kl, err := NewMainKubelet(kc, deps, MainOptions{NodeName: "n1", RootDirectory: t.TempDir(), Annotations: map[string]string{"a": "b"}})
+	require.NoError(t, err)
+	require.NotNil(t, kl.node, "the node half")
+	assert.NotNil(t, kl.podManager, "the pod half")
+	assert.Same(t, kl.podManager, kl.GetPodManager())
+	assert.Equal(t, 4*time.Second, kl.node.nodeStatusUpdateFrequency)
+	assert.Equal(t, 4*time.Second, kl.node.nodeStatusReportFrequency, "the report frequency follows the update frequency when only that is set")
+	assert.Equal(t, map[string]string{"a": "b"}, kl.node.annotations)
+	assert.Nil(t, kl.containerRuntime, "RunContainers is off")
+}
+
+func TestNewMainKubeletNeedsItsParts(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	kc := &kubeletv1beta1.KubeletConfiguration{}
+	kubeletconfig.SetDefaults(kc)
+	opts := MainOptions{NodeName: "n1", RootDirectory: t.TempDir()}
+	_, err := NewMainKubelet(kc, &Dependencies{KubeClient: fake.NewClientset(), ContainerRuntime: emptyRuntime{}, Clock: clk}, opts)
+	assert.ErrorContains(t, err, "Dependencies.PodConfig is required")
+
+	deps := &Dependencies{KubeClient: fake.NewClientset(), PodConfig: config.NewPodConfig(clk), ContainerRuntime: emptyRuntime{}, Clock: clk}
+	_, err = NewMainKubelet(kc, deps, MainOptions{NodeName: "n1"})
+	assert.ErrorContains(t, err, "RootDirectory is required")
+
+	opts.ContainerLogRotation = true
+	_, err = NewMainKubelet(&kubeletv1beta1.KubeletConfiguration{}, deps, opts)
+	assert.ErrorContains(t, err, "needs a defaulted KubeletConfiguration")
+}
