@@ -45,8 +45,9 @@
 // clock and step it.
 //
 // Upstream: pkg/kubelet/kubelet.go (NewMainKubelet, Run, syncLoop,
-// syncLoopIteration, HandlePodAdditions/Updates/Removes, SyncPod,
-// SyncTerminatingPod, SyncTerminatedPod, HandlePodCleanups,
+// syncLoopIteration, HandlePodAdditions/Updates/Removes/Reconcile/Syncs,
+// handleMirrorPod, SyncPod, SyncTerminatingPod, SyncTerminatedPod,
+// HandlePodCleanups,
 // updateRuntimeUp), pkg/kubelet/runtime.go (runtimeState),
 // pkg/kubelet/kubelet_node_status.go and cmd/kubelet/app/server.go (the
 // clients and their rates).

@@ -427,16 +427,35 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 	case <-ctx.Done():
 		return false
 	case u := <-configCh:
-		kl.HandlePodUpdate(ctx, u)
+		names := make([]string, 0, len(u.Pods))
+		for _, p := range u.Pods {
+			names = append(names, p.Namespace+"/"+p.Name)
+		}
+		kl.printf("SyncLoop %s source=%s pods=[%s]", u.Op, u.Source, strings.Join(names, " "))
+		switch u.Op {
+		case kubetypes.ADD:
+			kl.HandlePodAdditions(ctx, u.Pods)
+		case kubetypes.UPDATE:
+			kl.HandlePodUpdates(ctx, u.Pods)
+		case kubetypes.REMOVE:
+			kl.HandlePodRemoves(ctx, u.Pods)
+		case kubetypes.RECONCILE:
+			kl.HandlePodReconcile(ctx, u.Pods)
+		case kubetypes.DELETE:
+			// DELETE is an UPDATE, because of graceful deletion (upstream's words).
+			kl.HandlePodUpdates(ctx, u.Pods)
+		case kubetypes.SET:
+			klog.FromContext(ctx).Error(nil, "Kubelet does not support snapshot update")
+		default:
+			klog.FromContext(ctx).Error(nil, "Invalid operation type received", "operation", u.Op)
+		}
 	case e := <-plegCh:
 		if pod, ok := kl.podManager.GetPodByUID(e.ID); ok {
 			klog.V(2).InfoS("SyncLoop (PLEG): event for pod", "pod", klog.KObj(pod), "event", e.Type)
-			kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
+			kl.HandlePodSyncs(ctx, []*v1.Pod{pod})
 		}
 	case <-syncCh:
-		for _, pod := range kl.getPodsToSync() {
-			kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
-		}
+		kl.HandlePodSyncs(ctx, kl.getPodsToSync())
 	case <-housekeepingCh:
 		if kl.sourcesReady() {
 			kl.HandlePodCleanups(ctx)
@@ -453,49 +472,83 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 	return true
 }
 
-// HandlePodUpdate is the config branch: update the pod manager, then give
-// each pod to its worker (a mirror pod's change is its static pod's).
-func (kl *Kubelet) HandlePodUpdate(ctx context.Context, u kubetypes.PodUpdate) {
-	names := make([]string, 0, len(u.Pods))
-	for _, p := range u.Pods {
-		names = append(names, p.Namespace+"/"+p.Name)
-	}
-	kl.printf("SyncLoop %s source=%s pods=[%s]", u.Op, u.Source, strings.Join(names, " "))
-	for _, pod := range kl.inAdmissionOrder(u) {
-		switch u.Op {
-		case kubetypes.ADD:
-			kl.podManager.AddPod(pod)
-		case kubetypes.REMOVE:
-			kl.podManager.RemovePod(pod)
-		default:
-			kl.podManager.UpdatePod(pod)
+// HandlePodAdditions handles new pods (upstream's name): each goes into the
+// pod manager; a mirror pod's change is its static pod's; any other pod is
+// admitted (oldest first, when admission is on), its probes start, and its
+// worker is created.
+func (kl *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range kl.inAdmissionOrder(pods) {
+		kl.podManager.AddPod(pod)
+		if kl.handleMirrorPod(ctx, pod) || !kl.admit(ctx, kubetypes.ADD, pod) {
+			continue // a mirror pod, or rejected: no pod worker
 		}
-		if kubetypes.IsMirrorPod(pod) {
-			if static, ok := kl.podManager.GetPodByMirrorPod(pod); ok {
-				kl.dispatchWork(ctx, static, kubetypes.SyncPodUpdate)
-			}
+		if kl.probeManager != nil {
+			kl.probeManager.AddPod(pod)
+		}
+		kl.dispatchWork(ctx, pod, kubetypes.SyncPodCreate)
+	}
+}
+
+// HandlePodUpdates handles changed pods, and pods the API server is
+// deleting gracefully: the pod manager is updated and each pod's worker
+// syncs it.
+func (kl *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		kl.podManager.UpdatePod(pod)
+		if kl.handleMirrorPod(ctx, pod) || !kl.admit(ctx, kubetypes.UPDATE, pod) {
 			continue
 		}
-		if !kl.admit(ctx, u.Op, pod) {
-			continue // rejected: no pod worker
-		}
-		switch u.Op {
-		case kubetypes.ADD:
-			if kl.probeManager != nil {
-				kl.probeManager.AddPod(pod)
-			}
-			kl.dispatchWork(ctx, pod, kubetypes.SyncPodCreate)
-		case kubetypes.REMOVE:
-			if kl.probeManager != nil {
-				kl.probeManager.RemovePod(pod)
-			}
-			kl.dispatchWork(ctx, pod, kubetypes.SyncPodKill)
-		case kubetypes.RECONCILE:
-			// only the status changed: the kubelet owns status, nothing to run
-		default:
-			kl.dispatchWork(ctx, pod, kubetypes.SyncPodUpdate)
-		}
+		kl.dispatchWork(ctx, pod, kubetypes.SyncPodUpdate)
 	}
+}
+
+// HandlePodRemoves handles pods that are gone from their source: out of the
+// pod manager, their probes stop, and their workers kill them.
+func (kl *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		kl.podManager.RemovePod(pod)
+		if kl.handleMirrorPod(ctx, pod) || !kl.admit(ctx, kubetypes.REMOVE, pod) {
+			continue
+		}
+		if kl.probeManager != nil {
+			kl.probeManager.RemovePod(pod)
+		}
+		kl.dispatchWork(ctx, pod, kubetypes.SyncPodKill)
+	}
+}
+
+// HandlePodReconcile handles pods whose status alone changed in the API
+// server: the pod manager takes the new copy; the kubelet owns the status,
+// so there is nothing to run (a mirror pod's static pod is synced).
+func (kl *Kubelet) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		kl.podManager.UpdatePod(pod)
+		kl.handleMirrorPod(ctx, pod)
+	}
+}
+
+// HandlePodSyncs has the workers sync pods the pod manager already holds:
+// those with a PLEG event, a due resync or a changed probe result.
+func (kl *Kubelet) HandlePodSyncs(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		if kl.handleMirrorPod(ctx, pod) {
+			continue
+		}
+		kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
+	}
+}
+
+// handleMirrorPod reports whether pod is a mirror pod; if so, its static
+// pod (when known) is synced, since a mirror pod's change is its static
+// pod's.
+func (kl *Kubelet) handleMirrorPod(ctx context.Context, pod *v1.Pod) bool {
+	if !kubetypes.IsMirrorPod(pod) {
+		return false
+	}
+	if static, ok := kl.podManager.GetPodByMirrorPod(pod); ok {
+		kl.dispatchWork(ctx, static, kubetypes.SyncPodUpdate)
+	}
+	return true
 }
 
 func (kl *Kubelet) dispatchWork(ctx context.Context, pod *v1.Pod, t kubetypes.SyncPodType) {

@@ -11,7 +11,8 @@ import (
 	"context"
 	"sync"
 
-	"mykubelet/mylib/kubetypes"
+	v1 "k8s.io/api/core/v1"
+
 	"mykubelet/mylib/prober"
 	proberesults "mykubelet/mylib/prober/results"
 )
@@ -53,7 +54,7 @@ func (kl *Kubelet) handleProbeSync(ctx context.Context, u proberesults.Update, p
 		return // gone already
 	}
 	kl.printf("SyncLoop (probe) probe=%q status=%q pod=%q", probe, status, pod.Namespace+"/"+pod.Name)
-	kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
+	kl.HandlePodSyncs(ctx, []*v1.Pod{pod})
 }
 
 // stopProbes stops the probe workers once the sync loop has stopped,

@@ -331,8 +331,10 @@ func TestWithoutWorkersHousekeepingKeepsTheMirrorPods(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, kl.PLEG(), "no PLEG without workers")
 	ctx := context.Background()
-	kl.HandlePodUpdate(ctx, kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.FileSource, Pods: []*v1.Pod{web}})
-	kl.HandlePodUpdate(ctx, kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{orphan}})
+	updates <- kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.FileSource, Pods: []*v1.Pod{web}}
+	require.True(t, kl.syncLoopIteration(ctx, updates, nil, nil, nil))
+	updates <- kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{orphan}}
+	require.True(t, kl.syncLoopIteration(ctx, updates, nil, nil, nil))
 	kl.HandlePodCleanups(ctx)
 
 	_, err = cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
