@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/events"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/kubetypes"
 	kubepod "mykubelet/mylib/pod"
@@ -38,12 +39,6 @@ type ContainerRuntime interface {
 	RuntimeService() runtimeapi.RuntimeServiceClient
 }
 
-// Event reasons the kubelet itself records (upstream pkg/kubelet/events).
-const (
-	NetworkNotReady                 = "NetworkNotReady"
-	FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
-)
-
 // syncPod is SyncPod for real: the pod's API status first (so a pod that
 // finished says so, and a new one shows ContainerCreating), then its mirror
 // pod if static, then the runtime brought to the pod's spec.
@@ -55,7 +50,7 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 		return true, nil // the pod workers now terminate it
 	}
 	if err := kl.runtimeState.networkErrors(); err != nil && !kubecontainer.IsHostNetworkPod(pod) {
-		kl.recorder.Eventf(pod, v1.EventTypeWarning, NetworkNotReady, "network is not ready: %v", err)
+		kl.recorder.Eventf(pod, v1.EventTypeWarning, events.NetworkNotReady, "network is not ready: %v", err)
 		return false, fmt.Errorf("network is not ready: %w", err)
 	}
 	if kubetypes.IsStaticPod(pod) {
@@ -173,7 +168,7 @@ func (kl *Kubelet) getPullSecretsForPod(ctx context.Context, pod *v1.Pod) []v1.S
 		}
 		s, err := kl.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
-			kl.recorder.Eventf(pod, v1.EventTypeWarning, FailedToRetrieveImagePullSecret,
+			kl.recorder.Eventf(pod, v1.EventTypeWarning, events.FailedToRetrieveImagePullSecret,
 				"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", ref.Name)
 			continue
 		}
