@@ -12,6 +12,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
+	runtimeutil "mykubelet/mylib/kuberuntime/util"
 	proberesults "mykubelet/mylib/prober/results"
 )
 
@@ -183,7 +184,7 @@ func findNextInitContainerToRun(pod *v1.Pod, podStatus *kubecontainer.PodStatus)
 // Unlike upstream: no sidecar (restartable) init containers, no ephemeral
 // containers, no in-place resize.
 func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodStatus) podActions {
-	createPodSandbox, attempt, sandboxID := PodSandboxChanged(pod, podStatus)
+	createPodSandbox, attempt, sandboxID := runtimeutil.PodSandboxChanged(pod, podStatus)
 	changes := podActions{
 		KillPod:          createPodSandbox,
 		CreateSandbox:    createPodSandbox,

@@ -127,32 +127,3 @@ func determinePodSandboxIPs(status *runtimeapi.PodSandboxStatus) []string {
 	}
 	return ips
 }
-
-// PodSandboxChanged tells whether the pod needs a new sandbox, and if so
-// with which attempt number and which sandbox it replaces: there is none,
-// the newest is not ready, more than one is ready, or the pod's network
-// mode changed (upstream kuberuntime/util.PodSandboxChanged).
-func PodSandboxChanged(pod *v1.Pod, podStatus *kubecontainer.PodStatus) (changed bool, attempt uint32, sandboxID string) {
-	if len(podStatus.SandboxStatuses) == 0 {
-		return true, 0, ""
-	}
-	ready := 0
-	for _, s := range podStatus.SandboxStatuses {
-		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			ready++
-		}
-	}
-	newest := podStatus.SandboxStatuses[0]
-	attempt = newest.GetMetadata().GetAttempt() + 1
-	if ready > 1 || newest.State != runtimeapi.PodSandboxState_SANDBOX_READY {
-		return true, attempt, newest.Id
-	}
-	hostNetwork := newest.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
-	if hostNetwork != kubecontainer.IsHostNetworkPod(pod) {
-		return true, attempt, newest.Id
-	}
-	if !hostNetwork && newest.GetNetwork().GetIp() == "" {
-		return true, attempt, newest.Id // a pod network sandbox without an IP
-	}
-	return false, newest.GetMetadata().GetAttempt(), newest.Id
-}
