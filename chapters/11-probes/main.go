@@ -117,7 +117,8 @@ func main() {
 				},
 			},
 			Pods: &kubelet.PodsConfig{
-				Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: runtime, RelistPeriod: rt.RelistPeriod,
+				Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources,
+				RemoteRuntimeService: runtime.RuntimeService(), RemoteImageService: runtime.ImageService(), RelistPeriod: rt.RelistPeriod,
 				HousekeepingPeriod: sources.HousekeepingInterval, RunContainers: true, Recorder: recorder, PodLogsDirectory: *podLogs, Out: os.Stdout,
 				Probes: true, ProbeDial: prober.GuardedDialer(reach, why),
 			},

@@ -109,7 +109,8 @@ func main() {
 				},
 			},
 			Pods: &kubelet.PodsConfig{
-				Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: runtime, RelistPeriod: rt.RelistPeriod, PodManager: pods,
+				Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources,
+				RemoteRuntimeService: runtime.RuntimeService(), RemoteImageService: runtime.ImageService(), RelistPeriod: rt.RelistPeriod, PodManager: pods,
 				HousekeepingPeriod: sources.HousekeepingInterval, RunContainers: true, Recorder: recorder, PodLogsDirectory: *podLogs, Out: os.Stdout,
 			},
 		})

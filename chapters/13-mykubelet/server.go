@@ -184,7 +184,8 @@ func RunKubelet(ctx context.Context, wg *sync.WaitGroup, s *KubeletServer, deps 
 				fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, ready(n))
 			},
 		},
-		Pods: &kubelet.PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: deps.Runtime, PodManager: pods,
+		Pods: &kubelet.PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources,
+			RemoteRuntimeService: deps.Runtime.RuntimeService(), RemoteImageService: deps.Runtime.ImageService(), PodManager: pods,
 			RunContainers: true, Recorder: recorder, PodLogsDirectory: podLogs, Out: os.Stdout,
 			ContainerGC: &gc, ActiveDeadline: true, Probes: true, ProbeDial: deps.ProbeDial, Admit: true,
 			ContainerLogs: &logs.Config{MaxSize: kc.ContainerLogMaxSize, MaxFiles: int(*kc.ContainerLogMaxFiles),

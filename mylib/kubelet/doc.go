@@ -32,7 +32,8 @@
 //		Client:   client,   // the node's own credentials
 //		NodeName: nodeName,
 //		Node:     &kubelet.NodeConfig{Status: &kubelet.NodeStatusOptions{RootDir: dir}}, // nil: no node half
-//		Pods:     &kubelet.PodsConfig{Updates: podConfig.Updates(), Runtime: rt,         // nil: no pod half
+//		Pods: &kubelet.PodsConfig{Updates: podConfig.Updates(), // nil: no pod half
+//			RemoteRuntimeService: rt.RuntimeService(), RemoteImageService: rt.ImageService(), // rt from kuberuntime.Connect
 //			RunContainers: true, Recorder: recorder},
 //	})
 //	if err != nil { … }

@@ -17,17 +17,15 @@ import (
 	proberesults "mykubelet/mylib/prober/results"
 )
 
-// newProbeManager makes the three results managers and the probe manager,
-// which reads the pods' statuses from the status manager and runs exec
-// probes through the runtime's CRI.
-func (kl *Kubelet) newProbeManager(cr ContainerRuntime, dial prober.DialFunc) error {
-	kl.livenessManager = proberesults.NewManager()
-	kl.readinessManager = proberesults.NewManager()
-	kl.startupManager = proberesults.NewManager()
+// newProbeManager makes the probe manager, which writes the three results
+// managers (made with the runtime manager, which reads two of them), reads
+// the pods' statuses from the status manager and runs exec probes through
+// the runtime's CRI.
+func (kl *Kubelet) newProbeManager(dial prober.DialFunc) error {
 	pm, err := prober.NewManager(prober.Config{
 		StatusManager:   kl.statusManager,
 		LivenessManager: kl.livenessManager, ReadinessManager: kl.readinessManager, StartupManager: kl.startupManager,
-		Runtime: cr.RuntimeService(), Recorder: kl.recorder, Clock: kl.clock, Dial: dial,
+		Runtime: kl.cri, Recorder: kl.recorder, Clock: kl.clock, Dial: dial,
 	})
 	if err != nil {
 		return err

@@ -15,29 +15,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
-	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/kubetypes"
 	kubepod "mykubelet/mylib/pod"
 )
-
-// ContainerRuntime is what the pod half needs of the runtime to run pods:
-// list and inspect (kubecontainer.Runtime), sync and kill a pod, and the
-// raw CRI for its Status and Version. mylib/kuberuntime.Manager is one.
-type ContainerRuntime interface {
-	kubecontainer.Runtime
-	// GetPod is one pod's sandboxes and containers, dead ones too.
-	GetPod(ctx context.Context, uid types.UID) (*kubecontainer.Pod, error)
-	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, pullSecrets []v1.Secret, backOff kuberuntime.Backoff) kubecontainer.PodSyncResult
-	KillPod(ctx context.Context, pod *v1.Pod, runningPod kubecontainer.Pod, gracePeriodOverride *int64) error
-	SetSyncOptions(o kuberuntime.SyncOptions)
-	RuntimeService() runtimeapi.RuntimeServiceClient
-}
 
 // syncPod is SyncPod for real: the pod's API status first (so a pod that
 // finished says so, and a new one shows ContainerCreating), then its mirror
@@ -321,4 +306,4 @@ func (kl *Kubelet) getHostIPs() []string {
 	return kl.hostIPs
 }
 
-var errNeedsContainerRuntime = errors.New("kubelet: Config.Pods.RunContainers needs a Runtime that runs pods (a kubelet.ContainerRuntime such as kuberuntime.Manager)")
+var errNeedsContainerRuntime = errors.New("kubelet: Config.Pods.RunContainers needs the CRI (RemoteRuntimeService, RemoteImageService), from which the kubelet builds its runtime manager")

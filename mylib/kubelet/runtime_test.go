@@ -252,7 +252,7 @@ func TestCrashLoopBackOffRunsOnTheKubeletsClock(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	kl, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Clock: clk, Pods: &PodsConfig{
-		Updates: make(chan kubetypes.PodUpdate), Runtime: m, RunContainers: true}})
+		Updates: make(chan kubetypes.PodUpdate), RemoteRuntimeService: m.RuntimeService(), RemoteImageService: m.ImageService(), RunContainers: true}})
 	require.NoError(t, err)
 	require.Same(t, clk, kl.backOff.Clock)
 	died := clk.Now() // the container exited now

@@ -44,9 +44,9 @@ func (m *Manager) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtim
 		},
 		Labels:       newPodLabels(pod),
 		Annotations:  newPodAnnotations(pod),
-		LogDirectory: BuildPodLogsDirectory(m.podLogsDirectory(), pod.Namespace, pod.Name, pod.UID),
+		LogDirectory: BuildPodLogsDirectory(m.podLogsDirectory, pod.Namespace, pod.Name, pod.UID),
 	}
-	helper := m.runtimeHelper()
+	helper := m.helper
 	dns, err := helper.GetPodDNS(pod)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uin
 		msg := fmt.Sprintf("Failed to create log directory for pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		return "", msg, err
 	}
-	resp, err := m.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: m.opts.RuntimeHandler})
+	resp, err := m.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: m.runtimeHandler})
 	if err != nil {
 		msg := fmt.Sprintf("Failed to create sandbox for pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		return "", msg, err
