@@ -4,8 +4,9 @@ package kubelet
 // pod, as functions of explicit arguments: the pod's API status from what
 // the runtime reports (generateAPIPodStatus, getPhase), and a container's
 // environment (makeEnvironmentVariables). Departs from upstream:
-//   - readiness and startup without probes: a running container is ready
-//     and started (there is no prober yet);
+//   - a container's ready and started come from the prober when
+//     PodsConfig.Probes is set (generateAPIPodStatusProbed); without it a
+//     running container is ready and started;
 //   - no service links ($SERVICE_HOST variables): there is no service lister;
 //   - ConfigMaps and Secrets are read with a GET each (upstream caches them
 //     with a watch); the node's credentials decide what may be read;

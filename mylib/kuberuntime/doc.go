@@ -32,7 +32,9 @@
 // Where it departs from upstream, and why (one line each):
 //   - no volumes or mounts: this kubelet has no volume manager yet;
 //   - no sidecar (restartable) init containers, ephemeral containers,
-//     probes, httpGet lifecycle hooks or in-place resize: not needed to run a pod;
+//     httpGet lifecycle hooks or in-place resize: not needed to run a pod;
+//     of probes, only the liveness and startup results are read (the
+//     prober, mylib/prober, runs them);
 //   - no security context, cgroup parent or seccomp in the configs: the
 //     mock runtime ignores them;
 //   - the container hash is FNV-32a of the spec's JSON, not upstream's

@@ -16,8 +16,10 @@
 //	sm.SetPodStatus(pod, apiPodStatus) // from generateAPIPodStatus, in the pod worker
 //
 // Where it departs from upstream, and why (one line each):
-//   - no probe results, resize status or pod-startup metrics: there is no
-//     prober or resize yet;
+//   - no SetContainerReadiness or SetContainerStartup: a probe result
+//     reaches the status through the sync it triggers (the kubelet's
+//     generateAPIPodStatus asks the prober); no resize status or
+//     pod-startup metrics: there is no resize;
 //   - the DisruptionTarget condition is not merged: no eviction manager yet;
 //   - versions are kept by the UID of the pod written (the mirror pod's for
 //     a static pod) everywhere; upstream mixes in the static pod's UID in
