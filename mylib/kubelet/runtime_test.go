@@ -133,6 +133,25 @@ func TestRunContainersNeedsARuntimeThatRunsPods(t *testing.T) {
 	assert.ErrorIs(t, err, errNeedsContainerRuntime)
 }
 
+func TestTheCRIOrARuntimeNotBoth(t *testing.T) {
+	rs := runtimeapi.NewRuntimeServiceClient(nil)
+	is := runtimeapi.NewImageServiceClient(nil)
+	for name, tc := range map[string]struct {
+		pods PodsConfig
+		want string
+	}{
+		"half the CRI": {PodsConfig{RemoteRuntimeService: rs}, "go together"},
+		"both":         {PodsConfig{RemoteRuntimeService: rs, RemoteImageService: is, Runtime: emptyRuntime{}}, "not both"},
+		"neither":      {PodsConfig{}, "is required (or WithoutWorkers)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.pods.Updates = make(chan kubetypes.PodUpdate)
+			_, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Pods: &tc.pods})
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
 func TestSyncSummary(t *testing.T) {
 	var r kubecontainer.PodSyncResult
 	assert.Equal(t, "", syncSummary(r))
