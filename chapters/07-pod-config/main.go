@@ -51,8 +51,9 @@ func main() {
 		fmt.Printf("watching %s and the API server for pods of node %s\n", sources.ManifestPath, o.NodeName)
 
 		// The kubelet's sync loop with its config branch only: each update
-		// goes to the pod manager (HandlePodUpdate); housekeeping keeps the
-		// mirror pods. The next chapter adds the pod workers.
+		// goes to the pod manager (HandlePodAdditions, HandlePodUpdates, …);
+		// housekeeping keeps the mirror pods. The next chapter adds the pod
+		// workers.
 		pm := kubepod.NewBasicPodManager()
 		kl, err := kubelet.New(kubelet.Config{Client: client, NodeName: o.NodeName, Clock: clk, Pods: &kubelet.PodsConfig{
 			Updates: cfg.Updates(), SourcesReady: cfg.SeenAllSources, WithoutWorkers: true,

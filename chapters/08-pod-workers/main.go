@@ -65,7 +65,8 @@ func main() {
 		// chapter 05 feed the pod workers, driven by the sync loop.
 		pm, cache := kubepod.NewBasicPodManager(), kubecontainer.NewCache()
 		kl, err := kubelet.New(kubelet.Config{Client: client, NodeName: o.NodeName, Clock: clk, Pods: &kubelet.PodsConfig{
-			Updates: cfg.Updates(), SourcesReady: cfg.SeenAllSources, Runtime: runtime, RelistPeriod: rt.RelistPeriod,
+			Updates: cfg.Updates(), SourcesReady: cfg.SeenAllSources,
+			RemoteRuntimeService: runtime.RuntimeService(), RemoteImageService: runtime.ImageService(), RelistPeriod: rt.RelistPeriod,
 			HousekeepingPeriod: sources.HousekeepingInterval, PodManager: pm, PodCache: cache, Out: os.Stdout,
 		}})
 		if err != nil {

@@ -121,7 +121,8 @@ func TestPreInitRuntimeServiceServesTheMockAndItsControlAPI(t *testing.T) {
 	require.NoError(t, err)
 	defer rt.Close()
 	assert.Equal(t, "mykubelet-fake", rt.Type())
-	assert.Same(t, rt, deps.ContainerRuntime)
+	assert.Equal(t, rt.RuntimeService(), deps.RemoteRuntimeService)
+	assert.Equal(t, rt.ImageService(), deps.RemoteImageService)
 	_, err = os.Stat(filepath.Join(dir, "control.sock"))
 	assert.NoError(t, err, "the control API listens")
 

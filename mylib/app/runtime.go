@@ -59,7 +59,7 @@ func ServeMockRuntime(ctx context.Context, wg *sync.WaitGroup, endpoint string, 
 // PreInitRuntimeService is upstream's PreInitRuntimeService: the
 // connection to the container runtime (kuberuntime.Connect, which asks
 // its Version), after serving the mock runtime when s.FakeRuntime, set as
-// deps.ContainerRuntime, with deps.ProbeDial: the probes may reach
+// deps.RemoteRuntimeService and RemoteImageService, with deps.ProbeDial: the probes may reach
 // loopback and the pod network, when there is one. It prints the pod
 // network and the control API it serves. Close the Manager when done.
 func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletServer, deps *kubelet.Dependencies) (*kuberuntime.Manager, error) {
@@ -105,6 +105,7 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 	if err != nil {
 		return nil, err
 	}
-	deps.ContainerRuntime, deps.ProbeDial = runtime, prober.GuardedDialer(reach, why)
+	deps.RemoteRuntimeService, deps.RemoteImageService = runtime.RuntimeService(), runtime.ImageService()
+	deps.ProbeDial = prober.GuardedDialer(reach, why)
 	return runtime, nil
 }

@@ -156,15 +156,17 @@ func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubele
 // then Kubelet.Run until ctx ends.
 func startKubelet(ctx context.Context, wg *sync.WaitGroup, kl *kubelet.Kubelet, s *KubeletServer, deps *kubelet.Dependencies) error {
 	kc := s.KubeletConfiguration
-	cri, ok := deps.ContainerRuntime.(interface {
-		RuntimeService() runtimeapi.RuntimeServiceClient
-	})
+	if deps.RemoteRuntimeService == nil {
+		return errors.New("kubelet: Dependencies.RemoteRuntimeService is required (PreInitRuntimeService)")
+	}
+	// The runtime's name, for the banner, as it says it (the CRI's Version).
+	v, err := deps.RemoteRuntimeService.Version(ctx, &runtimeapi.VersionRequest{Version: "v1"})
+	if err != nil {
+		return fmt.Errorf("container runtime: %w", err)
+	}
 	if s.EnableServer {
-		if !ok {
-			return errors.New("kubelet server: the container runtime has no CRI runtime service")
-		}
 		err := server.Run(ctx, wg, server.RunConfig{
-			Config: server.Config{NodeName: s.NodeName, Pods: kl.GetPodManager(), Runtime: cri.RuntimeService(), Clock: deps.Clock},
+			Config: server.Config{NodeName: s.NodeName, Pods: kl.GetPodManager(), Runtime: deps.RemoteRuntimeService, Clock: deps.Clock},
 			Client: deps.KubeClient, ClientCA: deps.ClientCA, NodeIP: s.NodeIP, Address: kc.Address, Port: int(kc.Port),
 			TLS: deps.TLSOptions, CertDir: s.CertDirectory, CertTimeout: s.ServingCertTimeout, Out: os.Stdout,
 		})
@@ -176,7 +178,7 @@ func startKubelet(ctx context.Context, wg *sync.WaitGroup, kl *kubelet.Kubelet, 
 	if kc.StaticPodPath != "" {
 		from = kc.StaticPodPath + " and the API server"
 	}
-	fmt.Printf("kubelet %s: pods from %s, runtime %s %s; Ctrl-C to stop\n", s.NodeName, from, deps.ContainerRuntime.Type(), kc.ContainerRuntimeEndpoint)
+	fmt.Printf("kubelet %s: pods from %s, runtime %s %s; Ctrl-C to stop\n", s.NodeName, from, v.GetRuntimeName(), kc.ContainerRuntimeEndpoint)
 	if s.Banner != "" {
 		fmt.Println(s.Banner)
 	}

@@ -6,12 +6,15 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Runtime is the part of upstream's kubecontainer.Runtime that the PLEG and
-// the pod workers use: list what runs, and inspect one pod.
+// Runtime is the part of upstream's kubecontainer.Runtime this kubelet
+// uses: the PLEG lists what runs and inspects one pod; the pod workers sync
+// and kill pods. mylib/kuberuntime.Manager implements it over the CRI.
 // Implementations must be safe for concurrent use.
 type Runtime interface {
 	// Type is the runtime's name, e.g. "containerd"; it is the scheme of
@@ -20,8 +23,19 @@ type Runtime interface {
 	// GetPods returns the sandboxes and containers grouped by pod. With
 	// all=false only ready sandboxes and running containers are returned.
 	GetPods(ctx context.Context, all bool) ([]*Pod, error)
+	// GetPod returns one pod's sandboxes and containers, dead ones too (the
+	// listing upstream's GetPodStatus(uid, name, namespace) begins with).
+	GetPod(ctx context.Context, uid types.UID) (*Pod, error)
 	// GetPodStatus returns the status of the pod's sandboxes and containers.
 	GetPodStatus(ctx context.Context, pod *Pod) (*PodStatus, error)
+	// SyncPod brings the runtime to the pod's spec: its sandbox, images,
+	// init and regular containers, restarted after backOff (nil: at once).
+	// pullSecrets are the pod's imagePullSecrets.
+	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *PodStatus, pullSecrets []v1.Secret, backOff *flowcontrol.Backoff) PodSyncResult
+	// KillPod stops the running pod's containers (within
+	// gracePeriodOverride seconds if set, else the pod's grace period; pod
+	// may be nil) and its sandboxes.
+	KillPod(ctx context.Context, pod *v1.Pod, runningPod Pod, gracePeriodOverride *int64) error
 }
 
 // Pod is a group of containers as the runtime sees it.

@@ -8,8 +8,13 @@
 //	defer stop()
 //	recorder.Eventf(pod, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q", image)
 //
-// Departs from upstream: only the reasons this kubelet records are here; it
-// has no volume manager and no eviction manager, so none of their reasons.
+// Every reason this kubelet records is here, and only those: upstream's
+// list also has the volume, eviction, node and image-GC reasons of parts
+// this kubelet does not have. Two reasons upstream writes where they are
+// used (FailedToRetrieveImagePullSecret in kubelet_pods.go, DeadlineExceeded
+// in active_deadline.go) are here too, so that one file lists them all. The
+// reasons of a pod that admission rejects (OutOfcpu, NodeAffinity, …) are
+// the admit handlers' results, in mylib/lifecycle, as upstream.
 package events
 
 import (
@@ -30,7 +35,6 @@ const (
 	FailedToStartContainer  = "Failed"
 	KillingContainer        = "Killing"
 	BackOffStartContainer   = "BackOff"
-	ExceededGracePeriod     = "ExceededGracePeriod"
 )
 
 // Container lifecycle hook event reasons.
@@ -41,7 +45,12 @@ const (
 
 // Pod event reasons.
 const (
-	FailedToKillPod = "FailedKillPod"
+	FailedToKillPod                 = "FailedKillPod"
+	NetworkNotReady                 = "NetworkNotReady"
+	FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
+	// DeadlineExceeded fails a pod past its spec.activeDeadlineSeconds
+	// (upstream: the reason in pkg/kubelet/active_deadline.go).
+	DeadlineExceeded = "DeadlineExceeded"
 )
 
 // Image event reasons.
@@ -51,7 +60,6 @@ const (
 	FailedToPullImage       = "Failed"
 	FailedToInspectImage    = "InspectFailed"
 	ErrImageNeverPullPolicy = "ErrImageNeverPull"
-	BackOffPullImage        = "BackOff"
 )
 
 // Sandbox event reasons.
@@ -59,6 +67,12 @@ const (
 	FailedCreatePodSandBox = "FailedCreatePodSandBox"
 	FailedStatusPodSandBox = "FailedPodSandBoxStatus"
 	SandboxChanged         = "SandboxChanged"
+)
+
+// Probe event reasons.
+const (
+	ContainerUnhealthy    = "Unhealthy"
+	ContainerProbeWarning = "ProbeWarning"
 )
 
 // ComponentKubelet is the event source's component.

@@ -23,13 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/events"
 )
 
-// The reason and message of a pod failed for its active deadline, as upstream.
-const (
-	deadlineExceededReason  = "DeadlineExceeded"
-	deadlineExceededMessage = "Pod was active on the node longer than the specified deadline"
-)
+// The message of a pod failed for its active deadline (reason
+// events.DeadlineExceeded), as upstream.
+const deadlineExceededMessage = "Pod was active on the node longer than the specified deadline"
 
 // ShouldEvictResponse says whether a pod must be failed, and why
 // (upstream lifecycle.ShouldEvictResponse).
@@ -88,8 +88,8 @@ func (m *activeDeadlineHandler) ShouldEvict(pod *v1.Pod) ShouldEvictResponse {
 	if !m.pastActiveDeadline(pod) {
 		return ShouldEvictResponse{}
 	}
-	m.recorder.Event(pod, v1.EventTypeNormal, deadlineExceededReason, deadlineExceededMessage)
-	return ShouldEvictResponse{Evict: true, Reason: deadlineExceededReason, Message: deadlineExceededMessage}
+	m.recorder.Event(pod, v1.EventTypeNormal, events.DeadlineExceeded, deadlineExceededMessage)
+	return ShouldEvictResponse{Evict: true, Reason: events.DeadlineExceeded, Message: deadlineExceededMessage}
 }
 
 // pastActiveDeadline: the pod has a deadline, a start time (the kubelet's

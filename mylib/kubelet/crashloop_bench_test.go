@@ -129,7 +129,7 @@ func BenchmarkCrashLoopAPIWrites(b *testing.B) {
 	defer stopEvents()
 	recorder := &countingRecorder{EventRecorder: inner}
 	kl, err := New(Config{Client: client, NodeName: node, Clock: clk,
-		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: rt,
+		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: rt.RuntimeService(), RemoteImageService: rt.ImageService(),
 			RunContainers: true, Recorder: recorder, PodLogsDirectory: filepath.Join(dir, "logs"),
 			ContainerGC: ptr.To(kuberuntime.DefaultGCPolicy()), ActiveDeadline: true},
 	})

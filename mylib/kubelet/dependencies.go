@@ -11,11 +11,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/config"
-	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/logs"
 	kubepod "mykubelet/mylib/pod"
@@ -40,9 +40,12 @@ type Dependencies struct {
 	Recorder record.EventRecorder
 	// PodConfig is the merged pod sources (MakePodSourceConfig). Required.
 	PodConfig *config.PodConfig
-	// ContainerRuntime is the runtime the PLEG relists and SyncPod drives
-	// (a *kuberuntime.Manager). Required.
-	ContainerRuntime kubecontainer.Runtime
+	// RemoteRuntimeService and RemoteImageService are the CRI clients
+	// (kuberuntime.Connect's RuntimeService and ImageService); from them
+	// NewMainKubelet builds the runtime manager the PLEG relists and
+	// SyncPod drives, as upstream. Required.
+	RemoteRuntimeService runtimeapi.RuntimeServiceClient
+	RemoteImageService   runtimeapi.ImageServiceClient
 	// ProbeDial opens the probes' connections (prober.GuardedDialer); nil:
 	// a plain net.Dialer.
 	ProbeDial prober.DialFunc
@@ -112,7 +115,8 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 			MaxWorkers: int(*kubeCfg.ContainerLogMaxWorkers), MonitorInterval: kubeCfg.ContainerLogMonitorInterval.Duration}
 	}
 	pods := &PodsConfig{
-		Updates: kubeDeps.PodConfig.Updates(), SourcesReady: kubeDeps.PodConfig.SeenAllSources, Runtime: kubeDeps.ContainerRuntime,
+		Updates: kubeDeps.PodConfig.Updates(), SourcesReady: kubeDeps.PodConfig.SeenAllSources,
+		RemoteRuntimeService: kubeDeps.RemoteRuntimeService, RemoteImageService: kubeDeps.RemoteImageService,
 		RelistPeriod: opts.RelistPeriod, HousekeepingPeriod: opts.HousekeepingPeriod, Out: kubeDeps.Out,
 		RunContainers: opts.RunContainers, Recorder: kubeDeps.Recorder, PodLogsDirectory: kubeCfg.PodLogsDir,
 		ContainerGC: opts.ContainerGC, ActiveDeadline: opts.ActiveDeadline, Probes: opts.Probes, ProbeDial: kubeDeps.ProbeDial,

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -12,15 +13,28 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"mykubelet/mylib/config"
+	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kubeletconfig"
+	"mykubelet/mylib/kuberuntime"
 )
+
+// criDeps are Dependencies with the mock runtime's CRI clients.
+func criDeps(t *testing.T, clk *testingclock.FakeClock, podConfig *config.PodConfig) *Dependencies {
+	t.Helper()
+	m, err := kuberuntime.Connect(context.Background(), "unix://"+fakeruntimetest.Serve(t, fakeruntime.New(clk)), clk)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return &Dependencies{KubeClient: fake.NewClientset(), PodConfig: podConfig,
+		RemoteRuntimeService: m.RuntimeService(), RemoteImageService: m.ImageService(), Clock: clk}
+}
 
 func TestNewMainKubeletReadsTheKubeletConfiguration(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	kc := &kubeletv1beta1.KubeletConfiguration{NodeStatusUpdateFrequency: metav1.Duration{Duration: 4 * time.Second}, PodLogsDir: t.TempDir()}
 	kubeletconfig.SetDefaults(kc)
-	deps := &Dependencies{KubeClient: fake.NewClientset(), PodConfig: config.NewPodConfig(clk), ContainerRuntime: emptyRuntime{}, Clock: clk}
-	kl, err := NewMainKubelet(kc, deps, MainOptions{NodeName: "n1", RootDirectory: t.TempDir(), Annotations: map[string]string{"a": "b"}})
+	deps := criDeps(t, clk, config.NewPodConfig(clk))
+	kl, err := NewMainKubelet(kc, deps, MainOptions{NodeName: "n1", RootDirectory: t.TempDir(), Annotations: map[string]string{"a": "b"}, RunContainers: true})
 	require.NoError(t, err)
 	require.NotNil(t, kl.node, "the node half")
 	assert.NotNil(t, kl.podManager, "the pod half")
@@ -28,7 +42,9 @@ func TestNewMainKubeletReadsTheKubeletConfiguration(t *testing.T) {
 	assert.Equal(t, 4*time.Second, kl.node.nodeStatusUpdateFrequency)
 	assert.Equal(t, 4*time.Second, kl.node.nodeStatusReportFrequency, "the report frequency follows the update frequency when only that is set")
 	assert.Equal(t, map[string]string{"a": "b"}, kl.node.annotations)
-	assert.Nil(t, kl.containerRuntime, "RunContainers is off")
+	require.NotNil(t, kl.containerRuntime, "the runtime manager, built from the CRI clients")
+	assert.Equal(t, "mykubelet-fake", kl.containerRuntime.Type())
+	assert.NotNil(t, kl.statusManager, "RunContainers: a status manager")
 }
 
 func TestNewMainKubeletNeedsItsParts(t *testing.T) {
@@ -36,10 +52,10 @@ func TestNewMainKubeletNeedsItsParts(t *testing.T) {
 	kc := &kubeletv1beta1.KubeletConfiguration{}
 	kubeletconfig.SetDefaults(kc)
 	opts := MainOptions{NodeName: "n1", RootDirectory: t.TempDir()}
-	_, err := NewMainKubelet(kc, &Dependencies{KubeClient: fake.NewClientset(), ContainerRuntime: emptyRuntime{}, Clock: clk}, opts)
+	_, err := NewMainKubelet(kc, criDeps(t, clk, nil), opts)
 	assert.ErrorContains(t, err, "Dependencies.PodConfig is required")
 
-	deps := &Dependencies{KubeClient: fake.NewClientset(), PodConfig: config.NewPodConfig(clk), ContainerRuntime: emptyRuntime{}, Clock: clk}
+	deps := criDeps(t, clk, config.NewPodConfig(clk))
 	_, err = NewMainKubelet(kc, deps, MainOptions{NodeName: "n1"})
 	assert.ErrorContains(t, err, "RootDirectory is required")
 

@@ -32,7 +32,8 @@
 //		Client:   client,   // the node's own credentials
 //		NodeName: nodeName,
 //		Node:     &kubelet.NodeConfig{Status: &kubelet.NodeStatusOptions{RootDir: dir}}, // nil: no node half
-//		Pods:     &kubelet.PodsConfig{Updates: podConfig.Updates(), Runtime: rt,         // nil: no pod half
+//		Pods: &kubelet.PodsConfig{Updates: podConfig.Updates(), // nil: no pod half
+//			RemoteRuntimeService: rt.RuntimeService(), RemoteImageService: rt.ImageService(), // rt from kuberuntime.Connect
 //			RunContainers: true, Recorder: recorder},
 //	})
 //	if err != nil { … }
@@ -45,8 +46,9 @@
 // clock and step it.
 //
 // Upstream: pkg/kubelet/kubelet.go (NewMainKubelet, Run, syncLoop,
-// syncLoopIteration, HandlePodAdditions/Updates/Removes, SyncPod,
-// SyncTerminatingPod, SyncTerminatedPod, HandlePodCleanups,
+// syncLoopIteration, HandlePodAdditions/Updates/Removes/Reconcile/Syncs,
+// handleMirrorPod, SyncPod, SyncTerminatingPod, SyncTerminatedPod,
+// HandlePodCleanups,
 // updateRuntimeUp), pkg/kubelet/runtime.go (runtimeState),
 // pkg/kubelet/kubelet_node_status.go and cmd/kubelet/app/server.go (the
 // clients and their rates).

@@ -64,8 +64,18 @@ type PodsConfig struct {
 	// (PodConfig.SeenAllSources); housekeeping waits for it, since before
 	// that every mirror pod would look orphaned. Nil means always ready.
 	SourcesReady func() bool
-	// Runtime is the container runtime the PLEG relists. Required, unless
-	// WithoutWorkers.
+	// RemoteRuntimeService and RemoteImageService are the CRI (upstream's
+	// Dependencies fields of these names; kuberuntime.Connect's Manager
+	// has both: RuntimeService(), ImageService()). From them the kubelet
+	// builds its runtime manager, whole (kuberuntime.NewKubeGenericRuntimeManager,
+	// as upstream's NewMainKubelet), which the PLEG relists and the pod
+	// workers sync pods with; the kubelet asks RemoteRuntimeService for the
+	// runtime's Status. Required with RunContainers.
+	RemoteRuntimeService runtimeapi.RuntimeServiceClient
+	RemoteImageService   runtimeapi.ImageServiceClient
+	// Runtime, instead of the CRI, is a runtime the PLEG relists (a
+	// test's, say); not with RunContainers. The CRI or a Runtime is
+	// required, unless WithoutWorkers.
 	Runtime kubecontainer.Runtime
 	// WithoutWorkers leaves out the PLEG and the pod workers: the sync loop
 	// then keeps the pod manager up to date and, at housekeeping, the mirror
@@ -85,7 +95,7 @@ type PodsConfig struct {
 	Out io.Writer
 
 	// RunContainers makes SyncPod real: the sandbox, images and containers
-	// through the CRI (Runtime must then be a ContainerRuntime), the pod's
+	// through the CRI (RemoteRuntimeService and RemoteImageService), the pod's
 	// status written by a status manager, events. False: the pod workers
 	// only say what they would do.
 	RunContainers bool
@@ -158,8 +168,9 @@ type Kubelet struct {
 	cri          runtimeapi.RuntimeServiceClient
 	runtimeState *runtimeState
 
-	// Set with Config.Pods.RunContainers (kubelet_sync.go).
-	containerRuntime ContainerRuntime
+	// Set with Config.Pods.RunContainers (kubelet_sync.go): the runtime
+	// manager New built.
+	containerRuntime kubecontainer.Runtime
 	statusManager    status.Manager
 	recorder         record.EventRecorder
 	reasonCache      *ReasonCache
@@ -211,11 +222,21 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	if cfg.Updates == nil {
 		return errors.New("kubelet: Config.Pods.Updates is required (PodConfig.Updates())")
 	}
-	if cfg.Runtime == nil && !cfg.WithoutWorkers {
-		return errors.New("kubelet: Config.Pods.Runtime is required (or WithoutWorkers)")
+	remote := cfg.RemoteRuntimeService != nil || cfg.RemoteImageService != nil
+	if remote && (cfg.RemoteRuntimeService == nil || cfg.RemoteImageService == nil) {
+		return errors.New("kubelet: Config.Pods.RemoteRuntimeService and RemoteImageService go together")
 	}
-	if cfg.Runtime != nil && cfg.WithoutWorkers {
+	if remote && cfg.Runtime != nil {
+		return errors.New("kubelet: Config.Pods.Runtime or the CRI (RemoteRuntimeService, RemoteImageService), not both")
+	}
+	if !remote && cfg.Runtime == nil && !cfg.WithoutWorkers {
+		return errors.New("kubelet: Config.Pods.Runtime or the CRI (RemoteRuntimeService, RemoteImageService) is required (or WithoutWorkers)")
+	}
+	if (remote || cfg.Runtime != nil) && cfg.WithoutWorkers {
 		return errors.New("kubelet: Config.Pods.Runtime is not used WithoutWorkers")
+	}
+	if cfg.RunContainers && !remote {
+		return errNeedsContainerRuntime
 	}
 	if cfg.Probes && !cfg.RunContainers {
 		return errors.New("kubelet: Config.Pods.Probes needs RunContainers (probes need running containers)")
@@ -258,26 +279,43 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	if cfg.WithoutWorkers {
 		return nil
 	}
-	kl.pleg = pleg.NewGenericPLEG(cfg.Runtime, make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity),
+	runtime := cfg.Runtime
+	var manager *kuberuntime.Manager
+	if remote { // upstream's NewMainKubelet: the runtime manager, built whole
+		if cfg.RunContainers {
+			kl.recorder = cfg.Recorder
+			if kl.recorder == nil {
+				kl.recorder = &record.FakeRecorder{} // no Events channel: dropped
+			}
+			if cfg.Probes {
+				kl.livenessManager = proberesults.NewManager()
+				kl.readinessManager = proberesults.NewManager()
+				kl.startupManager = proberesults.NewManager()
+			}
+		}
+		var helper kubecontainer.RuntimeHelper // nil without RunContainers: nothing is run
+		if cfg.RunContainers {
+			helper = runtimeHelper{kl}
+		}
+		m, err := kuberuntime.NewKubeGenericRuntimeManager(context.TODO(), kl.recorder, kl.livenessManager, kl.startupManager,
+			cfg.PodLogsDirectory, helper, "", kl.clock, cfg.RemoteRuntimeService, cfg.RemoteImageService)
+		if err != nil {
+			return fmt.Errorf("kubelet: the runtime manager: %w", err)
+		}
+		runtime, manager = m, m
+		kl.cri = cfg.RemoteRuntimeService // to ask the runtime for its Status
+	}
+	kl.pleg = pleg.NewGenericPLEG(runtime, make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity),
 		&pleg.RelistDuration{RelistPeriod: cfg.RelistPeriod, RelistThreshold: pleg.RelistThreshold}, kl.podCache, kl.clock)
 	kl.podWorkers = podworkers.New(kl, kl.workQueue, kl.podCache, kl.clock)
-	if cr, ok := cfg.Runtime.(ContainerRuntime); ok { // a CRI to ask for its Status
-		kl.cri = cr.RuntimeService()
+	if kl.cri != nil {
 		kl.runtimeState = newRuntimeState(MaxWaitForContainerRuntime, kl.clock)
 	}
 	kl.runtimeState.addHealthCheck("PLEG", kl.pleg.Healthy)
 	if !cfg.RunContainers {
 		return nil
 	}
-	cr, ok := cfg.Runtime.(ContainerRuntime)
-	if !ok {
-		return errNeedsContainerRuntime
-	}
-	kl.containerRuntime = cr
-	kl.recorder = cfg.Recorder
-	if kl.recorder == nil {
-		kl.recorder = &record.FakeRecorder{} // no Events channel: dropped
-	}
+	kl.containerRuntime = runtime
 	kl.reasonCache = NewReasonCache()
 	kl.backOff = kuberuntime.NewCrashLoopBackOff(kl.clock) // 10 s doubling to 300 s, on the kubelet's clock
 	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock, Writers: cfg.StatusWriters})
@@ -285,14 +323,11 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		return err
 	}
 	kl.statusManager = sm
-	opts := kuberuntime.SyncOptions{Recorder: kl.recorder, RuntimeHelper: runtimeHelper{kl}, PodLogsDirectory: cfg.PodLogsDirectory}
 	if cfg.Probes {
-		if err := kl.newProbeManager(cr, cfg.ProbeDial); err != nil {
+		if err := kl.newProbeManager(cfg.ProbeDial); err != nil {
 			return err
 		}
-		opts.LivenessManager, opts.StartupManager = kl.livenessManager, kl.startupManager
 	}
-	cr.SetSyncOptions(opts)
 	if cfg.Admit {
 		if err := kl.newAdmission(); err != nil {
 			return err
@@ -300,14 +335,14 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	if cfg.ContainerLogs != nil { // upstream: logs.NewContainerLogManager in NewMainKubelet
 		lc := *cfg.ContainerLogs
-		lc.Runtime, lc.Clock = cr.RuntimeService(), kl.clock
+		lc.Runtime, lc.Clock = kl.cri, kl.clock
 		m, err := logs.NewContainerLogManager(lc)
 		if err != nil {
 			return fmt.Errorf("kubelet: %w", err)
 		}
 		kl.containerLogManager = m
 	}
-	return kl.newLifecycle(cfg)
+	return kl.newLifecycle(cfg, manager)
 }
 
 // Run runs the halves Config set up, side by side, until ctx ends or the
@@ -433,16 +468,35 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 	case <-ctx.Done():
 		return false
 	case u := <-configCh:
-		kl.HandlePodUpdate(ctx, u)
+		names := make([]string, 0, len(u.Pods))
+		for _, p := range u.Pods {
+			names = append(names, p.Namespace+"/"+p.Name)
+		}
+		kl.printf("SyncLoop %s source=%s pods=[%s]", u.Op, u.Source, strings.Join(names, " "))
+		switch u.Op {
+		case kubetypes.ADD:
+			kl.HandlePodAdditions(ctx, u.Pods)
+		case kubetypes.UPDATE:
+			kl.HandlePodUpdates(ctx, u.Pods)
+		case kubetypes.REMOVE:
+			kl.HandlePodRemoves(ctx, u.Pods)
+		case kubetypes.RECONCILE:
+			kl.HandlePodReconcile(ctx, u.Pods)
+		case kubetypes.DELETE:
+			// DELETE is an UPDATE, because of graceful deletion (upstream's words).
+			kl.HandlePodUpdates(ctx, u.Pods)
+		case kubetypes.SET:
+			klog.FromContext(ctx).Error(nil, "Kubelet does not support snapshot update")
+		default:
+			klog.FromContext(ctx).Error(nil, "Invalid operation type received", "operation", u.Op)
+		}
 	case e := <-plegCh:
 		if pod, ok := kl.podManager.GetPodByUID(e.ID); ok {
 			klog.V(2).InfoS("SyncLoop (PLEG): event for pod", "pod", klog.KObj(pod), "event", e.Type)
-			kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
+			kl.HandlePodSyncs(ctx, []*v1.Pod{pod})
 		}
 	case <-syncCh:
-		for _, pod := range kl.getPodsToSync() {
-			kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
-		}
+		kl.HandlePodSyncs(ctx, kl.getPodsToSync())
 	case <-housekeepingCh:
 		if kl.sourcesReady() {
 			kl.HandlePodCleanups(ctx)
@@ -459,49 +513,83 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 	return true
 }
 
-// HandlePodUpdate is the config branch: update the pod manager, then give
-// each pod to its worker (a mirror pod's change is its static pod's).
-func (kl *Kubelet) HandlePodUpdate(ctx context.Context, u kubetypes.PodUpdate) {
-	names := make([]string, 0, len(u.Pods))
-	for _, p := range u.Pods {
-		names = append(names, p.Namespace+"/"+p.Name)
-	}
-	kl.printf("SyncLoop %s source=%s pods=[%s]", u.Op, u.Source, strings.Join(names, " "))
-	for _, pod := range kl.inAdmissionOrder(u) {
-		switch u.Op {
-		case kubetypes.ADD:
-			kl.podManager.AddPod(pod)
-		case kubetypes.REMOVE:
-			kl.podManager.RemovePod(pod)
-		default:
-			kl.podManager.UpdatePod(pod)
+// HandlePodAdditions handles new pods (upstream's name): each goes into the
+// pod manager; a mirror pod's change is its static pod's; any other pod is
+// admitted (oldest first, when admission is on), its probes start, and its
+// worker is created.
+func (kl *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range kl.inAdmissionOrder(pods) {
+		kl.podManager.AddPod(pod)
+		if kl.handleMirrorPod(ctx, pod) || !kl.admit(ctx, kubetypes.ADD, pod) {
+			continue // a mirror pod, or rejected: no pod worker
 		}
-		if kubetypes.IsMirrorPod(pod) {
-			if static, ok := kl.podManager.GetPodByMirrorPod(pod); ok {
-				kl.dispatchWork(ctx, static, kubetypes.SyncPodUpdate)
-			}
+		if kl.probeManager != nil {
+			kl.probeManager.AddPod(pod)
+		}
+		kl.dispatchWork(ctx, pod, kubetypes.SyncPodCreate)
+	}
+}
+
+// HandlePodUpdates handles changed pods, and pods the API server is
+// deleting gracefully: the pod manager is updated and each pod's worker
+// syncs it.
+func (kl *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		kl.podManager.UpdatePod(pod)
+		if kl.handleMirrorPod(ctx, pod) || !kl.admit(ctx, kubetypes.UPDATE, pod) {
 			continue
 		}
-		if !kl.admit(ctx, u.Op, pod) {
-			continue // rejected: no pod worker
-		}
-		switch u.Op {
-		case kubetypes.ADD:
-			if kl.probeManager != nil {
-				kl.probeManager.AddPod(pod)
-			}
-			kl.dispatchWork(ctx, pod, kubetypes.SyncPodCreate)
-		case kubetypes.REMOVE:
-			if kl.probeManager != nil {
-				kl.probeManager.RemovePod(pod)
-			}
-			kl.dispatchWork(ctx, pod, kubetypes.SyncPodKill)
-		case kubetypes.RECONCILE:
-			// only the status changed: the kubelet owns status, nothing to run
-		default:
-			kl.dispatchWork(ctx, pod, kubetypes.SyncPodUpdate)
-		}
+		kl.dispatchWork(ctx, pod, kubetypes.SyncPodUpdate)
 	}
+}
+
+// HandlePodRemoves handles pods that are gone from their source: out of the
+// pod manager, their probes stop, and their workers kill them.
+func (kl *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		kl.podManager.RemovePod(pod)
+		if kl.handleMirrorPod(ctx, pod) || !kl.admit(ctx, kubetypes.REMOVE, pod) {
+			continue
+		}
+		if kl.probeManager != nil {
+			kl.probeManager.RemovePod(pod)
+		}
+		kl.dispatchWork(ctx, pod, kubetypes.SyncPodKill)
+	}
+}
+
+// HandlePodReconcile handles pods whose status alone changed in the API
+// server: the pod manager takes the new copy; the kubelet owns the status,
+// so there is nothing to run (a mirror pod's static pod is synced).
+func (kl *Kubelet) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		kl.podManager.UpdatePod(pod)
+		kl.handleMirrorPod(ctx, pod)
+	}
+}
+
+// HandlePodSyncs has the workers sync pods the pod manager already holds:
+// those with a PLEG event, a due resync or a changed probe result.
+func (kl *Kubelet) HandlePodSyncs(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		if kl.handleMirrorPod(ctx, pod) {
+			continue
+		}
+		kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
+	}
+}
+
+// handleMirrorPod reports whether pod is a mirror pod; if so, its static
+// pod (when known) is synced, since a mirror pod's change is its static
+// pod's.
+func (kl *Kubelet) handleMirrorPod(ctx context.Context, pod *v1.Pod) bool {
+	if !kubetypes.IsMirrorPod(pod) {
+		return false
+	}
+	if static, ok := kl.podManager.GetPodByMirrorPod(pod); ok {
+		kl.dispatchWork(ctx, static, kubetypes.SyncPodUpdate)
+	}
+	return true
 }
 
 func (kl *Kubelet) dispatchWork(ctx context.Context, pod *v1.Pod, t kubetypes.SyncPodType) {

@@ -70,11 +70,11 @@ func (kl *Kubelet) getNodeAnyWay(ctx context.Context, useCache bool) (*v1.Node, 
 // inAdmissionOrder returns u's pods oldest first when admission is on, so
 // that the pods admitted first are those created first (upstream sorts
 // HandlePodAdditions' pods by creation time); otherwise as they came.
-func (kl *Kubelet) inAdmissionOrder(u kubetypes.PodUpdate) []*v1.Pod {
-	if kl.admission == nil || u.Op != kubetypes.ADD {
-		return u.Pods
+func (kl *Kubelet) inAdmissionOrder(pods []*v1.Pod) []*v1.Pod {
+	if kl.admission == nil {
+		return pods
 	}
-	pods := slices.Clone(u.Pods)
+	pods = slices.Clone(pods)
 	slices.SortStableFunc(pods, func(a, b *v1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 	return pods
 }

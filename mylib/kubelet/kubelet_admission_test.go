@@ -56,7 +56,7 @@ func TestAdmissionRejectsPodsBoundByHand(t *testing.T) {
 	defer stopEvents()
 	kl, err := New(Config{Client: client, NodeName: "n1", Clock: clk,
 		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: t.TempDir(), MaxPods: 2}},
-		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: runtime,
+		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: runtime.RuntimeService(), RemoteImageService: runtime.ImageService(),
 			RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir(), Admit: true},
 	})
 	require.NoError(t, err)

@@ -47,13 +47,9 @@ type lifecycle struct {
 }
 
 // newLifecycle sets up what cfg asks for; called by newPodHalf once the
-// status manager and the pod workers exist.
-func (kl *Kubelet) newLifecycle(cfg PodsConfig) error {
+// status manager, the pod workers and the runtime manager m exist.
+func (kl *Kubelet) newLifecycle(cfg PodsConfig, m *kuberuntime.Manager) error {
 	if cfg.ContainerGC != nil {
-		m, ok := kl.containerRuntime.(*kuberuntime.Manager)
-		if !ok {
-			return errors.New("kubelet: Config.Pods.ContainerGC needs a kuberuntime.Manager as Runtime")
-		}
 		psp, ok := kl.podWorkers.(kuberuntime.PodStateProvider)
 		if !ok {
 			return errors.New("kubelet: Config.Pods.ContainerGC needs pod workers that say which pods may be removed")

@@ -17,7 +17,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kuberuntime"
@@ -33,7 +32,8 @@ func lifecycleKubelet(t *testing.T, pods PodsConfig) (*Kubelet, *kuberuntime.Man
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	out := &bytes.Buffer{}
-	pods.Updates, pods.Runtime, pods.RunContainers, pods.Out = make(chan kubetypes.PodUpdate), m, true, out
+	pods.Updates, pods.RunContainers, pods.Out = make(chan kubetypes.PodUpdate), true, out
+	pods.RemoteRuntimeService, pods.RemoteImageService = m.RuntimeService(), m.ImageService()
 	pods.PodLogsDirectory = t.TempDir()
 	kl, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Clock: clk, Pods: &pods})
 	require.NoError(t, err)
@@ -144,31 +144,16 @@ func TestHousekeepingForgetsExpiredCrashLoopBackOffs(t *testing.T) {
 	assert.Equal(t, kuberuntime.InitialCrashLoopBackOff, kl.backOff.Get("recent"), "301 s after: kept")
 }
 
-func TestContainerGCNeedsTheRuntimeManager(t *testing.T) {
-	_, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Pods: &PodsConfig{
-		Updates: make(chan kubetypes.PodUpdate), Runtime: emptyRuntimeWithSync{}, RunContainers: true,
-		ContainerGC: ptr.To(kuberuntime.DefaultGCPolicy())}})
-	assert.EqualError(t, err, "kubelet: Config.Pods.ContainerGC needs a kuberuntime.Manager as Runtime")
-	_, err = New(Config{Client: fake.NewClientset(), NodeName: "n1", Pods: &PodsConfig{
-		Updates: make(chan kubetypes.PodUpdate), Runtime: emptyRuntimeWithSync{}, RunContainers: true,
-		ContainerGC: &kuberuntime.GCPolicy{MinAge: -time.Second}}})
-	assert.Error(t, err)
+func TestContainerGCChecksItsPolicy(t *testing.T) {
+	clk := clocktesting.NewFakeClock(podT0)
+	m, err := kuberuntime.Connect(context.Background(), "unix://"+fakeruntimetest.Serve(t, fakeruntime.New(clk)), clk)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	_, err = New(Config{Client: fake.NewClientset(), NodeName: "n1", Clock: clk, Pods: &PodsConfig{
+		Updates: make(chan kubetypes.PodUpdate), RemoteRuntimeService: m.RuntimeService(), RemoteImageService: m.ImageService(),
+		RunContainers: true, ContainerGC: &kuberuntime.GCPolicy{MinAge: -time.Second}}})
+	assert.ErrorContains(t, err, "invalid minimum garbage collection age")
 }
-
-// emptyRuntimeWithSync is a ContainerRuntime that is not a kuberuntime.Manager.
-type emptyRuntimeWithSync struct{ emptyRuntime }
-
-func (emptyRuntimeWithSync) SyncPod(context.Context, *v1.Pod, *kubecontainer.PodStatus, []v1.Secret, kuberuntime.Backoff) kubecontainer.PodSyncResult {
-	return kubecontainer.PodSyncResult{}
-}
-func (emptyRuntimeWithSync) KillPod(context.Context, *v1.Pod, kubecontainer.Pod, *int64) error {
-	return nil
-}
-func (emptyRuntimeWithSync) GetPod(_ context.Context, uid types.UID) (*kubecontainer.Pod, error) {
-	return &kubecontainer.Pod{ID: uid}, nil
-}
-func (emptyRuntimeWithSync) SetSyncOptions(kuberuntime.SyncOptions)          {}
-func (emptyRuntimeWithSync) RuntimeService() runtimeapi.RuntimeServiceClient { return nil }
 
 func TestAPodPastItsActiveDeadlineIsSyncedAndFailed(t *testing.T) {
 	rec := record.NewFakeRecorder(10)

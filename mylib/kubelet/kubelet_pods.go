@@ -4,8 +4,8 @@ package kubelet
 // pod, as functions of explicit arguments: the pod's API status from what
 // the runtime reports (generateAPIPodStatus, getPhase), and a container's
 // environment (makeEnvironmentVariables). Departs from upstream:
-//   - readiness and startup come from the prober (generateAPIPodStatusProbed)
-//     only when the Kubelet runs one (Config.Pods.Probes); without it a
+//   - a container's ready and started come from the prober when
+//     PodsConfig.Probes is set (generateAPIPodStatusProbed); without it a
 //     running container is ready and started;
 //   - no service links ($SERVICE_HOST variables): there is no service lister;
 //   - ConfigMaps and Secrets are read with a GET each (upstream caches them
@@ -366,58 +366,6 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *kubecontainer.PodStat
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	}
 	return out
-}
-
-// GetPodQOS computes the pod's QoS class from its containers' requests and
-// limits of cpu and memory (upstream pkg/apis/core/v1/helper/qos):
-// Guaranteed when every container has equal requests and limits for both,
-// BestEffort when none has any, Burstable otherwise.
-func GetPodQOS(pod *v1.Pod) v1.PodQOSClass {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass // set once by the API server; it never changes
-	}
-	requests, limits := v1.ResourceList{}, v1.ResourceList{}
-	guaranteed := true
-	add := func(list v1.ResourceList, name v1.ResourceName, q resource.Quantity) {
-		if cur, ok := list[name]; ok {
-			cur.Add(q)
-			list[name] = cur
-		} else {
-			list[name] = q.DeepCopy()
-		}
-	}
-	supported := func(n v1.ResourceName) bool { return n == v1.ResourceCPU || n == v1.ResourceMemory }
-	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		for name, q := range c.Resources.Requests {
-			if supported(name) && q.Sign() > 0 {
-				add(requests, name, q)
-			}
-		}
-		found := 0
-		for name, q := range c.Resources.Limits {
-			if supported(name) && q.Sign() > 0 {
-				add(limits, name, q)
-				found++
-			}
-		}
-		if found < 2 {
-			guaranteed = false
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return v1.PodQOSBestEffort
-	}
-	if guaranteed {
-		for name, req := range requests {
-			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	if guaranteed && len(requests) == len(limits) {
-		return v1.PodQOSGuaranteed
-	}
-	return v1.PodQOSBurstable
 }
 
 // makeEnvironmentVariables builds a container's environment as the kubelet

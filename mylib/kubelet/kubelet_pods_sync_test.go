@@ -39,14 +39,14 @@ func newPodPipeline(t testing.TB, client kubernetes.Interface, pm kubepod.Manage
 	clk := clocktesting.NewFakeClock(podT0)
 	rt := fakeruntime.New(clk)
 	sock := fakeruntimetest.Serve(t, rt)
-	m, err := kuberuntime.Connect(context.Background(), "unix://"+sock, clk)
+	conn, err := kuberuntime.Connect(context.Background(), "unix://"+sock, clk)
 	require.NoError(t, err)
-	t.Cleanup(func() { m.Close() })
-	m.SetSyncOptions(kuberuntime.SyncOptions{
-		Recorder:         &record.FakeRecorder{}, // no Events channel: events are dropped
-		RuntimeHelper:    &PodRuntimeHelper{Client: client, HostIPs: []string{"127.0.0.1"}},
-		PodLogsDirectory: t.TempDir(),
-	})
+	t.Cleanup(func() { conn.Close() })
+	m, err := kuberuntime.NewKubeGenericRuntimeManager(context.Background(),
+		&record.FakeRecorder{}, // no Events channel: events are dropped
+		nil, nil, t.TempDir(), &PodRuntimeHelper{Client: client, HostIPs: []string{"127.0.0.1"}}, "", clk,
+		conn.RuntimeService(), conn.ImageService())
+	require.NoError(t, err)
 	sm, err := status.NewManager(status.Config{Client: client, PodManager: pm, Clock: clk})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

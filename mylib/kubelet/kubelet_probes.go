@@ -11,22 +11,21 @@ import (
 	"context"
 	"sync"
 
-	"mykubelet/mylib/kubetypes"
+	v1 "k8s.io/api/core/v1"
+
 	"mykubelet/mylib/prober"
 	proberesults "mykubelet/mylib/prober/results"
 )
 
-// newProbeManager makes the three results managers and the probe manager,
-// which reads the pods' statuses from the status manager and runs exec
-// probes through the runtime's CRI.
-func (kl *Kubelet) newProbeManager(cr ContainerRuntime, dial prober.DialFunc) error {
-	kl.livenessManager = proberesults.NewManager()
-	kl.readinessManager = proberesults.NewManager()
-	kl.startupManager = proberesults.NewManager()
+// newProbeManager makes the probe manager, which writes the three results
+// managers (made with the runtime manager, which reads two of them), reads
+// the pods' statuses from the status manager and runs exec probes through
+// the runtime's CRI.
+func (kl *Kubelet) newProbeManager(dial prober.DialFunc) error {
 	pm, err := prober.NewManager(prober.Config{
 		StatusManager:   kl.statusManager,
 		LivenessManager: kl.livenessManager, ReadinessManager: kl.readinessManager, StartupManager: kl.startupManager,
-		Runtime: cr.RuntimeService(), Recorder: kl.recorder, Clock: kl.clock, Dial: dial,
+		Runtime: kl.cri, Recorder: kl.recorder, Clock: kl.clock, Dial: dial,
 	})
 	if err != nil {
 		return err
@@ -53,7 +52,7 @@ func (kl *Kubelet) handleProbeSync(ctx context.Context, u proberesults.Update, p
 		return // gone already
 	}
 	kl.printf("SyncLoop (probe) probe=%q status=%q pod=%q", probe, status, pod.Namespace+"/"+pod.Name)
-	kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
+	kl.HandlePodSyncs(ctx, []*v1.Pod{pod})
 }
 
 // stopProbes stops the probe workers once the sync loop has stopped,

@@ -86,7 +86,7 @@ func TestProbesDriveReadyAndRestarts(t *testing.T) {
 	updates := make(chan kubetypes.PodUpdate, 1)
 	out := &syncedBuffer{}
 	kl, err := New(Config{Client: client, NodeName: "n1", Pods: &PodsConfig{
-		Updates: updates, Runtime: m, RelistPeriod: 100 * time.Millisecond, RunContainers: true, Probes: true,
+		Updates: updates, RemoteRuntimeService: m.RuntimeService(), RemoteImageService: m.ImageService(), RelistPeriod: 100 * time.Millisecond, RunContainers: true, Probes: true,
 		Recorder: rec, PodLogsDirectory: t.TempDir(), Out: io.MultiWriter(out)}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -15,33 +15,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	kubecontainer "mykubelet/mylib/container"
-	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/events"
 	"mykubelet/mylib/kubetypes"
 	kubepod "mykubelet/mylib/pod"
-)
-
-// ContainerRuntime is what the pod half needs of the runtime to run pods:
-// list and inspect (kubecontainer.Runtime), sync and kill a pod, and the
-// raw CRI for its Status and Version. mylib/kuberuntime.Manager is one.
-type ContainerRuntime interface {
-	kubecontainer.Runtime
-	// GetPod is one pod's sandboxes and containers, dead ones too.
-	GetPod(ctx context.Context, uid types.UID) (*kubecontainer.Pod, error)
-	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, pullSecrets []v1.Secret, backOff kuberuntime.Backoff) kubecontainer.PodSyncResult
-	KillPod(ctx context.Context, pod *v1.Pod, runningPod kubecontainer.Pod, gracePeriodOverride *int64) error
-	SetSyncOptions(o kuberuntime.SyncOptions)
-	RuntimeService() runtimeapi.RuntimeServiceClient
-}
-
-// Event reasons the kubelet itself records (upstream pkg/kubelet/events).
-const (
-	NetworkNotReady                 = "NetworkNotReady"
-	FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 )
 
 // syncPod is SyncPod for real: the pod's API status first (so a pod that
@@ -55,7 +35,7 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 		return true, nil // the pod workers now terminate it
 	}
 	if err := kl.runtimeState.networkErrors(); err != nil && !kubecontainer.IsHostNetworkPod(pod) {
-		kl.recorder.Eventf(pod, v1.EventTypeWarning, NetworkNotReady, "network is not ready: %v", err)
+		kl.recorder.Eventf(pod, v1.EventTypeWarning, events.NetworkNotReady, "network is not ready: %v", err)
 		return false, fmt.Errorf("network is not ready: %w", err)
 	}
 	if kubetypes.IsStaticPod(pod) {
@@ -173,7 +153,7 @@ func (kl *Kubelet) getPullSecretsForPod(ctx context.Context, pod *v1.Pod) []v1.S
 		}
 		s, err := kl.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
-			kl.recorder.Eventf(pod, v1.EventTypeWarning, FailedToRetrieveImagePullSecret,
+			kl.recorder.Eventf(pod, v1.EventTypeWarning, events.FailedToRetrieveImagePullSecret,
 				"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", ref.Name)
 			continue
 		}
@@ -326,4 +306,4 @@ func (kl *Kubelet) getHostIPs() []string {
 	return kl.hostIPs
 }
 
-var errNeedsContainerRuntime = errors.New("kubelet: Config.Pods.RunContainers needs a Runtime that runs pods (a kubelet.ContainerRuntime such as kuberuntime.Manager)")
+var errNeedsContainerRuntime = errors.New("kubelet: Config.Pods.RunContainers needs the CRI (RemoteRuntimeService, RemoteImageService), from which the kubelet builds its runtime manager")

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/flowcontrol"
 	testingclock "k8s.io/utils/clock/testing"
 
 	kubecontainer "mykubelet/mylib/container"
@@ -37,6 +38,13 @@ func (emptyRuntime) GetPods(context.Context, bool) ([]*kubecontainer.Pod, error)
 func (emptyRuntime) GetPodStatus(_ context.Context, p *kubecontainer.Pod) (*kubecontainer.PodStatus, error) {
 	return &kubecontainer.PodStatus{ID: p.ID}, nil
 }
+func (emptyRuntime) GetPod(_ context.Context, uid types.UID) (*kubecontainer.Pod, error) {
+	return &kubecontainer.Pod{ID: uid}, nil
+}
+func (emptyRuntime) SyncPod(context.Context, *v1.Pod, *kubecontainer.PodStatus, []v1.Secret, *flowcontrol.Backoff) kubecontainer.PodSyncResult {
+	return kubecontainer.PodSyncResult{}
+}
+func (emptyRuntime) KillPod(context.Context, *v1.Pod, kubecontainer.Pod, *int64) error { return nil }
 
 // fakePodWorkers records what the sync loop hands to the workers, and
 // answers SyncKnownPods with the workers in alive.
@@ -331,8 +339,10 @@ func TestWithoutWorkersHousekeepingKeepsTheMirrorPods(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, kl.PLEG(), "no PLEG without workers")
 	ctx := context.Background()
-	kl.HandlePodUpdate(ctx, kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.FileSource, Pods: []*v1.Pod{web}})
-	kl.HandlePodUpdate(ctx, kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{orphan}})
+	updates <- kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.FileSource, Pods: []*v1.Pod{web}}
+	require.True(t, kl.syncLoopIteration(ctx, updates, nil, nil, nil))
+	updates <- kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{orphan}}
+	require.True(t, kl.syncLoopIteration(ctx, updates, nil, nil, nil))
 	kl.HandlePodCleanups(ctx)
 
 	_, err = cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})

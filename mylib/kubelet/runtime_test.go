@@ -133,6 +133,25 @@ func TestRunContainersNeedsARuntimeThatRunsPods(t *testing.T) {
 	assert.ErrorIs(t, err, errNeedsContainerRuntime)
 }
 
+func TestTheCRIOrARuntimeNotBoth(t *testing.T) {
+	rs := runtimeapi.NewRuntimeServiceClient(nil)
+	is := runtimeapi.NewImageServiceClient(nil)
+	for name, tc := range map[string]struct {
+		pods PodsConfig
+		want string
+	}{
+		"half the CRI": {PodsConfig{RemoteRuntimeService: rs}, "go together"},
+		"both":         {PodsConfig{RemoteRuntimeService: rs, RemoteImageService: is, Runtime: emptyRuntime{}}, "not both"},
+		"neither":      {PodsConfig{}, "is required (or WithoutWorkers)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.pods.Updates = make(chan kubetypes.PodUpdate)
+			_, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Pods: &tc.pods})
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
 func TestSyncSummary(t *testing.T) {
 	var r kubecontainer.PodSyncResult
 	assert.Equal(t, "", syncSummary(r))
@@ -252,7 +271,7 @@ func TestCrashLoopBackOffRunsOnTheKubeletsClock(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	kl, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Clock: clk, Pods: &PodsConfig{
-		Updates: make(chan kubetypes.PodUpdate), Runtime: m, RunContainers: true}})
+		Updates: make(chan kubetypes.PodUpdate), RemoteRuntimeService: m.RuntimeService(), RemoteImageService: m.ImageService(), RunContainers: true}})
 	require.NoError(t, err)
 	require.Same(t, clk, kl.backOff.Clock)
 	died := clk.Now() // the container exited now

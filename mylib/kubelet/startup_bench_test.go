@@ -169,7 +169,7 @@ func BenchmarkPodStartup(b *testing.B) {
 	}
 	kl, err := New(Config{Client: client, NodeName: node, Clock: clk,
 		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: dir, NodeIP: []byte{127, 0, 0, 1}}},
-		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, Runtime: rt,
+		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: rt.RuntimeService(), RemoteImageService: rt.ImageService(),
 			RunContainers: true, Recorder: recorder, Out: stages, StatusWriters: writers, PodLogsDirectory: filepath.Join(dir, "logs")},
 	})
 	if err != nil {

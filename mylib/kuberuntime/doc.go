@@ -21,10 +21,12 @@
 //
 // Wiring:
 //
-//	m, err := kuberuntime.Connect(ctx, "unix:///run/containerd/containerd.sock", clock.RealClock{})
-//	defer m.Close()
-//	m.SetSyncOptions(kuberuntime.SyncOptions{Recorder: recorder, RuntimeHelper: helper})
-//	pods, err := m.GetPods(ctx, true) // sandboxes and containers grouped by pod UID
+//	conn, err := kuberuntime.Connect(ctx, "unix:///run/containerd/containerd.sock", clock.RealClock{})
+//	defer conn.Close()
+//	pods, err := conn.GetPods(ctx, true) // sandboxes and containers grouped by pod UID
+//	// The kubelet's own, built whole from the same CRI clients (kubelet.New does this):
+//	m, err := kuberuntime.NewKubeGenericRuntimeManager(ctx, recorder, livenessManager, startupManager,
+//		podLogsDir, runtimeHelper, "", clk, conn.RuntimeService(), conn.ImageService())
 //	result := m.SyncPod(ctx, pod, podStatus, pullSecrets, backOff)
 //
 // Where it departs from upstream, and why (one line each):

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	kubecontainer "mykubelet/mylib/container"
@@ -33,7 +34,7 @@ func exitedAt(at time.Time) *kubecontainer.PodStatus {
 // container exited at the clock's now: it steps the fake clock a second at
 // a time until doBackOff lets the container start, and returns how long
 // that took.
-func waitBeforeRestart(t *testing.T, m *Manager, clk *clocktesting.FakeClock, backOff Backoff) time.Duration {
+func waitBeforeRestart(t *testing.T, m *Manager, clk *clocktesting.FakeClock, backOff *flowcontrol.Backoff) time.Duration {
 	t.Helper()
 	pod, c := crashPod()
 	exited := clk.Now()
@@ -95,7 +96,7 @@ func TestCrashLoopBackOffResetsAfterTheContainerRan10Minutes(t *testing.T) {
 func TestCrashLoopBackOffMessageEventAndKey(t *testing.T) {
 	clk := clocktesting.NewFakeClock(syncT0)
 	recorder := record.NewFakeRecorder(10)
-	m := &Manager{opts: SyncOptions{Recorder: recorder}}
+	m := &Manager{recorder: recorder}
 	backOff := NewCrashLoopBackOff(clk)
 	pod, c := crashPod()
 

@@ -3,9 +3,9 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/util/flowcontrol"
 	"os"
 	"sync"
-	"time"
 
 	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
@@ -45,8 +45,8 @@ func containerRef(pod *v1.Pod, container *v1.Container) *v1.ObjectReference {
 
 // event records an event if the Manager has a recorder.
 func (m *Manager) event(ref *v1.ObjectReference, eventType, reason, message string) {
-	if m.opts.Recorder != nil && ref != nil {
-		m.opts.Recorder.Event(ref, eventType, reason, message)
+	if m.recorder != nil && ref != nil {
+		m.recorder.Event(ref, eventType, reason, message)
 	}
 }
 
@@ -64,11 +64,11 @@ func errMessage(err error) string {
 // limit, CPU shares and quota). Unlike upstream there are no mounts,
 // devices or security context.
 func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Container, pod *v1.Pod, restartCount int, podIP, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
-	opts, err := m.runtimeHelper().GenerateRunContainerOptions(ctx, pod, container, podIP, podIPs)
+	opts, err := m.helper.GenerateRunContainerOptions(ctx, pod, container, podIP, podIPs)
 	if err != nil {
 		return nil, err
 	}
-	logDir := BuildContainerLogsDirectory(m.podLogsDirectory(), pod.Namespace, pod.Name, pod.UID, container.Name)
+	logDir := BuildContainerLogsDirectory(m.podLogsDirectory, pod.Namespace, pod.Name, pod.UID, container.Name)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create container log directory: %w", err)
 	}
@@ -215,7 +215,7 @@ func (m *Manager) killContainersWithSyncResult(ctx context.Context, pod *v1.Pod,
 // GetStableKey; see kuberuntime_backoff.go for the figures. In back-off it
 // records a BackOff event and returns upstream's message and a
 // BackoffError that ends when the back-off does.
-func (m *Manager) doBackOff(pod *v1.Pod, container *v1.Container, podStatus *kubecontainer.PodStatus, backOff Backoff) (bool, string, error) {
+func (m *Manager) doBackOff(pod *v1.Pod, container *v1.Container, podStatus *kubecontainer.PodStatus, backOff *flowcontrol.Backoff) (bool, string, error) {
 	if backOff == nil {
 		return false, "", nil
 	}
@@ -241,11 +241,4 @@ func (m *Manager) doBackOff(pod *v1.Pod, container *v1.Container, podStatus *kub
 	}
 	backOff.Next(key, cs.FinishedAt)
 	return false, "", nil
-}
-
-// Backoff is the part of client-go's flowcontrol.Backoff that SyncPod uses.
-type Backoff interface {
-	IsInBackOffSince(id string, eventTime time.Time) bool
-	Next(id string, eventTime time.Time)
-	Get(id string) time.Duration
 }

@@ -7,8 +7,8 @@ package kuberuntime
 //
 // Where it departs from upstream, and why (one line each):
 //   - exec and sleep handlers only; an httpGet hook fails with
-//     errHTTPHookUnsupported (the prober's HTTP client, mylib/prober, is
-//     not given to the hook runner);
+//     errHTTPHookUnsupported (upstream's handler runner has an HTTP client
+//     for it, the kubelet's insecureContainerLifecycleHTTPClient; ours has none);
 //   - the preStop wait and the time it took are read from the Manager's
 //     clock, not time.After and metav1.Now, so tests drive them;
 //   - a container whose pod object is gone gets no preStop hook: the

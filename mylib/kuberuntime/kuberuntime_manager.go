@@ -6,34 +6,15 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
+	runtimeutil "mykubelet/mylib/kuberuntime/util"
 	proberesults "mykubelet/mylib/prober/results"
 )
-
-// SyncOptions is what SyncPod and KillPod need besides the CRI.
-type SyncOptions struct {
-	// Recorder receives the events (Pulling, Created, Started, Killing,
-	// the failures) on the pod; nil drops them.
-	Recorder record.EventRecorder
-	// RuntimeHelper computes each container's environment and the pod's
-	// hostname and DNS; nil gives literal env values only, the pod's name
-	// as hostname and the runtime's DNS.
-	RuntimeHelper kubecontainer.RuntimeHelper
-	// PodLogsDirectory is where pods' log directories are made;
-	// DefaultPodLogsDirectory if empty.
-	PodLogsDirectory string
-	// RuntimeHandler is the CRI runtime handler for sandboxes ("" default).
-	RuntimeHandler string
-	// LivenessManager and StartupManager are the prober's results: a
-	// running container whose liveness or startup probe failed is killed
-	// (and started again by the restart policy). Nil: no probes.
-	LivenessManager, StartupManager ProbeResults
-}
 
 // ProbeResults is what computePodActions reads of the prober's results
 // (mylib/prober/results.Manager).
@@ -45,36 +26,20 @@ type ProbeResults interface {
 // failed, with upstream's message and the probe, whose
 // terminationGracePeriodSeconds then applies.
 func (m *Manager) probeFailed(c *v1.Container, id kubecontainer.ContainerID) (string, *v1.Probe, bool) {
-	if m.opts.LivenessManager != nil {
-		if r, ok := m.opts.LivenessManager.Get(id); ok && r == proberesults.Failure {
+	if m.livenessManager != nil {
+		if r, ok := m.livenessManager.Get(id); ok && r == proberesults.Failure {
 			return fmt.Sprintf("Container %s failed liveness probe", c.Name), c.LivenessProbe, true
 		}
 	}
-	if m.opts.StartupManager != nil {
-		if r, ok := m.opts.StartupManager.Get(id); ok && r == proberesults.Failure {
+	if m.startupManager != nil {
+		if r, ok := m.startupManager.Get(id); ok && r == proberesults.Failure {
 			return fmt.Sprintf("Container %s failed startup probe", c.Name), c.StartupProbe, true
 		}
 	}
 	return "", nil, false
 }
 
-// SetSyncOptions gives the Manager what SyncPod needs. Call it before the
-// first SyncPod; the Manager does not lock its options.
-func (m *Manager) SetSyncOptions(o SyncOptions) { m.opts = o }
-
-func (m *Manager) podLogsDirectory() string {
-	if m.opts.PodLogsDirectory == "" {
-		return DefaultPodLogsDirectory
-	}
-	return m.opts.PodLogsDirectory
-}
-
-func (m *Manager) runtimeHelper() kubecontainer.RuntimeHelper {
-	if m.opts.RuntimeHelper == nil {
-		return literalHelper{}
-	}
-	return m.opts.RuntimeHelper
-}
+var _ kubecontainer.Runtime = (*Manager)(nil)
 
 // literalHelper is the RuntimeHelper of a Manager given none: env values as
 // written (no valueFrom, no $(VAR) expansion), hostname the pod's.
@@ -183,7 +148,7 @@ func findNextInitContainerToRun(pod *v1.Pod, podStatus *kubecontainer.PodStatus)
 // Unlike upstream: no sidecar (restartable) init containers, no ephemeral
 // containers, no in-place resize.
 func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodStatus) podActions {
-	createPodSandbox, attempt, sandboxID := PodSandboxChanged(pod, podStatus)
+	createPodSandbox, attempt, sandboxID := runtimeutil.PodSandboxChanged(pod, podStatus)
 	changes := podActions{
 		KillPod:          createPodSandbox,
 		CreateSandbox:    createPodSandbox,
@@ -279,7 +244,7 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 // on); else start the regular containers that should run. pullSecrets are
 // the pod's imagePullSecrets, read by the caller; backOff may be nil (no
 // CrashLoopBackOff).
-func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, pullSecrets []v1.Secret, backOff Backoff) (result kubecontainer.PodSyncResult) {
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, pullSecrets []v1.Secret, backOff *flowcontrol.Backoff) (result kubecontainer.PodSyncResult) {
 	if podStatus == nil { // nothing known yet: as a pod the runtime has never seen
 		podStatus = &kubecontainer.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}

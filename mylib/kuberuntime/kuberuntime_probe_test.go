@@ -47,7 +47,7 @@ func TestComputePodActionsKillsOnAFailedProbe(t *testing.T) {
 			pod.Spec.Containers[0].LivenessProbe = &v1.Probe{TerminationGracePeriodSeconds: &grace}
 			pod.Spec.Containers[0].StartupProbe = &v1.Probe{}
 			a := running(pod, "a")
-			m := &Manager{opts: SyncOptions{LivenessManager: probeResults{a.ID: tc.liveness}, StartupManager: probeResults{a.ID: tc.startup}}}
+			m := &Manager{livenessManager: probeResults{a.ID: tc.liveness}, startupManager: probeResults{a.ID: tc.startup}}
 			got := m.computePodActions(pod, podStatusOf(ready(), a))
 			// Never: nothing is left to run, so the whole pod is killed, as upstream.
 			assert.Equal(t, tc.policy == v1.RestartPolicyNever, got.KillPod)

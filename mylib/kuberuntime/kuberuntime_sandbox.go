@@ -44,9 +44,9 @@ func (m *Manager) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtim
 		},
 		Labels:       newPodLabels(pod),
 		Annotations:  newPodAnnotations(pod),
-		LogDirectory: BuildPodLogsDirectory(m.podLogsDirectory(), pod.Namespace, pod.Name, pod.UID),
+		LogDirectory: BuildPodLogsDirectory(m.podLogsDirectory, pod.Namespace, pod.Name, pod.UID),
 	}
-	helper := m.runtimeHelper()
+	helper := m.helper
 	dns, err := helper.GetPodDNS(pod)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uin
 		msg := fmt.Sprintf("Failed to create log directory for pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		return "", msg, err
 	}
-	resp, err := m.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: m.opts.RuntimeHandler})
+	resp, err := m.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: m.runtimeHandler})
 	if err != nil {
 		msg := fmt.Sprintf("Failed to create sandbox for pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		return "", msg, err
@@ -126,33 +126,4 @@ func determinePodSandboxIPs(status *runtimeapi.PodSandboxStatus) []string {
 		}
 	}
 	return ips
-}
-
-// PodSandboxChanged tells whether the pod needs a new sandbox, and if so
-// with which attempt number and which sandbox it replaces: there is none,
-// the newest is not ready, more than one is ready, or the pod's network
-// mode changed (upstream kuberuntime/util.PodSandboxChanged).
-func PodSandboxChanged(pod *v1.Pod, podStatus *kubecontainer.PodStatus) (changed bool, attempt uint32, sandboxID string) {
-	if len(podStatus.SandboxStatuses) == 0 {
-		return true, 0, ""
-	}
-	ready := 0
-	for _, s := range podStatus.SandboxStatuses {
-		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			ready++
-		}
-	}
-	newest := podStatus.SandboxStatuses[0]
-	attempt = newest.GetMetadata().GetAttempt() + 1
-	if ready > 1 || newest.State != runtimeapi.PodSandboxState_SANDBOX_READY {
-		return true, attempt, newest.Id
-	}
-	hostNetwork := newest.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
-	if hostNetwork != kubecontainer.IsHostNetworkPod(pod) {
-		return true, attempt, newest.Id
-	}
-	if !hostNetwork && newest.GetNetwork().GetIp() == "" {
-		return true, attempt, newest.Id // a pod network sandbox without an IP
-	}
-	return false, newest.GetMetadata().GetAttempt(), newest.Id
 }

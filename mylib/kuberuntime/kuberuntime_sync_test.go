@@ -58,13 +58,14 @@ func newSyncFixture(t *testing.T) *syncFixture {
 	clk := clocktesting.NewFakeClock(syncT0)
 	rt := fakeruntime.New(clk)
 	sock := fakeruntimetest.Serve(t, rt)
-	m, err := Connect(context.Background(), "unix://"+sock, clk)
+	conn, err := Connect(context.Background(), "unix://"+sock, clk)
 	require.NoError(t, err)
-	t.Cleanup(func() { m.Close() })
-	f := &syncFixture{m: m, rt: rt, clk: clk, recorder: record.NewFakeRecorder(100), logDir: t.TempDir()}
-	f.pulls = &pullRecorder{ImageServiceClient: m.is}
-	m.is = f.pulls
-	m.SetSyncOptions(SyncOptions{Recorder: f.recorder, PodLogsDirectory: f.logDir})
+	t.Cleanup(func() { conn.Close() })
+	f := &syncFixture{rt: rt, clk: clk, recorder: record.NewFakeRecorder(100), logDir: t.TempDir()}
+	f.pulls = &pullRecorder{ImageServiceClient: conn.ImageService()}
+	f.m, err = NewKubeGenericRuntimeManager(context.Background(), f.recorder, nil, nil, f.logDir, nil, "", clk,
+		conn.RuntimeService(), f.pulls)
+	require.NoError(t, err)
 	return f
 }
 

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
@@ -63,19 +64,26 @@ func WithRuntimeRequestTimeout(d time.Duration) Option {
 	return func(o *dialOptions) { o.requestTimeout = d }
 }
 
-// Manager talks to a CRI runtime and answers in mylib/container types. It
-// implements container.Runtime and is safe for concurrent use.
+// Manager talks to a CRI runtime and answers in mylib/container types
+// (upstream's kubeGenericRuntimeManager). It implements container.Runtime
+// and is safe for concurrent use. NewKubeGenericRuntimeManager builds it
+// whole; nothing changes it afterwards.
 type Manager struct {
 	runtimeName string
-	conn        *grpc.ClientConn // nil when built by New from another connection
+	conn        *grpc.ClientConn // nil unless Connect opened it
 	rs          runtimeapi.RuntimeServiceClient
 	is          runtimeapi.ImageServiceClient
 	clock       clock.Clock
 	version     *runtimeapi.VersionResponse
-	opts        SyncOptions // what SyncPod needs besides the CRI; see SetSyncOptions
-}
 
-var _ kubecontainer.Runtime = (*Manager)(nil)
+	// What SyncPod and KillPod need besides the CRI.
+	recorder         record.EventRecorder // nil drops the events
+	helper           kubecontainer.RuntimeHelper
+	podLogsDirectory string
+	runtimeHandler   string
+	livenessManager  ProbeResults // nil: no probes
+	startupManager   ProbeResults
+}
 
 // Dial opens a gRPC connection to a CRI endpoint: "unix:///path/to.sock" or
 // a plain socket path. The connection is lazy; Connect checks it. Every
@@ -162,12 +170,17 @@ func grpcTarget(endpoint string) (string, error) {
 
 // Connect dials endpoint and asks the runtime its Version, so that a runtime
 // that is not there is reported once, clearly. Close the Manager when done.
+// The Manager lists, inspects, syncs and kills pods with no more than the
+// CRI: no events, env values as written, no probes. The kubelet builds its
+// own, whole, from the same clients (RuntimeService, ImageService) with
+// NewKubeGenericRuntimeManager.
 func Connect(ctx context.Context, endpoint string, clk clock.Clock, opts ...Option) (*Manager, error) {
 	conn, err := Dial(endpoint, opts...)
 	if err != nil {
 		return nil, err
 	}
-	m, err := New(ctx, conn, clk)
+	m, err := NewKubeGenericRuntimeManager(ctx, nil, nil, nil, "", nil, "", clk,
+		runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn))
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("cannot reach the container runtime at %s: %w", endpoint, err)
@@ -176,13 +189,51 @@ func Connect(ctx context.Context, endpoint string, clk clock.Clock, opts ...Opti
 	return m, nil
 }
 
-// New returns a Manager using conn. It calls Version (within ConnectTimeout)
-// to learn the runtime's name, the scheme of every ContainerID.
-func New(ctx context.Context, conn grpc.ClientConnInterface, clk clock.Clock) (*Manager, error) {
+// NewKubeGenericRuntimeManager returns a Manager over the CRI clients
+// runtimeService and imageService, with everything SyncPod and KillPod
+// need (upstream's name; its arguments are upstream's that this kubelet
+// uses):
+//   - recorder receives the events on pods (Pulling, Created, Started,
+//     Killing, the failures); nil drops them;
+//   - livenessManager and startupManager are the prober's results: a
+//     running container whose liveness or startup probe failed is killed
+//     (and started again by the restart policy); nil: no probes;
+//   - podLogsDirectory is where pods' log directories are made ("":
+//     DefaultPodLogsDirectory);
+//   - runtimeHelper computes each container's environment and the pod's
+//     hostname and DNS; nil: literal env values only, the pod's name as
+//     hostname and the runtime's DNS;
+//   - runtimeHandler is the CRI runtime handler of sandboxes ("": the
+//     runtime's default).
+//
+// It asks the runtime its Version (within ConnectTimeout) to learn its
+// name, the scheme of every ContainerID, as upstream does.
+func NewKubeGenericRuntimeManager(ctx context.Context,
+	recorder record.EventRecorder,
+	livenessManager, startupManager ProbeResults,
+	podLogsDirectory string,
+	runtimeHelper kubecontainer.RuntimeHelper,
+	runtimeHandler string,
+	clk clock.Clock,
+	runtimeService runtimeapi.RuntimeServiceClient,
+	imageService runtimeapi.ImageServiceClient,
+) (*Manager, error) {
+	if runtimeService == nil || imageService == nil {
+		return nil, errors.New("kuberuntime: NewKubeGenericRuntimeManager needs the runtime and image services")
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if podLogsDirectory == "" {
+		podLogsDirectory = DefaultPodLogsDirectory
+	}
+	if runtimeHelper == nil {
+		runtimeHelper = literalHelper{}
+	}
 	m := &Manager{
-		rs:    runtimeapi.NewRuntimeServiceClient(conn),
-		is:    runtimeapi.NewImageServiceClient(conn),
-		clock: clk,
+		rs: runtimeService, is: imageService, clock: clk,
+		recorder: recorder, helper: runtimeHelper, podLogsDirectory: podLogsDirectory, runtimeHandler: runtimeHandler,
+		livenessManager: livenessManager, startupManager: startupManager,
 	}
 	vctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()

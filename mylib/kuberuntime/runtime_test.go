@@ -204,3 +204,8 @@ func TestSeedLabelsMatchKubeletLabels(t *testing.T) {
 		assert.Equal(t, c.Metadata.Name, c.Labels[kubetypes.KubernetesContainerNameLabel])
 	}
 }
+
+func TestNewKubeGenericRuntimeManagerNeedsBothServices(t *testing.T) {
+	_, err := kuberuntime.NewKubeGenericRuntimeManager(context.Background(), nil, nil, nil, "", nil, "", nil, nil, nil)
+	assert.ErrorContains(t, err, "needs the runtime and image services")
+}

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
 	kubecontainer "mykubelet/mylib/container"
@@ -70,6 +72,17 @@ func benchRelist(b *testing.B, rt kubecontainer.Runtime, n int) {
 
 // staticRuntime answers GetPods with a prepared list.
 type staticRuntime struct{ pods []*kubecontainer.Pod }
+
+// The methods the PLEG never calls.
+func (*staticRuntime) GetPod(context.Context, types.UID) (*kubecontainer.Pod, error) {
+	panic("the PLEG does not call GetPod")
+}
+func (*staticRuntime) SyncPod(context.Context, *v1.Pod, *kubecontainer.PodStatus, []v1.Secret, *flowcontrol.Backoff) kubecontainer.PodSyncResult {
+	panic("the PLEG does not call SyncPod")
+}
+func (*staticRuntime) KillPod(context.Context, *v1.Pod, kubecontainer.Pod, *int64) error {
+	panic("the PLEG does not call KillPod")
+}
 
 func newStaticRuntime(n int) *staticRuntime {
 	r := &staticRuntime{}

@@ -10,16 +10,32 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	kubecontainer "mykubelet/mylib/container"
 )
 
+// listOnly gives a test runtime the methods the PLEG never calls.
+type listOnly struct{}
+
+func (listOnly) GetPod(context.Context, types.UID) (*kubecontainer.Pod, error) {
+	return nil, errors.New("the PLEG does not call GetPod")
+}
+func (listOnly) SyncPod(context.Context, *v1.Pod, *kubecontainer.PodStatus, []v1.Secret, *flowcontrol.Backoff) kubecontainer.PodSyncResult {
+	panic("the PLEG does not call SyncPod")
+}
+func (listOnly) KillPod(context.Context, *v1.Pod, kubecontainer.Pod, *int64) error {
+	return errors.New("the PLEG does not call KillPod")
+}
+
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // fakeRuntime is a container.Runtime whose pods the test sets.
 type fakeRuntime struct {
+	listOnly
 	clock *clocktesting.FakeClock
 
 	mu        sync.Mutex

@@ -11,13 +11,8 @@ import (
 	"k8s.io/klog/v2"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/events"
 	"mykubelet/mylib/prober/results"
-)
-
-// Event reasons the prober records (upstream pkg/kubelet/events).
-const (
-	ContainerUnhealthy    = "Unhealthy"
-	ContainerProbeWarning = "ProbeWarning"
 )
 
 // maxProbeRetries is how many times a probe that cannot be run at all (an
@@ -84,14 +79,14 @@ func (pb *prober) probe(ctx context.Context, t probeType, pod *v1.Pod, status v1
 	switch {
 	case err != nil:
 		klog.V(1).ErrorS(err, "Probe errored", "probeType", t, "pod", klog.KObj(pod), "containerName", container.Name)
-		pb.event(pod, &container, v1.EventTypeWarning, ContainerUnhealthy, fmt.Sprintf("%s probe errored and resulted in %s state: %s", t, result, err))
+		pb.event(pod, &container, v1.EventTypeWarning, events.ContainerUnhealthy, fmt.Sprintf("%s probe errored and resulted in %s state: %s", t, result, err))
 		return results.Failure, err
 	case result == Warning:
-		pb.event(pod, &container, v1.EventTypeWarning, ContainerProbeWarning, fmt.Sprintf("%s probe warning: %s", t, output))
+		pb.event(pod, &container, v1.EventTypeWarning, events.ContainerProbeWarning, fmt.Sprintf("%s probe warning: %s", t, output))
 		return results.Success, nil
 	case result != Success:
 		klog.V(1).InfoS("Probe failed", "probeType", t, "pod", klog.KObj(pod), "containerName", container.Name, "probeResult", result, "output", output)
-		pb.event(pod, &container, v1.EventTypeWarning, ContainerUnhealthy, fmt.Sprintf("%s probe failed: %s", t, output))
+		pb.event(pod, &container, v1.EventTypeWarning, events.ContainerUnhealthy, fmt.Sprintf("%s probe failed: %s", t, output))
 		return results.Failure, nil
 	}
 	return results.Success, nil

@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	kubecontainer "mykubelet/mylib/container"
-	"mykubelet/mylib/kuberuntime"
+	runtimeutil "mykubelet/mylib/kuberuntime/util"
 )
 
 // The reasons of the conditions the kubelet writes (upstream
@@ -140,7 +140,7 @@ func GeneratePodInitializedCondition(pod *v1.Pod, containerStatuses []v1.Contain
 // GeneratePodReadyToStartContainersCondition is True once the pod's
 // sandbox is ready with its network: containers can be started.
 func GeneratePodReadyToStartContainersCondition(pod *v1.Pod, podStatus *kubecontainer.PodStatus) v1.PodCondition {
-	if changed, _, _ := kuberuntime.PodSandboxChanged(pod, podStatus); changed {
+	if changed, _, _ := runtimeutil.PodSandboxChanged(pod, podStatus); changed {
 		return v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}
 	}
 	return v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}

@@ -44,8 +44,8 @@ type PodDeletionSafetyProvider interface {
 }
 
 // Manager keeps the latest status of every pod and writes it to the API
-// server (upstream pkg/kubelet/status.Manager, without the probe-result
-// setters and the resize parts).
+// server (upstream pkg/kubelet/status.Manager, without its probe setters
+// and resize parts: probe results reach a status through generateAPIPodStatus).
 type Manager interface {
 	// Run writes statuses until ctx ends: changed ones at once, all of
 	// them every SyncPeriod.
