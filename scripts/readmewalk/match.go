@@ -10,8 +10,7 @@ import (
 //
 //   - the whole line must match; runs of spaces match any run of spaces
 //     (kubectl pads its columns to the widest value);
-//   - <node-name> is $NODE_NAME; <a|b> is a or b (each may hold letters,
-//     digits, spaces and . , -); any other <placeholder>
+//   - <node-name> is $NODE_NAME; <a|b> is a or b; any other <placeholder>
 //     (<time>, <id>, <uid>, <path>, <none>, …) matches any non-empty text;
 //   - … inside a line matches any text; a line that is only … matches any run
 //     of lines, even none;
@@ -20,7 +19,7 @@ import (
 //     system:bootstrap:<id>, 127.0.0.1:<port>, and, in a transcript (Ages),
 //     kubectl's ages such as 12s or 5m3s.
 var (
-	placeholderRe = regexp.MustCompile(`<[A-Za-z][A-Za-z0-9 .,-]*(\|[A-Za-z0-9 .,-]+)*>`)
+	placeholderRe = regexp.MustCompile(`<[A-Za-z][A-Za-z0-9 .-]*(\|[A-Za-z0-9 .-]+)*>`)
 	spacesRe      = regexp.MustCompile(`\s+`)
 	literalValues = []struct {
 		re  *regexp.Regexp

@@ -65,7 +65,6 @@ func TestMatch(t *testing.T) {
 		{[]string{"a", "…", "z"}, "a\nb\nc\nz\n", false},
 		{[]string{"a", "…", "z"}, "a\nz\n", false},
 		{[]string{"rbac: <created|unchanged> x"}, "rbac: unchanged x", false},
-		{[]string{"node <node-name>: registered (<created|already existed, adopted>)"}, "node walker: registered (already existed, adopted)", false},
 		{[]string{"NAME   AGE", "<node-name>   12s"}, "NAME     AGE\nwalker   5m3s\n", true},
 		{[]string{"uid 6f1c2d3e-1111-2222-3333-444455556666 at 2026-01-02T03:04:05Z"}, "uid 0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff at 2026-11-22T19:00:00.5Z", false},
 		{[]string{"Extra: X509SHA256=…"}, "Extra: X509SHA256=abc", false},
@@ -81,7 +80,6 @@ func TestMatch(t *testing.T) {
 		{[]string{"a", "z"}, "a\nb\nz"},
 		{[]string{"a"}, "a\nextra"},
 		{[]string{"rbac: <created|unchanged> x"}, "rbac: deleted x"},
-		{[]string{"node <node-name>: registered (<created|already existed, adopted>)"}, "node walker: registered (already existed)"},
 		{[]string{"NAME AGE", "x 12s"}, "NAME AGE\nx 12s extra"},
 		{[]string{"a", "…"}, "b"},
 	}
