@@ -86,11 +86,10 @@ func TestEveryChapterHasItsParts(t *testing.T) {
 	}
 }
 
-// TestLibraryNamesNoChapterNumber checks every Go comment and string in
-// mylib: none names a chapter by its number (a renumbering would stale it).
-func TestLibraryNamesNoChapterNumber(t *testing.T) {
-	root := testcluster.RepoRoot(t)
-	var found []string
+// forEachLibraryFile calls fn with every Go file of mylib (its path from
+// the repository's root, and its source); an error fails the test.
+func forEachLibraryFile(t *testing.T, root string, fn func(rel string, src []byte) error) {
+	t.Helper()
 	err := filepath.WalkDir(filepath.Join(root, "mylib"), func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
 			return err
@@ -100,10 +99,20 @@ func TestLibraryNamesNoChapterNumber(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		return fn(rel, src)
+	})
+	require.NoError(t, err)
+}
+
+// TestLibraryNamesNoChapterNumber checks every Go comment and string in
+// mylib: none names a chapter by its number (a renumbering would stale it).
+func TestLibraryNamesNoChapterNumber(t *testing.T) {
+	root := testcluster.RepoRoot(t)
+	var found []string
+	forEachLibraryFile(t, root, func(rel string, src []byte) error {
 		found = append(found, docscheck.ChapterNumbers(rel, src)...)
 		return nil
 	})
-	require.NoError(t, err)
 	require.Empty(t, found, "library comments and strings must not name chapter numbers:\n%s", strings.Join(found, "\n"))
 }
 
@@ -210,20 +219,11 @@ func TestLibrarySaysNoPartIsMissing(t *testing.T) {
 	exists := func(s docscheck.Subsystem) bool { return docscheck.SubsystemExists(root, s) }
 	require.True(t, exists(docscheck.Subsystem{Dir: "mylib/prober"}), "the check needs a part that exists")
 	var found []string
-	err := filepath.WalkDir(filepath.Join(root, "mylib"), func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
+	forEachLibraryFile(t, root, func(rel string, src []byte) error {
 		stale, err := docscheck.StaleAbsences(rel, src, docscheck.Subsystems, exists)
 		found = append(found, stale...)
 		return err
 	})
-	require.NoError(t, err)
 	require.Empty(t, found, "library comments say a part is missing that exists; say what is true now:\n%s", strings.Join(found, "\n"))
 }
 
