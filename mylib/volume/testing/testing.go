@@ -1,0 +1,136 @@
+// Package testing is a fake volume.VolumeHost for the plugins' tests, as
+// upstream's pkg/volume/testing (much smaller: maps instead of informers).
+//
+// Where it departs from upstream, and why: the ConfigMaps, Secrets and
+// tokens live in maps the test fills; there is no fake mounter, since the
+// plugins here never call mount(2).
+package testing
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"mykubelet/mylib/volume"
+)
+
+// FakeVolumeHost lays pods out under Root as the kubelet does
+// (Root/pods/<uid>/volumes/<escaped plugin>/<volume>) and serves objects
+// from its maps. Safe for concurrent use.
+type FakeVolumeHost struct {
+	Root   string
+	Client kubernetes.Interface
+	Node   types.NodeName
+	// Allocatable is GetNodeAllocatable's answer.
+	Allocatable v1.ResourceList
+
+	mu         sync.Mutex
+	configMaps map[string]*v1.ConfigMap
+	secrets    map[string]*v1.Secret
+	// TokenRequests records every TokenRequest the plugins asked for.
+	tokenRequests []*authenticationv1.TokenRequest
+	// Token is the token GetServiceAccountTokenFunc returns.
+	token string
+}
+
+var _ volume.VolumeHost = (*FakeVolumeHost)(nil)
+
+// NewFakeVolumeHost returns a host rooted at root (a t.TempDir()).
+func NewFakeVolumeHost(root string) *FakeVolumeHost {
+	return &FakeVolumeHost{Root: root, Node: "node-1", configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}, token: "fake-token"}
+}
+
+// SetConfigMap adds or replaces a ConfigMap.
+func (h *FakeVolumeHost) SetConfigMap(cm *v1.ConfigMap) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.configMaps[cm.Namespace+"/"+cm.Name] = cm.DeepCopy()
+}
+
+// SetSecret adds or replaces a Secret.
+func (h *FakeVolumeHost) SetSecret(s *v1.Secret) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.secrets[s.Namespace+"/"+s.Name] = s.DeepCopy()
+}
+
+// SetToken sets the token the next TokenRequests return.
+func (h *FakeVolumeHost) SetToken(tok string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.token = tok
+}
+
+// TokenRequests returns copies of the TokenRequests asked so far, with
+// the service account's namespace and name in their ObjectMeta.
+func (h *FakeVolumeHost) TokenRequests() []*authenticationv1.TokenRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*authenticationv1.TokenRequest, len(h.tokenRequests))
+	for i, tr := range h.tokenRequests {
+		out[i] = tr.DeepCopy()
+	}
+	return out
+}
+
+func (h *FakeVolumeHost) GetPodDir(podUID types.UID) string {
+	return filepath.Join(h.Root, "pods", string(podUID))
+}
+
+func (h *FakeVolumeHost) GetPodVolumeDir(podUID types.UID, pluginName, volumeName string) string {
+	return filepath.Join(h.GetPodDir(podUID), "volumes", volume.EscapePluginName(pluginName), volumeName)
+}
+
+func (h *FakeVolumeHost) GetKubeClient() kubernetes.Interface { return h.Client }
+
+func (h *FakeVolumeHost) GetConfigMapFunc() func(namespace, name string) (*v1.ConfigMap, error) {
+	return func(namespace, name string) (*v1.ConfigMap, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if cm, ok := h.configMaps[namespace+"/"+name]; ok {
+			return cm.DeepCopy(), nil
+		}
+		return nil, apierrors.NewNotFound(v1.Resource("configmap"), name)
+	}
+}
+
+func (h *FakeVolumeHost) GetSecretFunc() func(namespace, name string) (*v1.Secret, error) {
+	return func(namespace, name string) (*v1.Secret, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if s, ok := h.secrets[namespace+"/"+name]; ok {
+			return s.DeepCopy(), nil
+		}
+		return nil, apierrors.NewNotFound(v1.Resource("secret"), name)
+	}
+}
+
+func (h *FakeVolumeHost) GetServiceAccountTokenFunc() func(namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return func(namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+		if name == "" {
+			return nil, fmt.Errorf("no service account name")
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		rec := tr.DeepCopy()
+		rec.Namespace, rec.Name = namespace, name
+		h.tokenRequests = append(h.tokenRequests, rec)
+		out := tr.DeepCopy()
+		out.Status.Token = h.token
+		return out, nil
+	}
+}
+
+func (h *FakeVolumeHost) GetNodeName() types.NodeName { return h.Node }
+
+func (h *FakeVolumeHost) GetNodeAllocatable() (v1.ResourceList, error) {
+	return h.Allocatable, nil
+}
+
+func (h *FakeVolumeHost) GetHostPathRoot() string { return filepath.Join(h.Root, "host") }
