@@ -193,3 +193,11 @@ func SourceKind(v *v1.Volume) string {
 	}
 	return "unknown"
 }
+
+// ServiceAccountTokenDeleter is what a VolumeHost may add to let the
+// projected plugin drop a pod's cached tokens when its volume is torn
+// down (upstream's VolumeHost.DeleteServiceAccountTokenFunc). Optional: a
+// host without it leaves the cleanup to the token manager's expiry.
+type ServiceAccountTokenDeleter interface {
+	DeleteServiceAccountTokenFunc() func(podUID types.UID)
+}

@@ -36,8 +36,11 @@ type FakeVolumeHost struct {
 	// TokenRequests records every TokenRequest the plugins asked for.
 	tokenRequests []*authenticationv1.TokenRequest
 	// Token is the token GetServiceAccountTokenFunc returns.
-	token string
+	token         string
+	deletedTokens []types.UID
 }
+
+var _ volume.ServiceAccountTokenDeleter = (*FakeVolumeHost)(nil)
 
 var _ volume.VolumeHost = (*FakeVolumeHost)(nil)
 
@@ -134,3 +137,19 @@ func (h *FakeVolumeHost) GetNodeAllocatable() (v1.ResourceList, error) {
 }
 
 func (h *FakeVolumeHost) GetHostPathRoot() string { return filepath.Join(h.Root, "host") }
+
+// DeleteServiceAccountTokenFunc records the pods whose tokens were dropped.
+func (h *FakeVolumeHost) DeleteServiceAccountTokenFunc() func(podUID types.UID) {
+	return func(podUID types.UID) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.deletedTokens = append(h.deletedTokens, podUID)
+	}
+}
+
+// DeletedTokens lists the pods DeleteServiceAccountTokenFunc was called for.
+func (h *FakeVolumeHost) DeletedTokens() []types.UID {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]types.UID(nil), h.deletedTokens...)
+}
