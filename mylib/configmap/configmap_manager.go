@@ -27,7 +27,8 @@ import (
 
 // Manager serves the ConfigMaps the node's pods reference.
 type Manager interface {
-	// GetConfigMap is the ConfigMap from the watch (NotFound if the API
+	// GetConfigMap is the ConfigMap from the watch, the cache's own copy:
+	// never modify it (NotFound if the API
 	// has none; an error if no registered pod references it).
 	GetConfigMap(namespace, name string) (*v1.ConfigMap, error)
 	// RegisterPod starts watching what the pod references (called again

@@ -29,7 +29,8 @@ import (
 
 // Manager serves the Secrets the node's pods reference.
 type Manager interface {
-	// GetSecret is the Secret from the watch (NotFound if the API has
+	// GetSecret is the Secret from the watch, the cache's own copy:
+	// never modify it (NotFound if the API has
 	// none; an error if no registered pod references it).
 	GetSecret(namespace, name string) (*v1.Secret, error)
 	// RegisterPod starts watching what the pod references (called again
