@@ -27,9 +27,9 @@ import (
 
 // Manager serves the ConfigMaps the node's pods reference.
 type Manager interface {
-	// GetConfigMap is the ConfigMap from the watch, the cache's own copy:
-	// never modify it (NotFound if the API
-	// has none; an error if no registered pod references it).
+	// GetConfigMap is the ConfigMap from the watch, the cache's own copy
+	// (never modify it); NotFound if the API has none, an error if no
+	// registered pod references it.
 	GetConfigMap(namespace, name string) (*v1.ConfigMap, error)
 	// RegisterPod starts watching what the pod references (called again
 	// when the pod changes).

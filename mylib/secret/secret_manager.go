@@ -29,9 +29,9 @@ import (
 
 // Manager serves the Secrets the node's pods reference.
 type Manager interface {
-	// GetSecret is the Secret from the watch, the cache's own copy:
-	// never modify it (NotFound if the API has
-	// none; an error if no registered pod references it).
+	// GetSecret is the Secret from the watch, the cache's own copy
+	// (never modify it); NotFound if the API has none, an error if no
+	// registered pod references it.
 	GetSecret(namespace, name string) (*v1.Secret, error)
 	// RegisterPod starts watching what the pod references (called again
 	// when the pod changes).
