@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/utils/clock"
 	"mvdan.cc/sh/v3/expand"
@@ -191,7 +192,9 @@ func (p *proc) run(ctx context.Context, script string, params []string) (code in
 
 // testHookExec, if set, is called with each command's name before the
 // command runs (tests use it to make a command panic).
-var testHookExec func(name string)
+// Atomic: a container the test's runtime killed may still be running a
+// command when the test's cleanup takes the hook away.
+var testHookExec atomic.Pointer[func(name string)]
 
 // recoverInternal turns a panic of the interpreter (or of a utility) on the
 // script's goroutine into the end of that script alone, exit code 2, with
@@ -353,8 +356,8 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 func (p *proc) exec(ctx context.Context, args []string) error {
 	hc := interp.HandlerCtx(ctx)
 	name := utilityName(args[0])
-	if testHookExec != nil {
-		testHookExec(name)
+	if hook := testHookExec.Load(); hook != nil {
+		(*hook)(name)
 	}
 	switch name {
 	case lookupCommand:
