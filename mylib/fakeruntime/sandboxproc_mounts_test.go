@@ -83,6 +83,15 @@ func TestSandboxProcessWritesOnlyWhereTheModesAllow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint32(SandboxUID), statUID(fi), "written by the sandbox process's user")
 
+	// The bind mounts are above the container's root: no path of a
+	// script's reaches them but its own mounts.
+	for _, script := range []string{`ls /.mounts`, `cat /../.mounts/0/uid-1/etc-hosts`, `cd /etc/config/../../.. && ls .mounts`, `cat /shared/../../.mounts/0/uid-1/etc-hosts`} {
+		out, errOut, code := sh(t, r, c, script)
+		assert.NotZero(t, code, script)
+		assert.Contains(t, errOut, "no such file or directory", script)
+		assert.NotContains(t, out, "localhost", script)
+	}
+
 	b, err = os.ReadFile(filepath.Join(d.shared, "roots"))
 	require.NoError(t, err)
 	assert.Equal(t, "root's, 0644\n", string(b))
