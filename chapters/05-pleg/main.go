@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"k8s.io/utils/clock"
@@ -52,10 +53,18 @@ func main() {
 		// (mylib/app, which every kubelet of the course serves it with), and
 		// its control API on a unix socket only this user may use. Pulls
 		// take as long as from a real registry, so that a caller's deadline
-		// can cut one short.
+		// can cut one short. Mounts may come from the pods and host
+		// directories of the state directory: the kubelet's root
+		// directory when a kubelet shares it (--state-dir), as the
+		// capstone does.
 		if rt.Fake {
+			state, err := filepath.Abs(o.StateDir)
+			if err != nil {
+				return err
+			}
 			mock, err := app.ServeMockRuntime(ctx, &wg, rt.Endpoint, app.MockRuntime{Seed: *seed, ControlPath: control.Path(o.StateDir),
-				Config: fakeruntime.Config{Clock: clk, PullLatency: fakeruntime.TypicalPullLatency, PullBandwidth: fakeruntime.TypicalPullBandwidth}})
+				Config: fakeruntime.Config{Clock: clk, PullLatency: fakeruntime.TypicalPullLatency, PullBandwidth: fakeruntime.TypicalPullBandwidth,
+					MountRoots: []string{filepath.Join(state, "pods"), filepath.Join(state, "host")}}})
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package fakeruntime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -19,8 +20,11 @@ import (
 )
 
 // CreateContainer creates a CREATED container in a READY sandbox. The image
-// must have been pulled, as with containerd. It makes the container's root
-// directory and opens its log file (sandbox LogDirectory + LogPath).
+// must have been pulled, as with containerd. It checks the container's
+// mounts (cri_mounts.go: InvalidArgument for one outside Config.MountRoots,
+// missing, or with a relative container path), makes the container's root
+// directory with its mount points, /etc/hostname and /etc/resolv.conf, and
+// opens its log file (sandbox LogDirectory + LogPath).
 func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
 	cfg := req.GetConfig()
 	m := cfg.GetMetadata()
@@ -76,6 +80,13 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		workDir:     cfg.GetWorkingDir(),
 	}
 	c.running.setLimits(r.podPidsLimit, cfg.GetLinux().GetResources().GetMemoryLimitInBytes())
+	containers, err := r.containersDir()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "CreateContainer %s: %v", m.GetName(), err)
+	}
+	if c.mapped, err = r.checkMounts(containers, cfg.GetMounts()); err != nil {
+		return nil, status.Errorf(mountCode(err), "CreateContainer %s: %v", m.GetName(), err)
+	}
 	for _, mt := range cfg.GetMounts() {
 		c.mounts = append(c.mounts, &runtimeapi.Mount{ContainerPath: mt.GetContainerPath(), HostPath: mt.GetHostPath(),
 			Readonly: mt.GetReadonly(), Propagation: mt.GetPropagation(), SelinuxRelabel: mt.GetSelinuxRelabel()})
@@ -87,9 +98,12 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	if cfg.GetLogPath() != "" {
 		c.logPath = filepath.Join(s.logDir, cfg.GetLogPath())
 	}
-	if err := r.makeRoot(c); err != nil {
+	if err := r.makeRoot(c, s.resolvConf); err != nil {
 		c.closeFiles()
-		return nil, status.Errorf(codes.Internal, "CreateContainer %s: %v", m.GetName(), err)
+		if c.dir != "" {
+			_ = os.RemoveAll(c.dir)
+		}
+		return nil, status.Errorf(mountCode(err), "CreateContainer %s: %v", m.GetName(), err)
 	}
 	if r.sandbox != nil {
 		if err := r.sandbox.adopt(c); err != nil {
@@ -101,9 +115,20 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
+// mountCode is the code of a CreateContainer that failed with err: a
+// mount refused is the caller's mistake.
+func mountCode(err error) codes.Code {
+	if errors.As(err, new(mountError)) {
+		return codes.InvalidArgument
+	}
+	return codes.Internal
+}
+
 // makeRoot makes c's directory with its root file system (a few empty
-// directories and /etc/hostname) and opens its log. Caller holds mu.
-func (r *Runtime) makeRoot(c *container) error {
+// directories, /etc/hostname, /etc/resolv.conf from resolv unless a mount
+// covers it, and the mount points), opens its view (its mounts too, when
+// its scripts run in this process) and its log. Caller holds mu.
+func (r *Runtime) makeRoot(c *container, resolv string) error {
 	dir, err := r.containersDir()
 	if err != nil {
 		return err
@@ -118,13 +143,37 @@ func (r *Runtime) makeRoot(c *container) error {
 	if err := os.WriteFile(filepath.Join(rootfs, "etc/hostname"), []byte(c.hostname+"\n"), 0o644); err != nil {
 		return err
 	}
-	if c.root, err = os.OpenRoot(rootfs); err != nil {
+	if resolv != "" && !covered(c.mapped, "etc/resolv.conf") {
+		if err := os.WriteFile(filepath.Join(rootfs, "etc/resolv.conf"), []byte(resolv), 0o644); err != nil {
+			return err
+		}
+	}
+	root, err := os.OpenRoot(rootfs)
+	if err != nil {
 		return err
 	}
+	if err := makeMountPoints(root, c.mapped); err != nil {
+		root.Close()
+		return err
+	}
+	mounts, err := openMounts(c.mapped, func(s mountSpec) string { return s.host })
+	if err != nil {
+		root.Close()
+		return mountError{err}
+	}
+	c.fs = newContainerFS(root, mounts)
 	if rel := strings.TrimPrefix(path.Clean("/"+c.workDir), "/"); rel != "" { // made if missing, as containerd does
-		if err := c.root.MkdirAll(rel, 0o755); err != nil {
+		if err := c.fs.MkdirAll(rel, 0o755); err != nil {
 			return fmt.Errorf("working directory %q: %w", c.workDir, err)
 		}
+	}
+	if r.sandbox != nil {
+		// The sandbox process opens the mounts itself, at each run; the
+		// runtime needed them only to make the working directory.
+		for _, m := range c.fs.mounts {
+			m.dir.Close()
+		}
+		c.fs.mounts = nil
 	}
 	if c.log, err = openLog(r.clock, c.logPath); err != nil {
 		return fmt.Errorf("log file: %w", err)

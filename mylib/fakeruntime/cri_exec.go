@@ -31,14 +31,14 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		r.mu.Unlock()
 		return nil, err
 	}
-	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || c.root == nil {
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || c.fs == nil {
 		r.mu.Unlock()
 		return nil, status.Errorf(codes.FailedPrecondition, "ExecSync %s: container is %s, not running", short(c.id), c.state)
 	}
 	stdout, stderr := lockedBuffer{max: maxExecSyncOutput}, lockedBuffer{max: maxExecSyncOutput}
 	var run func(ctx context.Context) int
 	if r.sandbox == nil {
-		p := newProc(r.clock, c.root, c.hostname, c.env, &stdout, &stderr, &c.running)
+		p := newProc(r.clock, c.fs, c.hostname, c.env, &stdout, &stderr, &c.running)
 		p.workDir = c.workDir
 		p.net = r.containerNet(c)
 		run = func(ctx context.Context) int { return p.run(ctx, script, params) }

@@ -62,6 +62,7 @@ type Runtime struct {
 	pullLatency   time.Duration
 	pullBandwidth int64
 	podPidsLimit  int64
+	mountRoots    []string // Config.MountRoots, clean
 
 	mu         sync.Mutex
 	stateDir   string // "" until the first container needs it (see containersDir)
@@ -135,6 +136,12 @@ type Config struct {
 	// Isolation says where container scripts run (default IsolationAuto:
 	// in the sandbox process when the runtime is root on the real clock).
 	Isolation Isolation
+	// MountRoots are the only host directories a CRI mount's host path may
+	// be in (absolute; the kubelet's wiring passes its root directory's
+	// pods and host directories). A mount whose host path, symlinks
+	// resolved, is anywhere else is refused (cri_mounts.go). nil: every
+	// mount is refused.
+	MountRoots []string
 }
 
 // Pulls as long as a real one, for a runtime on the real clock (unit tests
@@ -161,12 +168,24 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	var roots []string
+	for _, root := range cfg.MountRoots {
+		if !filepath.IsAbs(root) {
+			return nil, fmt.Errorf("mount root %q is not an absolute path", root)
+		}
+		root = filepath.Clean(root)
+		if containers := filepath.Join(filepath.Clean(cfg.StateDir), "containers"); cfg.StateDir != "" && (within(root, containers) || within(containers, root)) {
+			return nil, fmt.Errorf("mount root %q holds the runtime's containers or is in them", root)
+		}
+		roots = append(roots, root)
+	}
 	r := &Runtime{
 		clock:         cfg.Clock,
 		shutdownGrace: cfg.ShutdownGrace,
 		pullLatency:   max(cfg.PullLatency, 0),
 		pullBandwidth: max(cfg.PullBandwidth, 0),
 		podPidsLimit:  cfg.PodPidsLimit,
+		mountRoots:    roots,
 		stateDir:      cfg.StateDir,
 		sandboxes:     map[string]*sandbox{},
 		containers:    map[string]*container{},
@@ -180,7 +199,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		r.net, r.netErr = podnet.New(ips.Prefix())
 	}
 	if useSandboxProcess(cfg.Isolation, cfg.Clock) {
-		r.sandbox = &sandboxProcess{net: r.net}
+		r.sandbox = &sandboxProcess{net: r.net, roots: roots}
 	}
 	return r, nil
 }
@@ -241,6 +260,7 @@ type sandbox struct {
 	createdAt      int64
 	ip             string
 	hostname       string
+	resolvConf     string // its containers' /etc/resolv.conf ("": none)
 	runtimeHandler string
 	logDir         string
 	containers     map[string]*container
@@ -274,11 +294,12 @@ type container struct {
 	env      []string
 	hostname string
 	workDir  string              // WorkingDir, made at creation
-	mounts   []*runtimeapi.Mount // as asked; reported, never mounted
+	mounts   []*runtimeapi.Mount // as asked, for ContainerStatus
+	mapped   []mountSpec         // the mounts as the runtime maps them (cri_mounts.go)
 	running  procTable           // the utilities running in it (pgrep)
 	fault    faultSwitch         // the control API makes its servers fail (shell_servers.go)
 	dir      string              // on the host: the container's directory; rootfs is in it
-	root     *os.Root            // the container's "/"; nil once removed
+	fs       *containerFS        // its "/" and its mounts (shell_fs.go); nil once removed
 	log      *logFile
 
 	state      runtimeapi.ContainerState
@@ -348,11 +369,11 @@ func (r *Runtime) removeContainer(c *container) {
 	delete(r.containers, c.id)
 }
 
-// closeFiles closes c's root and log. Caller holds mu.
+// closeFiles closes c's root, its mounts and its log. Caller holds mu.
 func (c *container) closeFiles() {
-	if c.root != nil {
-		c.root.Close()
-		c.root = nil
+	if c.fs != nil {
+		c.fs.close()
+		c.fs = nil
 	}
 	if c.log != nil {
 		c.log.close()
@@ -383,7 +404,7 @@ func (r *Runtime) start(c *container) error {
 	if r.sandbox != nil {
 		return r.startInSandbox(c, stdout, stderr)
 	}
-	p := newProc(r.clock, c.root, c.hostname, c.env, stdout, stderr, &c.running)
+	p := newProc(r.clock, c.fs, c.hostname, c.env, stdout, stderr, &c.running)
 	p.workDir = c.workDir
 	p.net = r.containerNet(c)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -40,7 +40,7 @@ func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*run
 		info := map[string]any{
 			"runtimeName": RuntimeName, "runtimeVersion": RuntimeVersion,
 			"sandboxes": len(r.sandboxes), "containers": len(r.containers), "images": len(r.images),
-			"podCIDR": r.ips.Prefix().String(), "stateDir": r.stateDir, "utilities": Utilities,
+			"podCIDR": r.ips.Prefix().String(), "stateDir": r.stateDir, "utilities": Utilities, "mountRoots": r.mountRoots,
 		}
 		r.mu.Unlock()
 		b, _ := json.Marshal(info) // a map of strings and ints always marshals
@@ -69,6 +69,10 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		return nil, status.Errorf(codes.AlreadyExists, "RunPodSandbox: sandbox %s/%s (uid %s, attempt %d) already exists as %s and is not ready: remove it first",
 			m.GetNamespace(), m.GetName(), m.GetUid(), m.GetAttempt(), id)
 	}
+	resolv, err := resolvConf(cfg.GetDnsConfig())
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
+	}
 	ip, err := r.ips.Allocate()
 	if err != nil {
 		return nil, status.Errorf(codes.ResourceExhausted, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
@@ -94,6 +98,7 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		createdAt:      r.now(),
 		ip:             ip,
 		hostname:       hostname,
+		resolvConf:     resolv,
 		runtimeHandler: req.GetRuntimeHandler(),
 		logDir:         cfg.GetLogDirectory(),
 	}

@@ -13,8 +13,9 @@
 // A container's command (or its image's default, see KnownImages) runs as a
 // POSIX shell script in mvdan.cc/sh/v3's interpreter inside this process,
 // with a few utilities written in Go (see Utilities). Nothing of the host is
-// ever executed, and every file the script touches is inside the container's
-// root directory (an os.Root). Its stdout and stderr go to the container's
+// ever executed, and every file the script touches is in the container's
+// view (shell_fs.go): its root directory, or one of its CRI mounts, each an
+// os.Root. Its stdout and stderr go to the container's
 // LogPath in the CRI log format (ReadLog reads it back); ExecSync runs a
 // command the same way (keeping 16 MiB of each stream, as containerd); the
 // stats are plausible and deterministic.
@@ -30,6 +31,21 @@
 // host ($HOME, ~user, pwd -P, . and source, its TMPDIR) is answered from
 // the container (shell_hostfacts.go says what is not: $$ and $PPID).
 //
+// The mounts (cri_mounts.go): CreateContainer refuses (InvalidArgument) a
+// mount whose host path, symlinks resolved, is not in one of
+// Config.MountRoots (the kubelet's pods and host directories; none: no
+// mount at all), or holds the runtime's containers. The container's view
+// has a mount table, the longest container path winning: a directory mount
+// is an os.Root of the directory, whose symlinks are followed only inside
+// it (the atomic writer's ..data links work, a link out of the volume does
+// not); a file mount (a subPath, /etc/hosts, the termination-message file)
+// maps one name; a read-only mount refuses every change with EROFS; the
+// mount points are made in the container's root, as runc makes them. What
+// a script writes into a mount is the volume's: it does not count against
+// the container's memory. A sandbox's DnsConfig becomes each container's
+// /etc/resolv.conf (unless a mount covers it) and its Hostname
+// /etc/hostname, as containerd writes them.
+//
 // Pod YAML is untrusted input, and an interpreter can have bugs, so the
 // handlers are not the only wall. A runtime that runs as root on the real
 // clock (as the probe and capstone chapters run it) runs every script in
@@ -38,10 +54,23 @@
 //
 //	new mount, PID, IPC, UTS namespaces  no host process to see or signal; $$ is 1
 //	chroot into the containers' dir      no host file, even through the interpreter's own opens
+//	the mount roots bound inside it      nothing of the host but the mount roots (nosuid, nodev, noexec)
 //	user nobody (65534), no groups       no privilege of root (chown, mount, raw sockets, setns)
 //	no_new_privs                         no privilege regained through exec
 //	rlimits: core 0, open files          no core dump on the host, no descriptor runaway
 //	the pod network's namespace          no host address but the gateway
+//
+// The mount roots are outside the chroot: before it chroots, the sandbox
+// process (still root, in its own mount namespace) binds each at
+// /.mounts/<i> inside it, and each run opens its container's mounts there,
+// from the mount root down, through os.Root. A script reaches its own
+// mounts only, through the mount table; the bind mounts are the kernel's
+// second wall, and the kubelet's modes the third (the user nobody reads
+// what is 0644, and writes only into the 0777 emptyDirs and the 0666
+// termination-message file).
+// What the bind mounts do not separate is one pod from another: they show
+// the sandbox process every pod's volumes, as the chroot shows it every
+// container's root; between pods, the wall is the os.Root.
 //
 // If it dies, its containers have exited (137, Error) and the next start
 // starts another. A runtime on a fake clock (tests) or not root runs the
@@ -56,7 +85,11 @@
 // server on 127.0.0.1 (streaming.go: SPDY, v4.channel.k8s.io), where `sh`
 // with stdin is an interactive shell (with a TTY: a prompt, echo and line
 // editing, best effort); Attach streams output only (the mock's containers
-// have no stdin); PortForward is not implemented (nothing listens).
+// have no stdin); PortForward is not implemented (nothing listens); a
+// mount's symlinks are followed only inside it, mount propagation is
+// reported and not honoured, and a sandbox without a DnsConfig gives its
+// containers no /etc/resolv.conf (containerd copies the host's) —
+// cri_mounts.go says why.
 //
 // For teaching, a small HTTP control API (NewControlHandler) kills, stops,
 // removes or execs in containers and sandboxes by ID or by pod name; it is
@@ -67,14 +100,15 @@
 // component as containerd's are; each group is one part of the runtime:
 //
 //	cri_*.go         the CRI state machine and services: the Runtime and its Config
-//	                 (cri_runtime.go), sandboxes, containers, ExecSync, images and
+//	                 (cri_runtime.go), sandboxes, containers and their mounts
+//	                 (cri_mounts.go), ExecSync, images and
 //	                 their catalogue (KnownImages), stats, the CRI log format
 //	                 (ReadLog, ParseLogLine), the gRPC server (Serve, ListenUnix,
 //	                 ServeEndpoint) and the sample pods (Seed)
 //	shell*.go        what a container runs: the interpreter glue (shell.go: argv,
 //	                 signals, the commands it runs), the utilities written in Go
-//	                 (shell_utilities.go), the file system through the
-//	                 container's os.Root (shell_fs.go), the guards against an
+//	                 (shell_utilities.go), the file system: the container's
+//	                 view, its root and its mounts (shell_fs.go), the guards against an
 //	                 interpreter's panics (shell_guard.go), what it would ask the
 //	                 host (shell_hostfacts.go), the kernel's limits
 //	                 (shell_limits.go) and the server commands (shell_servers.go:
@@ -93,7 +127,8 @@
 //
 // Wiring:
 //
-//	rt, err := fakeruntime.NewRuntime(fakeruntime.Config{StateDir: dir}) // or New(clock.RealClock{})
+//	rt, err := fakeruntime.NewRuntime(fakeruntime.Config{StateDir: dir, // or New(clock.RealClock{})
+//		MountRoots: []string{rootDir + "/pods", rootDir + "/host"}}) // the kubelet's: mounts come from there
 //	err = rt.Seed(ctx)                      // two sample pods (optional)
 //	lis, err := fakeruntime.ListenUnix(statedir.Path(stateDir, statedir.RuntimeSocket))
 //	go rt.Serve(ctx, lis)                   // CRI gRPC until ctx ends, then Close

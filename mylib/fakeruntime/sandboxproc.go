@@ -10,6 +10,8 @@ package fakeruntime
 //	new mount, PID, IPC and UTS namespaces  seeing or signalling the host's processes ($$ is 1, as in a container)
 //	chroot into the containers' directory   opening any host file, even through an interpreter bug
 //	                                        (its temporary files, PATH lookups, ~user, pwd -P land inside)
+//	the mount roots bound at /.mounts/<i>   reaching any host file but the volumes' (nosuid, nodev, noexec;
+//	                                        each run opens only its container's mounts, through os.Root)
 //	uid and gid 65534 (nobody), no groups   every privilege of root: no chown, no mount, no raw sockets, no setns
 //	no_new_privs                            gaining privileges back through exec
 //	rlimits (core 0, open files)            core dumps on the host; a runaway of file descriptors
@@ -38,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -90,20 +93,21 @@ func useSandboxProcess(iso Isolation, clk clock.Clock) bool {
 // runSpec is one script to run in a container: its main process or an
 // exec. It travels as JSON to the sandbox process.
 type runSpec struct {
-	Op          string    `json:"op"`        // opRun, opTerm, opKill, opFault
-	ID          string    `json:"id"`        // the run
-	Container   string    `json:"container"` // its container; the root is /<Container>/rootfs
-	Script      string    `json:"script,omitempty"`
-	Params      []string  `json:"params,omitempty"`
-	Env         []string  `json:"env,omitempty"`
-	WorkDir     string    `json:"workDir,omitempty"`
-	Hostname    string    `json:"hostname,omitempty"`
-	PodIP       string    `json:"podIP,omitempty"`
-	Stdin       bool      `json:"stdin,omitempty"`       // two descriptors come with it (stdin, output), not one
-	Interactive bool      `json:"interactive,omitempty"` // a shell reading commands from stdin
-	Prompt      string    `json:"prompt,omitempty"`
-	Fault       bool      `json:"fault,omitempty"` // opFault: on or off
-	Limits      runLimits `json:"limits"`
+	Op          string      `json:"op"`        // opRun, opTerm, opKill, opFault
+	ID          string      `json:"id"`        // the run
+	Container   string      `json:"container"` // its container; the root is /<Container>/rootfs
+	Script      string      `json:"script,omitempty"`
+	Params      []string    `json:"params,omitempty"`
+	Env         []string    `json:"env,omitempty"`
+	WorkDir     string      `json:"workDir,omitempty"`
+	Hostname    string      `json:"hostname,omitempty"`
+	PodIP       string      `json:"podIP,omitempty"`
+	Stdin       bool        `json:"stdin,omitempty"`       // two descriptors come with it (stdin, output), not one
+	Interactive bool        `json:"interactive,omitempty"` // a shell reading commands from stdin
+	Prompt      string      `json:"prompt,omitempty"`
+	Mounts      []mountSpec `json:"mounts,omitempty"` // its container's, each opened from /.mounts/<root>
+	Fault       bool        `json:"fault,omitempty"`  // opFault: on or off
+	Limits      runLimits   `json:"limits"`
 }
 
 // The requests; an exit comes back as a runExit.
@@ -133,12 +137,16 @@ type sandboxConfig struct {
 	Dir   string `json:"dir"`   // the containers' directory: its root
 	NoNet bool   `json:"noNet"` // it has a network namespace of its own, empty
 	Ports bool   `json:"ports"` // let nobody bind ports below 1024 in the pod network
+	// MountRoots are the runtime's mount roots (symlinks resolved), which
+	// it binds at /.mounts/<i> in its root before it chroots.
+	MountRoots []string `json:"mountRoots,omitempty"`
 }
 
 // sandboxProcess is the runtime's side of the sandbox process.
 type sandboxProcess struct {
-	dir string          // the containers' directory
-	net *podnet.Network // nil: no pod network
+	dir   string          // the containers' directory
+	net   *podnet.Network // nil: no pod network
+	roots []string        // Config.MountRoots
 
 	mu    sync.Mutex
 	child *sandboxChild // nil until the first run, and after it died
@@ -284,7 +292,11 @@ func (s *sandboxProcess) running() (*sandboxChild, error) {
 			return s.child, nil
 		}
 	}
-	child, err := startSandboxChild(s.dir, s.net)
+	binds, err := prepareMountRoots(s.dir, s.roots)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox process: %w", err)
+	}
+	child, err := startSandboxChild(s.dir, s.net, binds)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox process: %w", err)
 	}
@@ -292,8 +304,45 @@ func (s *sandboxProcess) running() (*sandboxChild, error) {
 	return child, nil
 }
 
-// startSandboxChild starts the runtime's binary as a sandbox process of dir.
-func startSandboxChild(dir string, pn *podnet.Network) (*sandboxChild, error) {
+// prepareMountRoots makes the mount points of the mount roots in the
+// sandbox process's root dir: dir/.mounts (root's, 0711: the sandbox
+// process passes through it, nothing more) and dir/.mounts/<i>, and a
+// mount root that does not exist yet (0755: the sandbox process's user
+// must pass through it). It returns the roots, symlinks resolved.
+func prepareMountRoots(dir string, roots []string) ([]string, error) {
+	if len(roots) == 0 {
+		return nil, nil
+	}
+	base := filepath.Join(dir, mountsDir)
+	if err := os.Mkdir(base, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	if fi, err := os.Lstat(base); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", base)
+	}
+	if err := os.Chmod(base, 0o711); err != nil {
+		return nil, err
+	}
+	binds := make([]string, len(roots))
+	for i, root := range roots {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, fmt.Errorf("mount root: %w", err)
+		}
+		resolved, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			return nil, fmt.Errorf("mount root: %w", err)
+		}
+		if err := os.Mkdir(filepath.Join(base, strconv.Itoa(i)), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		binds[i] = resolved
+	}
+	return binds, nil
+}
+
+// startSandboxChild starts the runtime's binary as a sandbox process of
+// dir, with binds bound at dir/.mounts/<i>.
+func startSandboxChild(dir string, pn *podnet.Network, binds []string) (*sandboxChild, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -310,7 +359,7 @@ func startSandboxChild(dir string, pn *podnet.Network) (*sandboxChild, error) {
 		return nil, err
 	}
 	conn := fc.(*net.UnixConn)
-	cfg, _ := json.Marshal(sandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil}) // plain fields always marshal
+	cfg, _ := json.Marshal(sandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil, MountRoots: binds}) // plain fields always marshal
 	stderr := &tailBuffer{max: 4096}
 	cmd := &exec.Cmd{
 		Path:       exe,
@@ -527,7 +576,7 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 		ip = s.ip
 	}
 	return runSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
-		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip,
+		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip, Mounts: c.mapped,
 		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"syscall"
@@ -67,6 +68,20 @@ func wallIn(cfg sandboxConfig) error {
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("private mounts: %w", err)
+	}
+	// The mount roots, which are outside the chroot, bound inside it (in
+	// this mount namespace only: the host sees nothing), nosuid, nodev
+	// and noexec. A script reaches only its own mounts in them, each
+	// through an os.Root (shell_fs.go); the files' owners and modes do
+	// the rest, for this process's user.
+	for i, src := range cfg.MountRoots {
+		target := filepath.Join(cfg.Dir, mountPoint(i))
+		if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind mount %s: %w", src, err)
+		}
+		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("bind mount %s: %w", src, err)
+		}
 	}
 	if err := unix.Chroot(cfg.Dir); err != nil {
 		return fmt.Errorf("chroot %s: %w", cfg.Dir, err)
@@ -212,9 +227,9 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 	}
 	var mu sync.Mutex
 	stdout, stderr := frameWriter{mu: &mu, f: files[0], stream: 1}, frameWriter{mu: &mu, f: files[0], stream: 2}
-	root, err := os.OpenRoot(path.Join("/", path.Clean("/"+spec.Container), "rootfs"))
+	view, err := openView(spec)
 	if err != nil {
-		fmt.Fprintf(stderr, "sh: container root: %v\n", err)
+		fmt.Fprintf(stderr, "sh: %v\n", err)
 		closeFiles(files)
 		if f, ok := stdin.(*os.File); ok {
 			f.Close()
@@ -228,7 +243,7 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 		c.running.setLimits(spec.Limits.Pids, spec.Limits.Memory)
 	}
 	c.runs++
-	p := newProc(clock.RealClock{}, root, spec.Hostname, spec.Env, stdout, stderr, &c.running)
+	p := newProc(clock.RealClock{}, view, spec.Hostname, spec.Env, stdout, stderr, &c.running)
 	p.workDir = spec.WorkDir
 	p.net = &containerNet{podIP: spec.PodIP, direct: !s.noNet, netErr: ErrNoPodNetwork, fault: &c.fault}
 	if !spec.Interactive {
@@ -245,7 +260,7 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 			code = p.run(ctx, spec.Script, spec.Params)
 		}
 		cancel()
-		root.Close()
+		view.close()
 		closeFiles(files)
 		if f, ok := stdin.(*os.File); ok {
 			f.Close()
@@ -272,4 +287,18 @@ func (s *sandboxServer) exit(id string, code int, reason string) {
 	s.sent.Lock()
 	defer s.sent.Unlock()
 	_, _, _ = s.conn.WriteMsgUnix(b, nil, nil) // a runtime that is gone reads no exits
+}
+
+// openView opens the view of spec's container: its root and its mounts.
+func openView(spec runSpec) (*containerFS, error) {
+	root, err := os.OpenRoot(path.Join("/", path.Clean("/"+spec.Container), "rootfs"))
+	if err != nil {
+		return nil, fmt.Errorf("container root: %w", err)
+	}
+	mounts, err := openMounts(spec.Mounts, func(s mountSpec) string { return mountPoint(s.Root) })
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return newContainerFS(root, mounts), nil
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/utils/clock"
 	"mvdan.cc/sh/v3/expand"
@@ -26,8 +27,9 @@ import (
 // printenv, hostname, sh -c) are written in Go: proc.exec below runs them,
 // the longer ones in shell_utilities.go. Any other command is "not found"
 // (exit code 127) inside the container. Every file the script
-// opens, lists or tests is looked up in the container's root directory
-// through an os.Root, which refuses any path or symlink that leads out of it.
+// opens, lists or tests is looked up in the container's view: its mounts,
+// else its root directory (shell_fs.go), each through an os.Root, which
+// refuses any path or symlink that leads out of it.
 
 // ExitCodeNotFound is the exit code of a command the runtime does not
 // provide, as a shell reports it.
@@ -45,7 +47,7 @@ var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "ho
 // command run by ExecSync.
 type proc struct {
 	clock    clock.Clock
-	root     *os.Root
+	fs       *containerFS // its root and mounts (shell_fs.go)
 	hostname string
 	env      []string
 	workDir  string    // the script's starting directory in the container ("" is /)
@@ -96,8 +98,8 @@ type signals struct {
 	term     chan struct{}
 }
 
-func newProc(clk clock.Clock, root *os.Root, hostname string, env []string, stdout, stderr io.Writer, running *procTable) *proc {
-	return &proc{clock: clk, root: root, hostname: hostname, env: env, stdout: stdout, stderr: stderr, signals: &signals{term: make(chan struct{})}, running: running}
+func newProc(clk clock.Clock, view *containerFS, hostname string, env []string, stdout, stderr io.Writer, running *procTable) *proc {
+	return &proc{clock: clk, fs: view, hostname: hostname, env: env, stdout: stdout, stderr: stderr, signals: &signals{term: make(chan struct{})}, running: running}
 }
 
 // sigterm delivers SIGTERM. It reports whether the script traps it (a
@@ -191,7 +193,9 @@ func (p *proc) run(ctx context.Context, script string, params []string) (code in
 
 // testHookExec, if set, is called with each command's name before the
 // command runs (tests use it to make a command panic).
-var testHookExec func(name string)
+// Atomic: a container the test's runtime killed may still be running a
+// command when the test's cleanup takes the hook away.
+var testHookExec atomic.Pointer[func(name string)]
 
 // recoverInternal turns a panic of the interpreter (or of a utility) on the
 // script's goroutine into the end of that script alone, exit code 2, with
@@ -353,8 +357,8 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 func (p *proc) exec(ctx context.Context, args []string) error {
 	hc := interp.HandlerCtx(ctx)
 	name := utilityName(args[0])
-	if testHookExec != nil {
-		testHookExec(name)
+	if hook := testHookExec.Load(); hook != nil {
+		(*hook)(name)
 	}
 	switch name {
 	case lookupCommand:
@@ -402,13 +406,13 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		return p.cat(ctx, hc, args[1:])
 	case "touch":
 		return p.each(hc, args, func(rel string) error {
-			f, err := p.root.OpenFile(rel, os.O_CREATE|os.O_WRONLY, 0o644)
+			f, _, err := p.fs.OpenFile(rel, os.O_CREATE|os.O_WRONLY, 0o644)
 			if err != nil {
 				return err
 			}
 			f.Close()
 			now := p.clock.Now()
-			return p.root.Chtimes(rel, now, now)
+			return p.fs.Chtimes(rel, now, now)
 		})
 	case "rm":
 		force, recursive, files := false, false, []string{}
@@ -427,11 +431,11 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		return p.each(hc, append([]string{"rm"}, files...), func(rel string) error {
 			var err error
 			if recursive {
-				if _, err = p.root.Lstat(rel); err == nil {
-					err = p.root.RemoveAll(rel)
+				if _, err = p.fs.Lstat(rel); err == nil {
+					err = p.fs.RemoveAll(rel)
 				}
 			} else {
-				err = p.root.Remove(rel)
+				err = p.fs.Remove(rel)
 			}
 			if force && errors.Is(err, fs.ErrNotExist) {
 				return nil
@@ -443,9 +447,9 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		dirs := slices.DeleteFunc(slices.Clone(args[1:]), func(a string) bool { return a == "-p" })
 		return p.each(hc, append([]string{"mkdir"}, dirs...), func(rel string) error {
 			if parents {
-				return p.root.MkdirAll(rel, 0o755)
+				return p.fs.MkdirAll(rel, 0o755)
 			}
-			return p.root.Mkdir(rel, 0o755)
+			return p.fs.Mkdir(rel, 0o755)
 		})
 	case "ls":
 		return p.ls(hc, args[1:])
@@ -477,7 +481,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 			fmt.Fprintf(hc.Stderr, "%s: only %s -c SCRIPT is supported\n", name, name)
 			return interp.NewExitStatus(2)
 		}
-		sub := &proc{clock: p.clock, root: p.root, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running, net: p.net}
+		sub := &proc{clock: p.clock, fs: p.fs, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running, net: p.net}
 		code := sub.run(ctx, script, params)
 		if ctx.Err() != nil {
 			return ctx.Err()

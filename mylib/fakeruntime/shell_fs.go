@@ -7,13 +7,28 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"mvdan.cc/sh/v3/interp"
 )
 
-// The interpreter's file system: every name a script opens, lists, stats
-// or tests is looked up in the container's root through an os.Root.
+// The interpreter's file system: every name a script opens, lists, stats,
+// makes or removes is looked up in the container's view (containerFS),
+// through its mount table first, and each lookup ends in an os.Root.
+//
+// The mount table is the container's CRI mounts: a name at or under a
+// mount's container path is looked up in that mount (the longest path
+// wins, as the kernel's innermost mount does); any other name in the
+// container's root, its writable layer. A directory mount is an os.Root of
+// the directory: its symlinks are followed only inside it (the atomic
+// writer's ..data links are relative and inside, so they work; a link
+// that leads out is "path escapes from parent"). A file mount maps exactly
+// one name to one file, opened through an os.Root of the file's directory.
+// A read-only mount refuses every write, create, remove and mkdir with
+// EROFS, as a read-only bind mount does.
 
 // cause is the reason of a file error without the path, which would show
 // the root-relative name.
@@ -23,6 +38,261 @@ func cause(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// containerFS is a container's view of files: its root and its mounts.
+type containerFS struct {
+	root   *os.Root   // the container's "/": its writable layer
+	mounts []*fsMount // longest path first
+}
+
+// fsMount is one mount of the view.
+type fsMount struct {
+	path     string   // where it is in the container, relative to "/": "etc/config"
+	dir      *os.Root // a directory mount: its directory; a file mount: the file's directory
+	name     string   // a directory mount: "."; a file mount: the file's name in dir
+	readOnly bool
+}
+
+// newContainerFS is the view of root with mounts; it owns them (close).
+func newContainerFS(root *os.Root, mounts []*fsMount) *containerFS {
+	slices.SortStableFunc(mounts, func(a, b *fsMount) int { return len(b.path) - len(a.path) })
+	return &containerFS{root: root, mounts: mounts}
+}
+
+// close closes the root and the mounts.
+func (v *containerFS) close() {
+	v.root.Close()
+	for _, m := range v.mounts {
+		m.dir.Close()
+	}
+}
+
+// covers reports whether the mount holds name (relative to "/"); sub is
+// the name inside it ("" for the mount point itself).
+func (m *fsMount) covers(name string) (sub string, ok bool) {
+	if name == m.path {
+		return "", true
+	}
+	sub, ok = strings.CutPrefix(name, m.path+"/")
+	return sub, ok
+}
+
+// resolve finds where name (relative to "/", clean) lives: the os.Root and
+// the name in it, and its mount (nil: the writable layer).
+func (v *containerFS) resolve(op, name string) (*os.Root, string, *fsMount, error) {
+	for _, m := range v.mounts {
+		sub, ok := m.covers(name)
+		if !ok {
+			continue
+		}
+		if m.name != "." { // a file: nothing is under it
+			if sub != "" {
+				return nil, "", m, &fs.PathError{Op: op, Path: name, Err: syscall.ENOTDIR}
+			}
+			return m.dir, m.name, m, nil
+		}
+		if sub == "" {
+			sub = "."
+		}
+		return m.dir, sub, m, nil
+	}
+	return v.root, name, nil, nil
+}
+
+// writable is resolve for an operation that changes name: a read-only
+// mount refuses it.
+func (v *containerFS) writable(op, name string) (*os.Root, string, *fsMount, error) {
+	r, n, m, err := v.resolve(op, name)
+	if err == nil && m != nil && m.readOnly {
+		err = &fs.PathError{Op: op, Path: name, Err: syscall.EROFS}
+	}
+	return r, n, m, err
+}
+
+// busy refuses to remove a mount point or a directory holding one, as the
+// kernel does (EBUSY): removing it would not remove the mount.
+func (v *containerFS) busy(op, name string, all bool) error {
+	for _, m := range v.mounts {
+		if m.path == name || (all && (name == "." || strings.HasPrefix(m.path, name+"/"))) {
+			return &fs.PathError{Op: op, Path: name, Err: syscall.EBUSY}
+		}
+	}
+	return nil
+}
+
+// OpenFile opens name; inLayer says whether it is a file of the writable
+// layer (what it writes counts against the container's memory).
+func (v *containerFS) OpenFile(name string, flag int, perm os.FileMode) (f *os.File, inLayer bool, err error) {
+	resolve := v.resolve
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
+		resolve = v.writable
+	}
+	r, n, m, err := resolve("open", name)
+	if err != nil {
+		return nil, false, err
+	}
+	f, err = r.OpenFile(n, flag, perm)
+	return f, m == nil, err
+}
+
+// Open opens name for reading.
+func (v *containerFS) Open(name string) (*os.File, error) {
+	f, _, err := v.OpenFile(name, os.O_RDONLY, 0)
+	return f, err
+}
+
+// ReadFile reads name whole.
+func (v *containerFS) ReadFile(name string) ([]byte, error) {
+	r, n, _, err := v.resolve("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return r.ReadFile(n)
+}
+
+// Stat is os.Stat in the view.
+func (v *containerFS) Stat(name string) (fs.FileInfo, error) {
+	r, n, _, err := v.resolve("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := r.Stat(n)
+	if err != nil {
+		return nil, err
+	}
+	return named(fi, name), nil
+}
+
+// Lstat is os.Lstat in the view.
+func (v *containerFS) Lstat(name string) (fs.FileInfo, error) {
+	r, n, _, err := v.resolve("lstat", name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := r.Lstat(n)
+	if err != nil {
+		return nil, err
+	}
+	return named(fi, name), nil
+}
+
+// named gives the info of a mount's directory (whose name is ".") the
+// name the script asked for.
+func named(fi fs.FileInfo, name string) fs.FileInfo {
+	if fi.Name() != "." || name == "." {
+		return fi
+	}
+	return namedInfo{fi, path.Base(name)}
+}
+
+// namedInfo is a FileInfo under another name.
+type namedInfo struct {
+	fs.FileInfo
+	name string
+}
+
+func (i namedInfo) Name() string { return i.name }
+
+// Readlink is os.Readlink in the view.
+func (v *containerFS) Readlink(name string) (string, error) {
+	r, n, _, err := v.resolve("readlink", name)
+	if err != nil {
+		return "", err
+	}
+	return r.Readlink(n)
+}
+
+// Mkdir is os.Mkdir in the view.
+func (v *containerFS) Mkdir(name string, perm os.FileMode) error {
+	r, n, _, err := v.writable("mkdir", name)
+	if err != nil {
+		return err
+	}
+	return r.Mkdir(n, perm)
+}
+
+// MkdirAll is os.MkdirAll in the view: a directory that exists is
+// success, even in a read-only mount (as mkdir -p).
+func (v *containerFS) MkdirAll(name string, perm os.FileMode) error {
+	if fi, err := v.Stat(name); err == nil && fi.IsDir() {
+		return nil
+	}
+	r, n, _, err := v.writable("mkdir", name)
+	if err != nil {
+		return err
+	}
+	return r.MkdirAll(n, perm)
+}
+
+// Remove is os.Remove in the view.
+func (v *containerFS) Remove(name string) error {
+	if err := v.busy("remove", name, false); err != nil {
+		return err
+	}
+	r, n, _, err := v.writable("remove", name)
+	if err != nil {
+		return err
+	}
+	return r.Remove(n)
+}
+
+// RemoveAll is os.RemoveAll in the view; a directory that holds a mount
+// point is busy, and nothing of it is removed.
+func (v *containerFS) RemoveAll(name string) error {
+	if err := v.busy("remove", name, true); err != nil {
+		return err
+	}
+	r, n, _, err := v.writable("remove", name)
+	if err != nil {
+		return err
+	}
+	return r.RemoveAll(n)
+}
+
+// Chtimes is os.Chtimes in the view.
+func (v *containerFS) Chtimes(name string, atime, mtime time.Time) error {
+	r, n, _, err := v.writable("chtimes", name)
+	if err != nil {
+		return err
+	}
+	return r.Chtimes(n, atime, mtime)
+}
+
+// ReadDir lists the directory name, sorted by name. A mount point in it
+// shows what is mounted there (as the kernel shows the mounted directory),
+// even if no mount point exists underneath (a mount inside a mount).
+func (v *containerFS) ReadDir(name string) ([]fs.FileInfo, error) {
+	r, n, _, err := v.resolve("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	d, err := r.Open(n)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := d.Readdir(-1)
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range v.mounts {
+		if path.Dir(m.path) != name {
+			continue
+		}
+		fi, err := m.dir.Stat(m.name)
+		if err != nil {
+			continue // a mount whose file is gone shows its mount point, if any
+		}
+		mi := namedInfo{fi, path.Base(m.path)}
+		if i := slices.IndexFunc(infos, func(i fs.FileInfo) bool { return i.Name() == mi.name }); i >= 0 {
+			infos[i] = mi
+		} else {
+			infos = append(infos, mi)
+		}
+	}
+	slices.SortFunc(infos, func(a, b fs.FileInfo) int { return strings.Compare(a.Name(), b.Name()) })
+	return infos, nil
 }
 
 // rel turns a path as the script sees it (absolute, or relative to dir)
@@ -51,38 +321,52 @@ func (p *proc) open(ctx context.Context, name string, flag int, perm os.FileMode
 	if src, ok := strings.CutPrefix(name, sourceMarker); ok {
 		return p.openSource(ctx, src)
 	}
-	f, err := p.root.OpenFile(p.rel(p.dir(ctx), name), flag, perm)
+	f, inLayer, err := p.fs.OpenFile(p.rel(p.dir(ctx), name), flag, perm)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: cause(err)}
 	}
-	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+	// What a script writes into a mount is the volume's, not the
+	// container's: it does not count against the container's memory. (An
+	// emptyDir's sizeLimit is for the kubelet's eviction manager to
+	// enforce, by measuring the volume's directory.)
+	if inLayer && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 		return meteredFile{f, p}, nil
 	}
 	return f, nil
 }
 
 func (p *proc) readDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
-	d, err := p.root.Open(p.rel(p.dir(ctx), name))
+	infos, err := p.fs.ReadDir(p.rel(p.dir(ctx), name))
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	return d.ReadDir(-1)
+	entries := make([]fs.DirEntry, len(infos))
+	for i, fi := range infos {
+		entries[i] = fs.FileInfoToDirEntry(fi)
+	}
+	return entries, nil
 }
 
 func (p *proc) stat(ctx context.Context, name string, followSymlinks bool) (fs.FileInfo, error) {
 	if followSymlinks {
-		return p.root.Stat(p.rel(p.dir(ctx), name))
+		return p.fs.Stat(p.rel(p.dir(ctx), name))
 	}
-	return p.root.Lstat(p.rel(p.dir(ctx), name))
+	return p.fs.Lstat(p.rel(p.dir(ctx), name))
 }
 
 // access allows what exists, and execution only of directories (to cd):
-// there are no programs to execute.
+// there are no programs to execute. Nothing in a read-only mount is
+// writable.
 func (p *proc) access(ctx context.Context, name string, mode interp.AccessMode) error {
-	fi, err := p.root.Stat(p.rel(p.dir(ctx), name))
+	rel := p.rel(p.dir(ctx), name)
+	fi, err := p.fs.Stat(rel)
 	if err != nil {
 		return err
+	}
+	if mode&interp.AccessWrite != 0 {
+		if _, _, _, err := p.fs.writable("access", rel); err != nil {
+			return err
+		}
 	}
 	if mode&interp.AccessExec != 0 && !fi.IsDir() {
 		return fs.ErrPermission

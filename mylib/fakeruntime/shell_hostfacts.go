@@ -85,7 +85,7 @@ func (e *containerEnv) Get(name string) expand.Variable {
 // homeOf is user's home directory as the container's /etc/passwd says, or
 // "~user" if it does not know the user.
 func (p *proc) homeOf(user string) string {
-	if f, err := p.root.Open("etc/passwd"); err == nil {
+	if f, err := p.fs.Open("etc/passwd"); err == nil {
 		defer f.Close()
 		sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
 		for sc.Scan() {
@@ -118,7 +118,7 @@ func (p *proc) physicalDir(dir string) string {
 			continue
 		}
 		next := path.Join(cur, part)
-		fi, err := p.root.Lstat(p.rel("/", next))
+		fi, err := p.fs.Lstat(p.rel("/", next))
 		if err != nil {
 			return dir
 		}
@@ -129,7 +129,7 @@ func (p *proc) physicalDir(dir string) string {
 		if links++; links > maxSymlinks {
 			return dir
 		}
-		target, err := p.root.Readlink(p.rel("/", next))
+		target, err := p.fs.Readlink(p.rel("/", next))
 		if err != nil {
 			return dir
 		}
@@ -159,7 +159,7 @@ func (p *proc) sourcePath(hc interp.HandlerContext, name string) string {
 			dir = "."
 		}
 		candidate := p.abs(hc.Dir, path.Join(dir, name))
-		if fi, err := p.root.Stat(p.rel("/", candidate)); err == nil && fi.Mode().IsRegular() {
+		if fi, err := p.fs.Stat(p.rel("/", candidate)); err == nil && fi.Mode().IsRegular() {
 			return candidate
 		}
 	}
@@ -177,7 +177,7 @@ func (p *proc) abs(dir, name string) string {
 // openSource opens a file for . or source: the script, parsed as POSIX
 // sh and rewritten as every script is (parseScript).
 func (p *proc) openSource(ctx context.Context, name string) (io.ReadWriteCloser, error) {
-	b, err := p.root.ReadFile(p.rel("/", name))
+	b, err := p.fs.ReadFile(p.rel("/", name))
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: cause(err)}
 	}

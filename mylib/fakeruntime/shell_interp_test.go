@@ -40,12 +40,13 @@ func TestNestedShThatExitsZeroDoesNotCrash(t *testing.T) {
 }
 
 func TestPanicEndsOnlyItsContainer(t *testing.T) {
-	testHookExec = func(name string) {
+	hook := func(name string) {
 		if name == "boom" {
 			panic("boom: a bug in a utility\nwith a second line")
 		}
 	}
-	t.Cleanup(func() { testHookExec = nil })
+	testHookExec.Store(&hook)
+	t.Cleanup(func() { testHookExec.Store(nil) })
 	r, _ := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)
 	bystander := createContainer(t, r, sb, "bystander", "sleep", "3600")
@@ -254,12 +255,13 @@ true & wait $!; echo "wait=$?"`)
 
 func TestDefaultPodPidsLimit(t *testing.T) {
 	var peak atomic.Int64
-	testHookExec = func(name string) {
+	hook := func(name string) {
 		if name == "hostname" {
 			peak.Store(int64(runtime.NumGoroutine()))
 		}
 	}
-	t.Cleanup(func() { testHookExec = nil })
+	testHookExec.Store(&hook)
+	t.Cleanup(func() { testHookExec.Store(nil) })
 	r := fixtureConfig(t, Config{})
 	sb := runSandbox(t, r, "web", "uid-1", nil)
 	c := createContainer(t, r, sb, "app", "sleep", "3600")

@@ -209,7 +209,9 @@ func (p *proc) checkLimits(ctx context.Context) error {
 	return nil
 }
 
-func (p *proc) rootUsage() fsRoot { return rootUsage{p.root.FS()} }
+// rootUsage measures the writable layer only: the mounts are volumes,
+// which the container's memory does not count.
+func (p *proc) rootUsage() fsRoot { return rootUsage{p.fs.root.FS()} }
 
 // meteredFile counts the bytes written to a file of the writable layer
 // against the container's memory.

@@ -20,7 +20,9 @@ func waitDone(t *testing.T, r *Runtime, id string) {
 	r.mu.Lock()
 	done := r.containers[id].done
 	r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A bound for a script that never ends, not a measure: generous, for a
+	// doubling variable under -race on a loaded machine (10 s was not).
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	select {
 	case <-done:

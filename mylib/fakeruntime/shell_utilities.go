@@ -185,7 +185,7 @@ func (p *proc) ls(hc interp.HandlerContext, args []string) error {
 	failed := false
 	for _, name := range paths {
 		rel := p.rel(hc.Dir, name)
-		fi, err := p.root.Stat(rel)
+		fi, err := p.fs.Stat(rel)
 		if err != nil {
 			fmt.Fprintf(hc.Stderr, "ls: %s: %v\n", name, cause(err))
 			failed = true
@@ -217,14 +217,7 @@ func (p *proc) ls(hc interp.HandlerContext, args []string) error {
 }
 
 func (p *proc) readInfos(rel string) ([]fs.FileInfo, error) {
-	d, err := p.root.Open(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	infos, err := d.Readdir(-1)
-	slices.SortFunc(infos, func(a, b fs.FileInfo) int { return strings.Compare(a.Name(), b.Name()) })
-	return infos, err
+	return p.fs.ReadDir(rel) // sorted by name
 }
 
 // each runs fn on each operand of a file utility (args[0] is its name),

@@ -153,7 +153,7 @@ func (r *Runtime) checkStreamRequest(call, id string, o StreamOptions) error {
 	if err != nil {
 		return err
 	}
-	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || c.root == nil {
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || c.fs == nil {
 		return status.Errorf(codes.FailedPrecondition, "%s %s: container is %s, not running", call, short(c.id), c.state)
 	}
 	return nil

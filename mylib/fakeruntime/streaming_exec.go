@@ -28,7 +28,7 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 		r.mu.Unlock()
 		return 0, err
 	}
-	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || c.root == nil {
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || c.fs == nil {
 		r.mu.Unlock()
 		return 0, status.Errorf(codes.FailedPrecondition, "Exec %s: container is %s, not running", short(c.id), c.state)
 	}
@@ -39,7 +39,7 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 			stdin = newLineDiscipline(stdin, stdout)
 		}
 	}
-	p := newProc(r.clock, c.root, c.hostname, c.env, stdout, stderr, &c.running)
+	p := newProc(r.clock, c.fs, c.hostname, c.env, stdout, stderr, &c.running)
 	p.workDir = c.workDir
 	p.stdin = stdin
 	var spec runSpec
