@@ -157,7 +157,7 @@ func TestTerminationMessageFallbackToLogsOnError(t *testing.T) {
 	s.Reason = "ContainerCannotRun"
 	assert.Empty(t, m.toKubeContainerStatus(s).Message, "a container that could not start has no log")
 
-	// No file at all (a kubelet that mounts nothing): the log too.
+	// No file at all (the helper gave no container directory): the log too.
 	s = exitedCRI(2, v1.TerminationMessageFallbackToLogsOnError, filepath.Join(t.TempDir(), "missing"), log)
 	assert.Equal(t, want, m.toKubeContainerStatus(s).Message)
 }
