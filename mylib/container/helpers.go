@@ -3,10 +3,15 @@ package container
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
+	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/volume"
 )
 
 // EnvVar is one environment variable of a container to run.
@@ -15,11 +20,70 @@ type EnvVar struct {
 	Value string
 }
 
+// Mount is one file or directory of the node mapped into a container
+// (upstream's kubecontainer.Mount, without propagation, SELinux or image
+// volumes).
+type Mount struct {
+	// Name is the volume's name, or "k8s-managed-etc-hosts".
+	Name string
+	// ContainerPath is where the container sees it (absolute).
+	ContainerPath string
+	// HostPath is the node's file or directory (absolute, under the
+	// kubelet's root directory).
+	HostPath string
+	ReadOnly bool
+}
+
 // RunContainerOptions is what the kubelet computes for a container before
-// the runtime creates it. Upstream also carries mounts, devices and the
-// like; this kubelet mounts nothing.
+// the runtime creates it. Upstream also carries devices, annotations and
+// the like.
 type RunContainerOptions struct {
 	Envs []EnvVar
+	// Mounts are the container's volume mounts and /etc/hosts.
+	Mounts []Mount
+	// PodContainerDir is <pod dir>/containers/<container name>, where the
+	// runtime manager creates the termination-message file; "": none.
+	PodContainerDir string
+}
+
+// VolumeInfo is one mounted volume of a pod, as the volume manager hands
+// it to the kubelet (upstream's kubecontainer.VolumeInfo, without the
+// block-volume and SELinux fields).
+type VolumeInfo struct {
+	// Mounter's GetPath is the volume's directory on the node.
+	Mounter volume.Mounter
+	// ReadOnly: the pod's volume source says so (e.g. a PVC's readOnly).
+	ReadOnly bool
+}
+
+// VolumeMap is a pod's mounted volumes by their name in the pod spec.
+type VolumeMap map[string]VolumeInfo
+
+// ExpandContainerVolumeMounts expands a volumeMount's subPathExpr with the
+// container's environment, as upstream: a $(VAR) that is not set, or is
+// empty, is an error naming it.
+func ExpandContainerVolumeMounts(mount v1.VolumeMount, envs []EnvVar) (string, error) {
+	vars := make(map[string]string, len(envs))
+	for _, e := range envs {
+		vars[e.Name] = e.Value
+	}
+	missing := map[string]bool{}
+	expanded := Expand(mount.SubPathExpr, func(key string) string {
+		v := vars[key]
+		if v == "" {
+			missing[key] = true
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		keys := make([]string, 0, len(missing))
+		for k := range missing {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return "", fmt.Errorf("missing value for %s", strings.Join(keys, ", "))
+	}
+	return expanded, nil
 }
 
 // RuntimeHelper is what the runtime manager asks the kubelet about a pod:

@@ -52,3 +52,15 @@ func TestShouldContainerBeRestarted(t *testing.T) {
 		})
 	}
 }
+
+func TestExpandContainerVolumeMountsNamesMissingVariables(t *testing.T) {
+	envs := []EnvVar{{Name: "POD_NAME", Value: "web"}, {Name: "EMPTY", Value: ""}}
+	got, err := ExpandContainerVolumeMounts(v1.VolumeMount{SubPathExpr: "logs/$(POD_NAME)/$$x"}, envs)
+	if err != nil || got != "logs/web/$x" {
+		t.Fatalf("got %q, %v; want logs/web/$x", got, err)
+	}
+	_, err = ExpandContainerVolumeMounts(v1.VolumeMount{SubPathExpr: "$(ZED)/$(EMPTY)/$(POD_NAME)"}, envs)
+	if err == nil || err.Error() != "missing value for EMPTY, ZED" {
+		t.Fatalf("got %v; want: missing value for EMPTY, ZED", err)
+	}
+}

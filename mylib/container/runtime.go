@@ -216,6 +216,19 @@ type Status struct {
 	// counts restarts by the attempt number it wrote there.
 	RestartCount int
 	// Reason and Message explain the state, e.g. "Error", "Completed", "OOMKilled".
+	// For an exited container Message ends with its termination message.
 	Reason  string
 	Message string
 }
+
+// The termination message's limits, upstream's.
+const (
+	// MaxContainerTerminationMessageLength is the most of a container's
+	// termination-message file that is read: its last 4 KiB.
+	MaxContainerTerminationMessageLength = 1024 * 4
+	// MaxContainerTerminationMessageLogLength is the most of its log that
+	// FallbackToLogsOnError takes: the last 2 KiB...
+	MaxContainerTerminationMessageLogLength = 1024 * 2
+	// MaxContainerTerminationMessageLogLines ...of its last 80 lines.
+	MaxContainerTerminationMessageLogLines = 80
+)

@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,12 +27,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/network/dns"
 	"mykubelet/mylib/status"
 )
 
@@ -574,7 +578,8 @@ func containerResourceRuntimeValue(fs *v1.ResourceFieldSelector, container *v1.C
 
 // PodRuntimeHelper is what the runtime manager asks the kubelet about a
 // pod (kubecontainer.RuntimeHelper): the environment from the API with the
-// node's credentials, the hostname from the pod.
+// node's credentials, the mounts from the volume manager, the DNS from the
+// DNS configurer, the hostname from the pod.
 type PodRuntimeHelper struct {
 	// Client reads ConfigMaps and Secrets: the node's credentials.
 	Client kubernetes.Interface
@@ -584,22 +589,63 @@ type PodRuntimeHelper struct {
 	NodeAllocatable v1.ResourceList
 	// ClusterDomain for a pod with a subdomain; "cluster.local" if empty.
 	ClusterDomain string
+	// Volumes are the pod's mounted volumes (the volume manager's
+	// GetMountedVolumesForPod). nil: containers mount nothing, not even
+	// /etc/hosts or a termination-message file. Needs PodDir.
+	Volumes func(*v1.Pod) kubecontainer.VolumeMap
+	// PodDir is the pod's directory, <root>/pods/<uid>: its etc-hosts,
+	// its containers' termination-message files, its subPath links.
+	PodDir func(types.UID) string
+	// DNS computes the sandbox's resolver configuration; nil leaves it
+	// to the runtime.
+	DNS *dns.Configurer
 }
 
 var _ kubecontainer.RuntimeHelper = (*PodRuntimeHelper)(nil)
 
-// GenerateRunContainerOptions computes the container's environment.
+// GenerateRunContainerOptions computes the container's environment and,
+// with Volumes, its mounts (makeMounts) and the directory of its
+// termination-message file.
 func (h *PodRuntimeHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, container *v1.Container, podIP string, podIPs []string) (*kubecontainer.RunContainerOptions, error) {
 	envs, err := makeEnvironmentVariables(ctx, h.Client, pod, container, podIP, podIPs, h.HostIPs, h.NodeAllocatable)
 	if err != nil {
 		return nil, err
 	}
-	return &kubecontainer.RunContainerOptions{Envs: envs}, nil
+	opts := &kubecontainer.RunContainerOptions{Envs: envs}
+	if h.Volumes == nil {
+		return opts, nil
+	}
+	if h.PodDir == nil {
+		return nil, fmt.Errorf("kubelet: PodRuntimeHelper.Volumes needs PodDir")
+	}
+	hostName, hostDomain, err := h.GeneratePodHostNameAndDomain(pod)
+	if err != nil {
+		return nil, err
+	}
+	podDir := h.PodDir(pod.UID)
+	if opts.Mounts, err = makeMounts(pod, podDir, container, hostName, hostDomain, podIPs, h.Volumes(pod), envs); err != nil {
+		return nil, err
+	}
+	if container.TerminationMessagePath != "" && len(utilvalidation.IsDNS1123Label(container.Name)) == 0 {
+		// 0755: the sandbox's user (65534) goes through it to the file.
+		p := getPodContainerDir(podDir, container.Name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			klog.ErrorS(err, "Error on creating dir", "path", p) // as upstream: the container runs without the file
+		} else {
+			opts.PodContainerDir = p
+		}
+	}
+	return opts, nil
 }
 
-// GetPodDNS leaves DNS to the runtime: this kubelet has no cluster DNS
-// settings yet.
-func (h *PodRuntimeHelper) GetPodDNS(*v1.Pod) (*runtimeapi.DNSConfig, error) { return nil, nil }
+// GetPodDNS is the sandbox's DNS configuration from DNS; nil (no
+// Configurer) leaves it to the runtime.
+func (h *PodRuntimeHelper) GetPodDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
+	if h.DNS == nil {
+		return nil, nil
+	}
+	return h.DNS.GetPodDNS(pod)
+}
 
 // GeneratePodHostNameAndDomain is the pod's hostname (spec.hostname, or its
 // name cut to 63 characters) and, with a subdomain,

@@ -9,9 +9,11 @@
 //     sandbox first, init containers one at a time each to completion,
 //     then the containers the restartPolicy says should run;
 //   - kuberuntime_sandbox.go, kuberuntime_container.go,
-//     kuberuntime_image.go: the sandbox and container configs, the
-//     container's start and stop, images by imagePullPolicy with the pod's
-//     imagePullSecrets as auth;
+//     kuberuntime_image.go: the sandbox and container configs (with the
+//     container's mounts and its termination-message file), the
+//     container's start and stop, its termination message after it exits
+//     (the file, or the log's tail), images by imagePullPolicy with the
+//     pod's imagePullSecrets as auth;
 //   - labels.go: the labels and annotations written on sandboxes and
 //     containers and read back by GetPodStatus;
 //   - kuberuntime_backoff.go: CrashLoopBackOff (NewCrashLoopBackOff,
@@ -30,7 +32,11 @@
 //	result := m.SyncPod(ctx, pod, podStatus, pullSecrets, backOff)
 //
 // Where it departs from upstream, and why (one line each):
-//   - no volumes or mounts: this kubelet has no volume manager;
+//   - mounts are the kubelet's (volumes, /etc/hosts) and the
+//     termination-message file, without propagation, SELinux or image
+//     volumes; the termination message is read without following a
+//     symlink, and upstream's pod-wide cap on messages (12 KiB) is not
+//     applied;
 //   - no sidecar (restartable) init containers, ephemeral containers,
 //     httpGet lifecycle hooks or in-place resize: not needed to run a pod;
 //   - no security context, cgroup parent or seccomp in the configs: the

@@ -1,14 +1,20 @@
 package kuberuntime
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"k8s.io/client-go/util/flowcontrol"
+	"io"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 
 	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
@@ -59,10 +65,10 @@ func errMessage(err error) string {
 }
 
 // generateContainerConfig builds the container's CRI config: its command
-// and args with $(VAR) expanded, environment, working directory, labels,
-// annotations, log path <container>/<attempt>.log and resources (memory
-// limit, CPU shares and quota). Unlike upstream there are no mounts,
-// devices or security context.
+// and args with $(VAR) expanded, environment, mounts (with the
+// termination-message file), working directory, labels, annotations, log
+// path <container>/<attempt>.log and resources (memory limit, CPU shares
+// and quota). Unlike upstream there are no devices or security context.
 func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Container, pod *v1.Pod, restartCount int, podIP, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
 	opts, err := m.helper.GenerateRunContainerOptions(ctx, pod, container, podIP, podIPs)
 	if err != nil {
@@ -90,7 +96,40 @@ func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Con
 	for _, e := range opts.Envs {
 		config.Envs = append(config.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
+	config.Mounts = makeMounts(opts, container)
 	return config, nil
+}
+
+// makeMounts turns the kubelet's mounts into CRI mounts and, when the
+// kubelet gave the container a directory (opts.PodContainerDir), adds the
+// termination-message file: a new empty file there, mode 0666 so that
+// whatever user the container runs as may write it, mounted at
+// terminationMessagePath. The runtime manager makes it, not the kubelet,
+// as upstream: each start gets its own file, named at random.
+func makeMounts(opts *kubecontainer.RunContainerOptions, container *v1.Container) []*runtimeapi.Mount {
+	var mounts []*runtimeapi.Mount
+	for _, m := range opts.Mounts {
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: m.ContainerPath, HostPath: m.HostPath, Readonly: m.ReadOnly})
+	}
+	if opts.PodContainerDir == "" || container.TerminationMessagePath == "" {
+		return mounts
+	}
+	path := filepath.Join(opts.PodContainerDir, fmt.Sprintf("%08x", rand.Uint32()))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	if err != nil {
+		// As upstream: the container runs without it.
+		klog.ErrorS(err, "Error on creating termination-log file", "path", path)
+		return mounts
+	}
+	f.Close()
+	if err := os.Chmod(path, 0o666); err != nil { // past the umask
+		klog.ErrorS(err, "Unable to set termination-log file permissions", "path", path)
+	}
+	containerPath := container.TerminationMessagePath
+	if !filepath.IsAbs(containerPath) {
+		containerPath = "/" + containerPath
+	}
+	return append(mounts, &runtimeapi.Mount{ContainerPath: containerPath, HostPath: path})
 }
 
 // startContainer pulls the image, creates the container and starts it,
@@ -241,4 +280,128 @@ func (m *Manager) doBackOff(pod *v1.Pod, container *v1.Container, podStatus *kub
 	}
 	backOff.Next(key, cs.FinishedAt)
 	return false, "", nil
+}
+
+// getTerminationMessage reads the container's termination-message file:
+// the host side of its mount at terminationMessagePath (the last such
+// mount: the kubelet adds it after the volumes), at most its last
+// MaxContainerTerminationMessageLength bytes. checkLogs says the log's
+// tail is to be used instead: fallbackToLogs and no file, or an empty one.
+func getTerminationMessage(status *runtimeapi.ContainerStatus, terminationMessagePath string, fallbackToLogs bool) (message string, checkLogs bool) {
+	if terminationMessagePath == "" {
+		return "", fallbackToLogs
+	}
+	if !filepath.IsAbs(terminationMessagePath) {
+		terminationMessagePath = "/" + terminationMessagePath
+	}
+	mounts := status.GetMounts()
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if mounts[i].GetContainerPath() != terminationMessagePath {
+			continue
+		}
+		path := mounts[i].GetHostPath()
+		data, err := readFileTail(path, kubecontainer.MaxContainerTerminationMessageLength)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return "", fallbackToLogs
+			}
+			return fmt.Sprintf("Error on reading termination log %s: %v", path, err), false
+		}
+		return string(data), fallbackToLogs && len(data) == 0
+	}
+	return "", fallbackToLogs
+}
+
+// readFileTail is the last limit bytes of the regular file at path. It
+// follows no symlink and opens nothing but a regular file: the file is
+// the container's to write, and the kubelet reads it as root.
+func readFileTail(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	offset := max(fi.Size()-limit, 0)
+	return io.ReadAll(io.NewSectionReader(f, offset, limit))
+}
+
+// maxLogTailRead bounds how far back readLastStringFromContainerLogs
+// looks for its lines: 80 CRI log lines of at most 16 KiB of text each.
+const maxLogTailRead = kubecontainer.MaxContainerTerminationMessageLogLines * (16*1024 + 64)
+
+// readLastStringFromContainerLogs is the text of the last
+// MaxContainerTerminationMessageLogLines lines of the container's CRI log
+// at path (stdout and stderr alike), at most its last
+// MaxContainerTerminationMessageLogLength bytes, as upstream.
+func readLastStringFromContainerLogs(path string) string {
+	lines, err := tailFileLines(path, kubecontainer.MaxContainerTerminationMessageLogLines, maxLogTailRead)
+	if err != nil {
+		return fmt.Sprintf("Error on reading termination message from logs: %v", err)
+	}
+	var text []byte
+	for _, l := range lines {
+		// <RFC3339Nano time> <stdout|stderr> <F|P> <text>; a line that
+		// does not parse is skipped, as upstream's log reader does.
+		parts := bytes.SplitN(l, []byte{' '}, 4)
+		if len(parts) < 3 || len(parts[2]) == 0 {
+			continue
+		}
+		if len(parts) == 4 {
+			text = append(text, parts[3]...)
+		}
+		if parts[2][0] != 'P' { // a full line; a partial one continues on the next
+			text = append(text, '\n')
+		}
+	}
+	if n := len(text) - kubecontainer.MaxContainerTerminationMessageLogLength; n > 0 {
+		text = text[n:]
+	}
+	return string(text)
+}
+
+// tailFileLines is the last n lines of the file at path (without their
+// newlines), reading backwards no further than limit bytes.
+func tailFileLines(path string, n int, limit int64) ([][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	const block = 4096
+	var data []byte
+	off := fi.Size()
+	for off > 0 && fi.Size()-off < limit && bytes.Count(data, []byte{'\n'}) <= n {
+		step := min(int64(block), off)
+		off -= step
+		chunk := make([]byte, step, step+int64(len(data)))
+		if _, err := f.ReadAt(chunk, off); err != nil && err != io.EOF {
+			return nil, err
+		}
+		data = append(chunk, data...)
+	}
+	if off > 0 { // the first line read may be the end of a longer one
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		}
+	}
+	data = bytes.TrimSuffix(data, []byte{'\n'})
+	if len(data) == 0 {
+		return nil, nil
+	}
+	lines := bytes.Split(data, []byte{'\n'})
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines, nil
 }

@@ -37,6 +37,10 @@ func getContainerInfoFromLabels(labels map[string]string) labeledContainerInfo {
 type annotatedContainerInfo struct {
 	Hash         uint64
 	RestartCount int
+	// TerminationMessagePath and TerminationMessagePolicy are the
+	// container's, for reading its termination message after it exits.
+	TerminationMessagePath   string
+	TerminationMessagePolicy v1.TerminationMessagePolicy
 }
 
 func getContainerInfoFromAnnotations(annotations map[string]string) annotatedContainerInfo {
@@ -47,6 +51,8 @@ func getContainerInfoFromAnnotations(annotations map[string]string) annotatedCon
 	if v, ok := annotations[kubetypes.ContainerRestartCountAnnotation]; ok {
 		info.RestartCount, _ = strconv.Atoi(v) // malformed: 0, as upstream
 	}
+	info.TerminationMessagePath = annotations[kubetypes.ContainerTerminationMessagePathAnnotation]
+	info.TerminationMessagePolicy = v1.TerminationMessagePolicy(annotations[kubetypes.ContainerTerminationMessagePolicyAnnotation])
 	return info
 }
 

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -200,9 +201,9 @@ func Connect(ctx context.Context, endpoint string, clk clock.Clock, opts ...Opti
 //     (and started again by the restart policy); nil: no probes;
 //   - podLogsDirectory is where pods' log directories are made ("":
 //     DefaultPodLogsDirectory);
-//   - runtimeHelper computes each container's environment and the pod's
-//     hostname and DNS; nil: literal env values only, the pod's name as
-//     hostname and the runtime's DNS;
+//   - runtimeHelper computes each container's environment and mounts and
+//     the pod's hostname and DNS; nil: literal env values only, no mounts,
+//     the pod's name as hostname and the runtime's DNS;
 //   - runtimeHandler is the CRI runtime handler of sandboxes ("": the
 //     runtime's default).
 //
@@ -483,6 +484,21 @@ func (m *Manager) toKubeContainerStatus(s *runtimeapi.ContainerStatus) *kubecont
 		cs.ExitCode = int(s.ExitCode)
 		cs.Reason = s.Reason
 		cs.Message = s.Message
+		// The termination message: the file's, or with
+		// FallbackToLogsOnError after a failure the log's tail (not for a
+		// container that could not even start: it has no log).
+		fallbackToLogs := annotated.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError &&
+			cs.ExitCode != 0 && cs.Reason != "ContainerCannotRun"
+		msg, checkLogs := getTerminationMessage(s, annotated.TerminationMessagePath, fallbackToLogs)
+		if checkLogs {
+			msg = readLastStringFromContainerLogs(s.GetLogPath())
+		}
+		if msg != "" {
+			if cs.Message != "" {
+				cs.Message += ": "
+			}
+			cs.Message += msg
+		}
 	}
 	return cs
 }
