@@ -5,9 +5,10 @@
 // subpackages (emptydir, configmap, secret, projected, downwardapi,
 // hostpath); the volume manager (mylib/volumemanager) calls them.
 //
-// Where it departs from upstream, and why: there is no attach, detach,
-// device or block volume (a node of this course is controller-managed and
-// has no disks: the attach/detach controller would do that part); a
+// Where it departs from upstream, and why: attach, detach, devices and
+// block volumes are left out (a node of this course is controller-managed,
+// so the attach/detach controller would do that part, and it has no
+// disks); a
 // Mounter writes files into a directory under the kubelet's root
 // directory and the runtime maps that directory into the container (no
 // mount(2), no tmpfs: the runtime is a mock).
