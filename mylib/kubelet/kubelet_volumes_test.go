@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,4 +186,116 @@ func TestOrphanedPodDirsGoOnceTheirVolumesAreDown(t *testing.T) {
 func TestVolumesNeedRunContainersAndARootDirectory(t *testing.T) {
 	_, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Pods: &PodsConfig{Updates: make(chan kubetypes.PodUpdate), Runtime: emptyRuntime{}, Volumes: true}})
 	assert.EqualError(t, err, "kubelet: Config.Pods.Volumes needs RunContainers (volumes are for containers)")
+}
+
+// podRegistry records what the managers are told.
+type podRegistry struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (r *podRegistry) add(s string) { r.mu.Lock(); defer r.mu.Unlock(); r.log = append(r.log, s) }
+func (r *podRegistry) lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.log...)
+}
+
+type fakeConfigMaps struct{ *podRegistry }
+
+func (f fakeConfigMaps) GetConfigMap(string, string) (*v1.ConfigMap, error) { return nil, nil }
+func (f fakeConfigMaps) RegisterPod(p *v1.Pod)                              { f.add("configmaps register " + p.Name) }
+func (f fakeConfigMaps) UnregisterPod(p *v1.Pod)                            { f.add("configmaps unregister " + p.Name) }
+
+type fakeSecrets struct{ *podRegistry }
+
+func (f fakeSecrets) GetSecret(string, string) (*v1.Secret, error) { return nil, nil }
+func (f fakeSecrets) RegisterPod(p *v1.Pod)                        { f.add("secrets register " + p.Name) }
+func (f fakeSecrets) UnregisterPod(p *v1.Pod)                      { f.add("secrets unregister " + p.Name) }
+
+type fakeTokens struct{ *podRegistry }
+
+func (f fakeTokens) GetServiceAccountToken(string, string, *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return nil, nil
+}
+func (f fakeTokens) DeleteServiceAccountToken(uid types.UID) { f.add("tokens delete " + string(uid)) }
+
+func volumePod(name string, source v1.VolumeSource) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name)}, Spec: v1.PodSpec{
+		Volumes:    []v1.Volume{{Name: "data", VolumeSource: source}},
+		Containers: []v1.Container{{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/d"}}}}}}
+}
+
+// TestSyncPodVolumesAsUpstream: SyncPod's part registers the pod, makes its
+// directories and records upstream's FailedMount when a volume cannot be
+// processed; a wait cut short records nothing; SyncTerminatedPod's part
+// waits for the unmount, then the managers forget the pod.
+func TestSyncPodVolumesAsUpstream(t *testing.T) {
+	kl, pods, states, clk := newVolumeKubelet(t)
+	reg := &podRegistry{}
+	kl.volumes.configMapManager, kl.volumes.secretManager, kl.volumes.tokenManager = fakeConfigMaps{reg}, fakeSecrets{reg}, fakeTokens{reg}
+	kl.podWorkers = &fakePodWorkers{}
+	recorder := kl.recorder.(*record.FakeRecorder)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); kl.volumes.manager.Run(ctx, nil) }()
+	defer func() { cancel(); <-done }()
+
+	// No plugin: upstream's event, at once.
+	nfs := volumePod("nfs", v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}})
+	pods.AddPod(nfs)
+	errc := make(chan error, 1)
+	var err error
+	go func() { errc <- kl.waitForVolumes(ctx, nfs) }()
+	stepUntil(t, clk, func() bool {
+		select {
+		case err = <-errc:
+			return true
+		default:
+			return false
+		}
+	})
+	want := `unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: failed to get Plugin from volumeSpec for volume "data" err=no volume plugin matched: volume "data" is of a kind this node cannot mount (nfs)`
+	assert.EqualError(t, err, want)
+	assert.Equal(t, "Warning FailedMount Unable to attach or mount volumes: "+want, <-recorder.Events)
+	assert.DirExists(t, kl.getPodPluginsDir("nfs"))
+	assert.Equal(t, []string{"secrets register nfs", "configmaps register nfs"}, reg.lines()[:2])
+
+	// Cut short (the pod worker's context ends): no event.
+	pending := volumePod("pending", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}})
+	cancelled, stop := context.WithCancel(ctx)
+	stop()
+	assert.ErrorIs(t, kl.waitForVolumes(cancelled, pending), context.Canceled)
+	assert.Empty(t, recorder.Events)
+
+	// Mounted, then terminated: released.
+	ok := volumePod("ok", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}})
+	pods.AddPod(ok)
+	go func() { errc <- kl.waitForVolumes(ctx, ok) }()
+	stepUntil(t, clk, func() bool {
+		select {
+		case err = <-errc:
+			return true
+		default:
+			return false
+		}
+	})
+	require.NoError(t, err)
+	assert.Contains(t, kl.volumes.manager.GetMountedVolumesForPod("ok"), "data")
+	states.mu.Lock()
+	states.done["ok"] = true
+	states.mu.Unlock()
+	go func() { errc <- kl.releaseVolumes(ctx, ok) }()
+	stepUntil(t, clk, func() bool {
+		select {
+		case err = <-errc:
+			return true
+		default:
+			return false
+		}
+	})
+	require.NoError(t, err)
+	assert.Empty(t, kl.volumes.manager.GetPossiblyMountedVolumesForPod("ok"))
+	lines := reg.lines()
+	assert.Equal(t, []string{"secrets unregister ok", "configmaps unregister ok", "tokens delete ok"}, lines[len(lines)-3:])
 }
