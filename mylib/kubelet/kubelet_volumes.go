@@ -111,7 +111,7 @@ func (kl *Kubelet) newVolumes(cfg PodsConfig) error {
 		return errors.New("kubelet: Config.Pods.Volumes needs pod workers that say which pods have terminated")
 	}
 	m, err := volumemanager.NewVolumeManager(volumemanager.Config{KubeClient: kl.client, PodManager: kl.podManager,
-		PodStateProvider: volumePodStates{kl.podWorkers, states}, PluginMgr: kl.volumes.pluginMgr, Recorder: kl.recorder, Clock: kl.clock})
+		PodStateProvider: volumePodStates{kl.podWorkers, states, kl.wasRejected}, PluginMgr: kl.volumes.pluginMgr, Recorder: kl.recorder, Clock: kl.clock})
 	if err != nil {
 		return fmt.Errorf("kubelet: %w", err)
 	}
@@ -126,15 +126,17 @@ type podRuntimeStates interface {
 }
 
 // volumePodStates answers the volume manager from the pod workers: a pod
-// whose termination was requested gets no new volumes; a terminated one
-// loses them.
+// whose termination was requested gets no new volumes, nor does a pod
+// admission rejected (it has no worker, and will never run); a terminated
+// one loses them.
 type volumePodStates struct {
-	workers interface{ IsPodTerminationRequested(types.UID) bool }
-	states  podRuntimeStates
+	workers  interface{ IsPodTerminationRequested(types.UID) bool }
+	states   podRuntimeStates
+	rejected func(types.UID) bool
 }
 
 func (s volumePodStates) ShouldPodContainersBeTerminating(uid types.UID) bool {
-	return s.workers.IsPodTerminationRequested(uid)
+	return s.workers.IsPodTerminationRequested(uid) || (s.rejected != nil && s.rejected(uid))
 }
 
 func (s volumePodStates) ShouldPodRuntimeBeRemoved(uid types.UID) bool {

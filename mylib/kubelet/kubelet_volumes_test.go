@@ -75,7 +75,7 @@ func newVolumeKubelet(t *testing.T) (*Kubelet, kubepod.Manager, *terminations, *
 	require.NoError(t, kl.volumes.pluginMgr.InitPlugins([]volume.VolumePlugin{&dirPlugin{}}, kubeletVolumeHost{kl}))
 	states := &terminations{done: map[types.UID]bool{}}
 	m, err := volumemanager.NewVolumeManager(volumemanager.Config{KubeClient: kl.client, PodManager: kl.podManager,
-		PodStateProvider: volumePodStates{states, states}, PluginMgr: kl.volumes.pluginMgr, Clock: clk})
+		PodStateProvider: volumePodStates{states, states, nil}, PluginMgr: kl.volumes.pluginMgr, Clock: clk})
 	require.NoError(t, err)
 	kl.volumes.manager = m
 	return kl, kl.podManager, states, clk
@@ -298,4 +298,12 @@ func TestSyncPodVolumesAsUpstream(t *testing.T) {
 	assert.Empty(t, kl.volumes.manager.GetPossiblyMountedVolumesForPod("ok"))
 	lines := reg.lines()
 	assert.Equal(t, []string{"secrets unregister ok", "configmaps unregister ok", "tokens delete ok"}, lines[len(lines)-3:])
+}
+
+func TestRejectedPodsGetNoVolumes(t *testing.T) {
+	s := volumePodStates{&fakePodWorkers{terminating: map[types.UID]bool{"stopping": true}}, &terminations{done: map[types.UID]bool{}},
+		func(uid types.UID) bool { return uid == "rejected" }}
+	assert.True(t, s.ShouldPodContainersBeTerminating("rejected"), "admission rejected it: it never runs")
+	assert.True(t, s.ShouldPodContainersBeTerminating("stopping"))
+	assert.False(t, s.ShouldPodContainersBeTerminating("running"))
 }
