@@ -58,15 +58,31 @@ type reconciler struct {
 
 // reconcile is one pass (upstream's reconcileNew: unmount, then mount).
 func (r *reconciler) reconcile() {
+	known := map[opKey]bool{}
 	for _, mv := range r.asw.getMountedVolumes() {
+		known[opKey{mv.PodUID, mv.VolumeName}] = true
 		if !r.dsw.podExistsInVolume(mv.PodUID, mv.VolumeName) {
 			r.start(opKey{mv.PodUID, mv.VolumeName}, func() error { return r.unmount(mv) })
 		}
 	}
 	for _, v := range r.dsw.getVolumesToMount() {
+		known[opKey{v.pod.UID, v.name}] = true
 		mounted, remount := r.asw.podExistsInVolume(v.pod.UID, v.name)
 		if !mounted || remount {
 			r.start(opKey{v.pod.UID, v.name}, func() error { return r.mount(v, mounted) })
+		}
+	}
+	r.forgetBackOffs(known)
+}
+
+// forgetBackOffs drops the back-offs of volumes neither desired nor
+// mounted any more (a pod deleted while its mount failed).
+func (r *reconciler) forgetBackOffs(known map[opKey]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.backoff {
+		if !known[k] && !r.pending[k] {
+			delete(r.backoff, k)
 		}
 	}
 }

@@ -286,8 +286,16 @@ func TestBackOffCapsAtTwoMinutesTwoSeconds(t *testing.T) {
 		f.pass()
 	}
 	f.vm.reconciler.mu.Lock()
-	defer f.vm.reconciler.mu.Unlock()
 	assert.Equal(t, 2*time.Minute+2*time.Second, f.vm.reconciler.backoff[opKey{"u1", "cfg"}].duration)
+	f.vm.reconciler.mu.Unlock()
+
+	// The pod goes while its mount fails: its back-off goes with it.
+	f.states.finish("u1")
+	f.pass() // scratch torn down
+	f.pass()
+	f.vm.reconciler.mu.Lock()
+	defer f.vm.reconciler.mu.Unlock()
+	assert.Empty(t, f.vm.reconciler.backoff)
 }
 
 // waitStepping runs wait in a goroutine and steps the fake clock (while
