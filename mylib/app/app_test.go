@@ -18,6 +18,7 @@ import (
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/kubeletconfig"
 	"mykubelet/mylib/options"
+	"mykubelet/mylib/volume"
 )
 
 func TestFlagsMakeTheKubeletConfiguration(t *testing.T) {
@@ -131,4 +132,17 @@ func TestPreInitRuntimeServiceServesTheMockAndItsControlAPI(t *testing.T) {
 	defer dcancel()
 	_, err = deps.ProbeDial(dctx, "tcp", "10.88.0.2:80")
 	assert.ErrorContains(t, err, "outside the networks this kubelet may reach")
+}
+
+func TestMountRootsAreThePodsAndHostDirectories(t *testing.T) {
+	assert.Equal(t, []string{"/r/pods", "/r/host"}, mountRoots("/r"))
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(wd, "state", "pods"), filepath.Join(wd, "state", "host")}, mountRoots("state"), "absolute, as CRI mounts are")
+}
+
+func TestVolumeDependenciesKeepPluginsGiven(t *testing.T) {
+	deps := &kubelet.Dependencies{VolumePlugins: []volume.VolumePlugin{nil}}
+	volumeDependencies(deps)
+	assert.Len(t, deps.VolumePlugins, 1, "a program's own plugins are kept")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"sync"
 
 	"k8s.io/utils/clock"
@@ -74,6 +75,10 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 		if s.PodNetwork {
 			m.PodCIDR = s.PodCIDR
 		}
+		if s.Volumes { // the mock maps mounts from the pods' directories and the hostPath root only
+			// TODO(merge): m.MountRoots = mountRoots(s.RootDirectory) (fakeruntime.Config.MountRoots, helper "rtmount").
+			_ = mountRoots(s.RootDirectory)
+		}
 		// podPidsLimit bounds each container's processes; the kubelet's
 		// default, -1 (no bound of its own), leaves the mock's.
 		if l := s.KubeletConfiguration.PodPidsLimit; l != nil && *l > 0 {
@@ -108,4 +113,14 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 	deps.RemoteRuntimeService, deps.RemoteImageService = runtime.RuntimeService(), runtime.ImageService()
 	deps.ProbeDial = prober.GuardedDialer(reach, why)
 	return runtime, nil
+}
+
+// mountRoots are the host directories the kubelet's mounts come from:
+// R/pods (the pods' volumes, /etc/hosts, termination-message files) and
+// R/host (hostPath volumes).
+func mountRoots(rootDirectory string) []string {
+	if abs, err := filepath.Abs(rootDirectory); err == nil {
+		rootDirectory = abs
+	}
+	return []string{filepath.Join(rootDirectory, "pods"), filepath.Join(rootDirectory, "host")}
 }

@@ -149,6 +149,9 @@ func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubele
 			fmt.Printf("node %s: status written (%s): %s\n", n.Name, reason, nodestatus.ReadySummary(n))
 		}
 	}
+	if s.Volumes {
+		volumeDependencies(deps)
+	}
 	return kubelet.NewMainKubelet(s.KubeletConfiguration, deps, s.MainOptions)
 }
 

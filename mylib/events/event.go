@@ -9,8 +9,8 @@
 //	recorder.Eventf(pod, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q", image)
 //
 // Every reason this kubelet records is here, and only those: upstream's
-// list also has the volume, eviction, node and image-GC reasons of parts
-// this kubelet does not have. Two reasons upstream writes where they are
+// list also has the attach, eviction, node and image-GC reasons of parts
+// this kubelet does not have. HostPathMapped is the course's own. Two reasons upstream writes where they are
 // used (FailedToRetrieveImagePullSecret in kubelet_pods.go, DeadlineExceeded
 // in active_deadline.go) are here too, so that one file lists them all. The
 // reasons of a pod that admission rejects (OutOfcpu, NodeAffinity, …) are
@@ -48,9 +48,20 @@ const (
 	FailedToKillPod                 = "FailedKillPod"
 	NetworkNotReady                 = "NetworkNotReady"
 	FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
+	FailedToMakePodDataDirectories  = "Failed"
 	// DeadlineExceeded fails a pod past its spec.activeDeadlineSeconds
 	// (upstream: the reason in pkg/kubelet/active_deadline.go).
 	DeadlineExceeded = "DeadlineExceeded"
+)
+
+// Volume event reasons.
+const (
+	// FailedMountVolume: a volume could not be set up (the volume manager's
+	// reconciler), or a pod's volumes were not mounted in time (SyncPod).
+	FailedMountVolume = "FailedMount"
+	// HostPathMapped is the course's: a hostPath volume's path is mapped
+	// under the kubelet's root directory, never the node's own file system.
+	HostPathMapped = "HostPathMapped"
 )
 
 // Image event reasons.

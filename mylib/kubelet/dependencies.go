@@ -20,6 +20,7 @@ import (
 	"mykubelet/mylib/logs"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/prober"
+	"mykubelet/mylib/volume"
 )
 
 // Dependencies is upstream's kubelet.Dependencies: what the kubelet is
@@ -51,6 +52,13 @@ type Dependencies struct {
 	ProbeDial prober.DialFunc
 	// Clock: nil is the real clock.
 	Clock clock.WithTicker
+	// VolumePlugins, ConfigMapManager, SecretManager and TokenManager:
+	// see PodsConfig (used with MainOptions.Volumes; upstream's
+	// Dependencies.VolumePlugins, and the managers NewMainKubelet builds).
+	VolumePlugins    []volume.VolumePlugin
+	ConfigMapManager ConfigMapManager
+	SecretManager    SecretManager
+	TokenManager     TokenManager
 	// Out receives the pod half's lines (PodsConfig.Out); nil: none.
 	Out io.Writer
 	// OnRegistered and OnStatusPatched: see NodeConfig.
@@ -88,6 +96,9 @@ type MainOptions struct {
 	// ContainerLogRotation rotates the containers' logs by the
 	// KubeletConfiguration's containerLog* fields (PodsConfig.ContainerLogs).
 	ContainerLogRotation bool
+	// Volumes mounts the pods' volumes under RootDirectory/pods
+	// (PodsConfig.Volumes, with Dependencies.VolumePlugins and managers).
+	Volumes bool
 }
 
 // NewMainKubelet is upstream's NewMainKubelet: the Kubelet of a
@@ -121,6 +132,8 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		RunContainers: opts.RunContainers, Recorder: kubeDeps.Recorder, PodLogsDirectory: kubeCfg.PodLogsDir,
 		ContainerGC: opts.ContainerGC, ActiveDeadline: opts.ActiveDeadline, Probes: opts.Probes, ProbeDial: kubeDeps.ProbeDial,
 		Admit: opts.Admit, ContainerLogs: containerLogs,
+		Volumes: opts.Volumes, RootDirectory: opts.RootDirectory, VolumePlugins: kubeDeps.VolumePlugins,
+		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
 	}
 	return New(Config{Client: kubeDeps.KubeClient, NodeName: opts.NodeName, Clock: kubeDeps.Clock,
 		Node: &NodeConfig{

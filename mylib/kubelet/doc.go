@@ -25,6 +25,11 @@
 //   - PodsConfig.ContainerLogs rotates the running containers' log files
 //     over containerLogMaxSize (mylib/logs, upstream's container log
 //     manager).
+//   - PodsConfig.Volumes (kubelet_volumes.go), with RunContainers: the
+//     volume manager (mylib/volumemanager) mounts each pod's volumes under
+//     RootDirectory/pods/<uid> before its containers start, and tears
+//     them down once it terminated; housekeeping removes the directories
+//     of pods that are gone.
 //
 // Run runs both. Wiring:
 //
@@ -50,6 +55,7 @@
 // handleMirrorPod, SyncPod, SyncTerminatingPod, SyncTerminatedPod,
 // HandlePodCleanups,
 // updateRuntimeUp), pkg/kubelet/runtime.go (runtimeState),
+// pkg/kubelet/volume_host.go and kubelet_volumes.go (the volumes),
 // pkg/kubelet/kubelet_node_status.go and cmd/kubelet/app/server.go (the
 // clients and their rates).
 //

@@ -30,6 +30,7 @@ import (
 	"mykubelet/mylib/prober"
 	proberesults "mykubelet/mylib/prober/results"
 	"mykubelet/mylib/status"
+	"mykubelet/mylib/volume"
 )
 
 // Upstream's intervals for the sync loop.
@@ -138,6 +139,24 @@ type PodsConfig struct {
 	// upstream's defaults). Its Runtime and Clock are the Kubelet's. Nil:
 	// logs grow without end.
 	ContainerLogs *logs.Config
+	// Volumes, with RunContainers, mounts the pods' volumes
+	// (kubelet_volumes.go: the volume manager, the pods' directories under
+	// RootDirectory) before their containers start. False: no volume is
+	// set up (and the containers get no mounts).
+	Volumes bool
+	// RootDirectory is the kubelet's root directory (--root-dir): the
+	// pods' directories go in RootDirectory/pods. Required with Volumes.
+	RootDirectory string
+	// VolumePlugins are the volume types this kubelet mounts (upstream's
+	// ProbeVolumePlugins); the Kubelet initialises them with itself as
+	// their VolumeHost.
+	VolumePlugins []volume.VolumePlugin
+	// ConfigMapManager, SecretManager and TokenManager are what the
+	// plugins read ConfigMaps, Secrets and service-account tokens
+	// through; a nil one fails its volumes.
+	ConfigMapManager ConfigMapManager
+	SecretManager    SecretManager
+	TokenManager     TokenManager
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package
@@ -188,6 +207,9 @@ type Kubelet struct {
 	admission        *admission // nil unless Config.Pods.Admit
 	// containerLogManager rotates logs; nil unless Config.Pods.ContainerLogs.
 	containerLogManager *logs.ContainerLogManager
+	// volumes: the volume manager and friends; nil unless
+	// Config.Pods.Volumes (kubelet_volumes.go).
+	volumes *volumes
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -243,6 +265,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	if cfg.Admit && !cfg.RunContainers {
 		return errAdmitNeedsRunContainers
+	}
+	if cfg.Volumes && !cfg.RunContainers {
+		return errors.New("kubelet: Config.Pods.Volumes needs RunContainers (volumes are for containers)")
 	}
 	if cfg.ContainerLogs != nil && !cfg.RunContainers {
 		return errors.New("kubelet: Config.Pods.ContainerLogs needs RunContainers (a CRI to reopen the logs)")
@@ -342,6 +367,11 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		}
 		kl.containerLogManager = m
 	}
+	if cfg.Volumes {
+		if err := kl.newVolumes(cfg); err != nil {
+			return err
+		}
+	}
 	return kl.newLifecycle(cfg, manager)
 }
 
@@ -387,6 +417,9 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	}
 	if m := kl.containerLogManager; m != nil { // upstream: Start in initializeRuntimeDependentModules
 		wg.Go(func() { m.Run(ctx) })
+	}
+	if kl.volumes != nil { // upstream: in Kubelet.Run, before the sync loop
+		wg.Go(func() { kl.volumes.manager.Run(ctx, kl.sourcesReady) })
 	}
 	var plegCh <-chan *pleg.PodLifecycleEvent // nil without workers: never ready
 	if kl.pleg != nil {
@@ -646,6 +679,7 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 		klog.ErrorS(err, "Deleting orphaned mirror pods failed; will retry")
 	}
 	kl.cleanupEnded(ctx, pods, workers)
+	kl.cleanupPodDirs(ctx, pods)
 }
 
 // SyncPod would make the pod run: here it says what it would do, and, for a
@@ -681,7 +715,8 @@ func (kl *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatu
 	return nil
 }
 
-// SyncTerminatedPod would release volumes and the pod directory. Then, for a
+// SyncTerminatedPod would release volumes and the pod directory (with
+// RunContainers and Volumes it does: kubelet_volumes.go). Then, for a
 // pod the API server is deleting, it finishes the deletion (grace period 0,
 // only this UID), as upstream's status manager does once nothing runs.
 func (kl *Kubelet) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {

@@ -47,6 +47,9 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 			kl.printf("mirror pod %s/%s %s", pod.Namespace, pod.Name, action)
 		}
 	}
+	if err := kl.waitForVolumes(ctx, pod); err != nil {
+		return false, err // the pod stays ContainerCreating; its worker tries again
+	}
 	result := kl.containerRuntime.SyncPod(ctx, pod, podStatus, kl.getPullSecretsForPod(ctx, pod), kl.backOff)
 	kl.reasonCache.Update(pod.UID, result)
 	if done := syncSummary(result); done != "" {
@@ -211,14 +214,18 @@ func (kl *Kubelet) runtimePodStatus(ctx context.Context, pod *v1.Pod, prev *kube
 	return st, err
 }
 
-// syncTerminatedPod is SyncTerminatedPod for real: nothing runs; the pod's
-// terminal status goes to the status manager, which deletes the pod from
-// the API server (grace period 0) once that status is written.
+// syncTerminatedPod is SyncTerminatedPod for real: nothing runs; with
+// Volumes, the pod's volumes are torn down first; the pod's terminal
+// status goes to the status manager, which deletes the pod from the API
+// server (grace period 0) once that status is written.
 func (kl *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {
 	s := kl.apiPodStatus(pod, podStatus, true)
 	kl.setPodStatus(pod, s)
 	if kl.probeManager != nil {
 		kl.probeManager.RemovePod(pod)
+	}
+	if err := kl.releaseVolumes(ctx, pod); err != nil {
+		return fmt.Errorf("pod %s/%s: volumes not unmounted: %w", pod.Namespace, pod.Name, err)
 	}
 	kl.statusManager.TerminatePod(pod)
 	final, _ := kl.statusManager.GetPodStatus(pod.UID)
@@ -259,6 +266,12 @@ func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 type runtimeHelper struct{ kl *Kubelet }
 
 func (h runtimeHelper) helper() *PodRuntimeHelper {
+	// TODO(merge): with h.kl.volumes != nil, set the "mounts" helper's
+	// PodRuntimeHelper fields: PodDir: h.kl.getPodDir, Volumes: the
+	// kubecontainer.VolumeMap of h.kl.volumes.manager.GetMountedVolumesForPod(pod.UID)
+	// ({Mounter, ReadOnly} by volume name), DNS: a *dns.Configurer built in
+	// New (dns.NewConfigurer with the recorder, the node's reference,
+	// clusterDNS and clusterDomain).
 	return &PodRuntimeHelper{Client: h.kl.client, HostIPs: h.kl.getHostIPs()}
 }
 
