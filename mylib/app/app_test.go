@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	testingclock "k8s.io/utils/clock/testing"
@@ -143,6 +144,20 @@ func TestMountRootsAreThePodsAndHostDirectories(t *testing.T) {
 
 func TestVolumeDependenciesKeepPluginsGiven(t *testing.T) {
 	deps := &kubelet.Dependencies{VolumePlugins: []volume.VolumePlugin{nil}}
-	volumeDependencies(deps)
+	volumeDependencies(deps, time.Minute)
 	assert.Len(t, deps.VolumePlugins, 1, "a program's own plugins are kept")
+}
+
+func TestVolumeDependenciesAreUpstreamsPluginsAndManagers(t *testing.T) {
+	deps := &kubelet.Dependencies{KubeClient: fake.NewClientset()}
+	volumeDependencies(deps, time.Minute)
+	var names []string
+	for _, p := range deps.VolumePlugins {
+		names = append(names, p.GetPluginName())
+	}
+	assert.ElementsMatch(t, []string{"kubernetes.io/empty-dir", "kubernetes.io/configmap", "kubernetes.io/secret",
+		"kubernetes.io/projected", "kubernetes.io/downward-api", "kubernetes.io/host-path"}, names)
+	assert.NotNil(t, deps.ConfigMapManager)
+	assert.NotNil(t, deps.SecretManager)
+	assert.NotNil(t, deps.TokenManager)
 }

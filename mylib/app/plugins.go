@@ -1,30 +1,51 @@
 package app
 
 import (
+	"time"
+
+	"mykubelet/mylib/configmap"
 	"mykubelet/mylib/kubelet"
+	"mykubelet/mylib/secret"
+	"mykubelet/mylib/token"
 	"mykubelet/mylib/volume"
+	configmapvolume "mykubelet/mylib/volume/configmap"
+	"mykubelet/mylib/volume/downwardapi"
+	"mykubelet/mylib/volume/emptydir"
+	"mykubelet/mylib/volume/hostpath"
+	"mykubelet/mylib/volume/projected"
+	secretvolume "mykubelet/mylib/volume/secret"
 )
 
 // ProbeVolumePlugins is upstream's (cmd/kubelet/app/plugins.go): the
 // volume types this kubelet mounts, handed to it in
-// Dependencies.VolumePlugins.
-//
-// TODO(merge): return the plugins' lists: emptydir, configmap, secret,
-// projected, downwardapi and hostpath ProbeVolumePlugins(), appended.
+// Dependencies.VolumePlugins. Any other kind (persistentVolumeClaim, csi,
+// nfs, …) finds no plugin: its pod gets a FailedMount event.
 func ProbeVolumePlugins() []volume.VolumePlugin {
-	return nil
+	var all []volume.VolumePlugin
+	for _, probe := range []func() []volume.VolumePlugin{emptydir.ProbeVolumePlugins, configmapvolume.ProbeVolumePlugins,
+		secretvolume.ProbeVolumePlugins, projected.ProbeVolumePlugins, downwardapi.ProbeVolumePlugins, hostpath.ProbeVolumePlugins} {
+		all = append(all, probe()...)
+	}
+	return all
 }
 
 // volumeDependencies fills what MainOptions.Volumes needs in deps: the
 // plugins and the managers they read through, each with the node's
-// client (upstream builds the managers in NewMainKubelet).
-//
-// TODO(merge): deps.ConfigMapManager = configmap.NewWatchingConfigMapManager(deps.KubeClient, resync),
-// deps.SecretManager = secret.NewWatchingSecretManager(deps.KubeClient, resync),
-// deps.TokenManager = token.NewManager(deps.KubeClient, deps.Clock), with
-// resync the KubeletConfiguration's syncFrequency.
-func volumeDependencies(deps *kubelet.Dependencies) {
+// client (upstream builds the managers in NewMainKubelet). The ConfigMap
+// and Secret managers watch each object a pod references (upstream's
+// default configMapAndSecretChangeDetectionStrategy, Watch); resync is
+// the KubeletConfiguration's syncFrequency.
+func volumeDependencies(deps *kubelet.Dependencies, resync time.Duration) {
 	if deps.VolumePlugins == nil {
 		deps.VolumePlugins = ProbeVolumePlugins()
+	}
+	if deps.ConfigMapManager == nil {
+		deps.ConfigMapManager = configmap.NewWatchingConfigMapManager(deps.KubeClient, resync)
+	}
+	if deps.SecretManager == nil {
+		deps.SecretManager = secret.NewWatchingSecretManager(deps.KubeClient, resync)
+	}
+	if deps.TokenManager == nil {
+		deps.TokenManager = token.NewManager(deps.KubeClient, deps.Clock)
 	}
 }

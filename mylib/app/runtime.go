@@ -76,8 +76,7 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 			m.PodCIDR = s.PodCIDR
 		}
 		if s.Volumes { // the mock maps mounts from the pods' directories and the hostPath root only
-			// TODO(merge): m.MountRoots = mountRoots(s.RootDirectory) (fakeruntime.Config.MountRoots, helper "rtmount").
-			_ = mountRoots(s.RootDirectory)
+			m.MountRoots = mountRoots(s.RootDirectory)
 		}
 		// podPidsLimit bounds each container's processes; the kubelet's
 		// default, -1 (no bound of its own), leaves the mock's.

@@ -150,7 +150,7 @@ func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubele
 		}
 	}
 	if s.Volumes {
-		volumeDependencies(deps)
+		volumeDependencies(deps, s.KubeletConfiguration.SyncFrequency.Duration)
 	}
 	return kubelet.NewMainKubelet(s.KubeletConfiguration, deps, s.MainOptions)
 }

@@ -18,6 +18,7 @@ import (
 	"mykubelet/mylib/config"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/logs"
+	"mykubelet/mylib/network/dns"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/prober"
 	"mykubelet/mylib/volume"
@@ -125,6 +126,18 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		containerLogs = &logs.Config{MaxSize: kubeCfg.ContainerLogMaxSize, MaxFiles: int(*kubeCfg.ContainerLogMaxFiles),
 			MaxWorkers: int(*kubeCfg.ContainerLogMaxWorkers), MonitorInterval: kubeCfg.ContainerLogMonitorInterval.Duration}
 	}
+	var clusterDNS []net.IP
+	for _, s := range kubeCfg.ClusterDNS {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return nil, fmt.Errorf("kubelet: clusterDNS: %q is not an IP address", s)
+		}
+		clusterDNS = append(clusterDNS, ip)
+	}
+	resolverConfig := dns.DefaultResolverConfig // upstream's --resolv-conf default
+	if kubeCfg.ResolverConfig != nil {
+		resolverConfig = *kubeCfg.ResolverConfig
+	}
 	pods := &PodsConfig{
 		Updates: kubeDeps.PodConfig.Updates(), SourcesReady: kubeDeps.PodConfig.SeenAllSources,
 		RemoteRuntimeService: kubeDeps.RemoteRuntimeService, RemoteImageService: kubeDeps.RemoteImageService,
@@ -133,6 +146,7 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		ContainerGC: opts.ContainerGC, ActiveDeadline: opts.ActiveDeadline, Probes: opts.Probes, ProbeDial: kubeDeps.ProbeDial,
 		Admit: opts.Admit, ContainerLogs: containerLogs,
 		Volumes: opts.Volumes, RootDirectory: opts.RootDirectory, VolumePlugins: kubeDeps.VolumePlugins,
+		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
 	}
 	return New(Config{Client: kubeDeps.KubeClient, NodeName: opts.NodeName, Clock: kubeDeps.Clock,

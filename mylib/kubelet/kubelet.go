@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -147,6 +148,13 @@ type PodsConfig struct {
 	// RootDirectory is the kubelet's root directory (--root-dir): the
 	// pods' directories go in RootDirectory/pods. Required with Volumes.
 	RootDirectory string
+	// ClusterDNS, ClusterDomain and ResolverConfig are the
+	// KubeletConfiguration's clusterDNS, clusterDomain and resolvConf:
+	// with Volumes, each sandbox gets the DNS configuration upstream's
+	// would (mylib/network/dns), and each container its /etc/hosts.
+	ClusterDNS     []net.IP
+	ClusterDomain  string
+	ResolverConfig string
 	// VolumePlugins are the volume types this kubelet mounts (upstream's
 	// ProbeVolumePlugins); the Kubelet initialises them with itself as
 	// their VolumeHost.
@@ -420,6 +428,9 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	}
 	if kl.volumes != nil { // upstream: in Kubelet.Run, before the sync loop
 		wg.Go(func() { kl.volumes.manager.Run(ctx, kl.sourcesReady) })
+		if r, ok := kl.volumes.tokenManager.(interface{ Run(context.Context) }); ok {
+			wg.Go(func() { r.Run(ctx) }) // drops expired tokens
+		}
 	}
 	var plegCh <-chan *pleg.PodLifecycleEvent // nil without workers: never ready
 	if kl.pleg != nil {

@@ -266,13 +266,11 @@ func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 type runtimeHelper struct{ kl *Kubelet }
 
 func (h runtimeHelper) helper() *PodRuntimeHelper {
-	// TODO(merge): with h.kl.volumes != nil, set the "mounts" helper's
-	// PodRuntimeHelper fields: PodDir: h.kl.getPodDir, Volumes: the
-	// kubecontainer.VolumeMap of h.kl.volumes.manager.GetMountedVolumesForPod(pod.UID)
-	// ({Mounter, ReadOnly} by volume name), DNS: a *dns.Configurer built in
-	// New (dns.NewConfigurer with the recorder, the node's reference,
-	// clusterDNS and clusterDomain).
-	return &PodRuntimeHelper{Client: h.kl.client, HostIPs: h.kl.getHostIPs()}
+	p := &PodRuntimeHelper{Client: h.kl.client, HostIPs: h.kl.getHostIPs()}
+	if v := h.kl.volumes; v != nil { // the mounts, /etc/hosts and DNS
+		p.PodDir, p.Volumes, p.DNS, p.ClusterDomain = h.kl.getPodDir, h.kl.mountedVolumes, v.dns, v.clusterDomain
+	}
+	return p
 }
 
 func (h runtimeHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string, podIPs []string) (*kubecontainer.RunContainerOptions, error) {

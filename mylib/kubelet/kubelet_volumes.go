@@ -45,7 +45,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
+	"mykubelet/mylib/network/dns"
 	"mykubelet/mylib/volume"
 	"mykubelet/mylib/volumemanager"
 )
@@ -89,6 +91,9 @@ type volumes struct {
 	configMapManager ConfigMapManager // each may be nil: its volumes fail
 	secretManager    SecretManager
 	tokenManager     TokenManager
+	// dns gives each sandbox its DNS configuration (GetPodDNS).
+	dns           *dns.Configurer
+	clusterDomain string
 }
 
 // newVolumes builds the plugin manager and the volume manager; called by
@@ -116,7 +121,21 @@ func (kl *Kubelet) newVolumes(cfg PodsConfig) error {
 		return fmt.Errorf("kubelet: %w", err)
 	}
 	kl.volumes.manager = m
+	resolver := cfg.ResolverConfig
+	nodeRef := &v1.ObjectReference{Kind: "Node", Name: kl.nodeName, UID: types.UID(kl.nodeName)}
+	kl.volumes.dns = dns.NewConfigurer(kl.recorder, nodeRef, cfg.ClusterDNS, cfg.ClusterDomain, resolver)
+	kl.volumes.clusterDomain = cfg.ClusterDomain
 	return nil
+}
+
+// mountedVolumes are the pod's mounted volumes as the container mounts
+// need them (kubecontainer.VolumeMap, by volume name).
+func (kl *Kubelet) mountedVolumes(pod *v1.Pod) kubecontainer.VolumeMap {
+	vm := kubecontainer.VolumeMap{}
+	for name, mv := range kl.volumes.manager.GetMountedVolumesForPod(pod.UID) {
+		vm[name] = kubecontainer.VolumeInfo{Mounter: mv.Mounter, ReadOnly: mv.ReadOnly}
+	}
+	return vm
 }
 
 // podRuntimeStates is the pod workers' answer the volume manager needs
