@@ -161,6 +161,9 @@ func TestChapter15EndToEnd(t *testing.T) {
 	f.ok(t, `kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving | awk -v u="system:node:$NODE_NAME" '$4 == u && $NF == "Pending" {print $1}' | xargs -r kubectl certificate approve`)
 	p.WaitForOutput(`kubelet server: listening on https://127\.0\.0\.1:`+strconv.Itoa(f.port), time.Minute)
 	p.WaitForOutput(`node `+node+`: status written \(.*\): Ready=True`, time.Minute)
+	n, err := f.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "true", n.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"], "no attach or detach on the node: the README says why")
 
 	f.ok(t, "kubectl apply -f yaml/volumes/")
 	for _, name := range []string{"secret-test-pod", "test-projected-volume", "kubernetes-downwardapi-volume-example", "token-reader"} {
