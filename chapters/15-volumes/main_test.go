@@ -313,7 +313,7 @@ printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"t
 			"kubectl describe pod task-pv-pod | grep -m1 FailedMount"))
 		out := f.ok(t, "kubectl describe pod task-pv-pod | grep -m1 FailedMount")
 		assert.Regexp(t, `^\s*Warning\s+FailedMount\s+.+\s+kubelet\s+Unable to attach or mount volumes: `, out)
-		assert.NotContains(t, p.Stdout(), "syncPod create default/task-pv-pod", "no container without its volumes")
+		assert.NotContains(t, p.Stdout(), "default/task-pv-pod: created sandbox", "no sandbox without its volumes")
 	})
 
 	t.Run("the termination message lands in the container's terminated state", func(t *testing.T) {
