@@ -346,7 +346,9 @@ printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"t
 		}
 		assert.Equal(t, "yes", can("secret/test-secret"))
 		assert.Equal(t, "yes", can("configmap/sport"))
-		assert.Equal(t, "no", can("secret/not-for-nodes"))
+		assert.Equal(t, "no - node: no relationship found between node '"+node+"' and this object", can("secret/not-for-nodes"))
+		out, _ := f.kubectl(t, "kubectl auth can-i list secrets --as system:node:$NODE_NAME --as-group system:nodes")
+		assert.Equal(t, "no - node: No Object name found\n", out)
 		out, code := f.kubectl(t, "kubectl --kubeconfig "+filepath.Join(f.state, "kubelet.kubeconfig")+" get secret not-for-nodes -o name")
 		assert.Equal(t, 1, code)
 		assert.Equal(t, `Error from server (Forbidden): secrets "not-for-nodes" is forbidden: User "system:node:`+node+`" cannot get resource "secrets" in API group "" in the namespace "default": node: no relationship found between node '`+node+`' and this object`+"\n", out)
@@ -377,7 +379,7 @@ printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"t
 		assert.Equal(t, "ls: cannot access '"+filepath.Join(f.state, "pods", uid)+"': No such file or directory\n", out)
 		poll(t, 30*time.Second, "the node refused test-secret once no pod references it", func() (bool, string) {
 			out, _ := f.kubectl(t, "kubectl auth can-i get secret/test-secret --as system:node:$NODE_NAME --as-group system:nodes")
-			return strings.TrimSpace(out) == "no", out
+			return strings.HasPrefix(out, "no - node: no relationship found"), out
 		})
 	})
 
