@@ -140,6 +140,20 @@ func (f *fixture) tokenReview(t *testing.T, token string) *authenticationv1.Toke
 	return tr
 }
 
+// tree lists what is under dir, one path a line, for a failure's message.
+func tree(dir string) string {
+	var b strings.Builder
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b.WriteString("\n  " + rel)
+		return nil
+	})
+	return b.String()
+}
+
 // volumeDir is a pod's volume on disk: <state>/pods/<uid>/volumes/<plugin>/<name>.
 func (f *fixture) volumeDir(uid, plugin, name string) string {
 	return filepath.Join(f.state, "pods", uid, "volumes", plugin, name)
@@ -373,7 +387,7 @@ printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"t
 		f.ok(t, "kubectl delete pod secret-test-pod")
 		poll(t, 30*time.Second, "the pod's directory removed", func() (bool, string) {
 			_, err := os.Stat(filepath.Join(f.state, "pods", uid))
-			return os.IsNotExist(err), "still there"
+			return os.IsNotExist(err), tree(filepath.Join(f.state, "pods", uid))
 		})
 		out, _ := f.kubectl(t, "ls "+filepath.Join(f.state, "pods", uid))
 		assert.Equal(t, "ls: cannot access '"+filepath.Join(f.state, "pods", uid)+"': No such file or directory\n", out)
@@ -402,11 +416,7 @@ printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"t
 			if err != nil {
 				return false, err.Error()
 			}
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
-			return len(names) == 0, strings.Join(names, " ")
+			return len(entries) == 0, tree(filepath.Join(f.state, "pods"))
 		})
 		assert.Equal(t, 0, p.Stop())
 	})
