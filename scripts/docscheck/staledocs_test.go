@@ -119,3 +119,28 @@ func TestPackageDocsCountsDocCommentsOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a.go", "b.go"}, docs)
 }
+
+// The sentences the library held before the volume manager, the pod DNS
+// configurer and the downward API plugin: each is found once its part
+// exists, and none while it does not.
+func TestStaleAbsencesOfTheVolumeParts(t *testing.T) {
+	src := []byte(`// Package p.
+//   - no volumes or mounts: this kubelet has no volume manager;
+package p
+
+// GetPodDNS leaves DNS to the runtime: this kubelet has no cluster DNS
+// configuration.
+
+// A pod's labels reach no file: there is no downward API yet.
+`)
+	parts := map[string]bool{"mylib/volumemanager": true, "mylib/network/dns": true, "mylib/volume/downwardapi": true}
+	found, err := StaleAbsences("p.go", src, Subsystems, func(s Subsystem) bool { return parts[s.Dir] })
+	require.NoError(t, err)
+	all := strings.Join(found, "\n")
+	for dir := range parts {
+		assert.Contains(t, all, "("+dir+" exists)")
+	}
+	found, err = StaleAbsences("p.go", src, Subsystems, func(s Subsystem) bool { return !parts[s.Dir] })
+	require.NoError(t, err)
+	assert.Empty(t, found)
+}

@@ -1,6 +1,7 @@
 package readmewalk
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,4 +132,41 @@ func TestWalkKeepsTheEnvironmentAcrossREADMEs(t *testing.T) {
 	w := NewWalker(dir, t.TempDir(), os.Environ(), t.Logf)
 	require.NoError(t, w.Walk("a.md"))
 	require.NoError(t, w.Walk("b.md"))
+}
+
+// TestEveryREADMEParses checks, without a cluster, what the walk would
+// find first: every README's markers parse, and each wait, expect and
+// ctrl-c names a program a background step of the same README started
+// before it (or, for expect and ctrl-c, an earlier README: a learner's
+// terminal keeps it running), and none is started twice while it runs.
+func TestEveryREADMEParses(t *testing.T) {
+	root := filepath.Join("..", "..")
+	chapters, err := filepath.Glob(filepath.Join(root, "chapters", "[0-9][0-9]-*", "README.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, chapters)
+	running := map[string]bool{}
+	for _, r := range append([]string{filepath.Join(root, "README.md")}, chapters...) {
+		md, err := os.ReadFile(r)
+		require.NoError(t, err)
+		steps, err := Parse(string(md))
+		require.NoError(t, err, r)
+		for _, st := range steps {
+			where := fmt.Sprintf("%s:%d", r, st.Line)
+			switch st.Action {
+			case Background:
+				require.False(t, running[st.Name()], "%s: %q is started while it still runs", where, st.Name())
+				running[st.Name()] = true
+			case Wait:
+				require.True(t, running[st.Name()], "%s: waits for %q, which is not running", where, st.Name())
+				if st.Attrs["exit"] == "true" {
+					running[st.Name()] = false
+				}
+			case CtrlC:
+				require.True(t, running[st.Name()], "%s: Ctrl-C in %q, which is not running", where, st.Name())
+				running[st.Name()] = false
+			case Run, Skip:
+				require.NotEmpty(t, st.Block, "%s: a %s step without a block", where, st.Action)
+			}
+		}
+	}
 }
