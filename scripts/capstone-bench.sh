@@ -196,7 +196,15 @@ kubectl wait --for=delete pod -l app=bench --timeout=120s >/dev/null 2>&1 || tru
 
 say "(b) a burst of $burst pods bound to the node"
 printf '(b) '
+writes >"$work/wb0"
 "$work/capstone-bench" startup --node "$node" --pods "$burst" --label burst
+writes >"$work/wb1"
+# Every write while the burst started, per started pod: the bench's own
+# creates and the scheduler's bindings are in it (1 each per pod), and
+# whatever the control plane wrote by itself meanwhile.
+echo "    API writes during the burst, per pod (the pods' creates and bindings included), by verb and resource:"
+join -a 2 -e 0 -o 0,1.2,2.2 "$work/wb0" "$work/wb1" |
+  awk -v n="$burst" '{ d = ($3 - $2) / n; t += d; if (d >= 0.05) printf "      %-40s %6.2f\n", $1, d } END { printf "      %-40s %6.2f\n", "total", t }'
 
 say "(c) idle: $max_pods pods running, ${idle}s measured after 20 s of settling"
 printf '    filling the node: '

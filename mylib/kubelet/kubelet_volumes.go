@@ -358,13 +358,15 @@ func (h kubeletVolumeHost) GetHostPathRoot() string {
 }
 
 // cleanupPodDirs is housekeeping's part for the pods' directories: the
-// runtime's pods count as known (a pod still stopping keeps its
-// directory); if they cannot be listed, nothing is removed this time.
+// runtime's running pods count as known (a pod still stopping keeps its
+// directory; one whose containers have all exited does not, as
+// upstream's cleanupOrphanedPodDirs, which lists only running pods); if
+// they cannot be listed, nothing is removed this time.
 func (kl *Kubelet) cleanupPodDirs(ctx context.Context, pods []*v1.Pod) {
 	if kl.volumes == nil {
 		return
 	}
-	running, err := kl.containerRuntime.GetPods(ctx, true)
+	running, err := kl.containerRuntime.GetPods(ctx, false)
 	if err != nil {
 		klog.ErrorS(err, "Listing the runtime's pods to clean up pod directories failed; will retry")
 		return
