@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/volume"
@@ -46,10 +47,17 @@ func TestPVCVolumeIsReadWithNodeCredentialsThenFails(t *testing.T) {
 	claim.Status.Phase = v1.ClaimBound // no controller manager here: bind it by hand
 	_, err = admin.CoreV1().PersistentVolumeClaims("default").UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	pv, err := admin.CoreV1().PersistentVolumes().Get(ctx, "pv-data", metav1.GetOptions{})
-	require.NoError(t, err)
-	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data", UID: claim.UID}
-	_, err = admin.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+	// The API server's own writers (the PV's status, its protection
+	// finalizer) may update it between our read and write: retry.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pv, err := admin.CoreV1().PersistentVolumes().Get(ctx, "pv-data", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data", UID: claim.UID}
+		_, err = admin.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+		return err
+	})
 	require.NoError(t, err)
 
 	podWith := func(name, node, claimName string) *v1.Pod {
