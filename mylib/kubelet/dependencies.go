@@ -18,6 +18,7 @@ import (
 	"mykubelet/mylib/config"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/logs"
+	"mykubelet/mylib/metrics"
 	"mykubelet/mylib/network/dns"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/prober"
@@ -60,6 +61,9 @@ type Dependencies struct {
 	ConfigMapManager ConfigMapManager
 	SecretManager    SecretManager
 	TokenManager     TokenManager
+	// Metrics records the kubelet's series (PodsConfig.Metrics); nil:
+	// none are recorded.
+	Metrics *metrics.Metrics
 	// Out receives the pod half's lines (PodsConfig.Out); nil: none.
 	Out io.Writer
 	// OnRegistered and OnStatusPatched: see NodeConfig.
@@ -148,6 +152,7 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		Volumes: opts.Volumes, RootDirectory: opts.RootDirectory, VolumePlugins: kubeDeps.VolumePlugins,
 		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
+		Metrics: kubeDeps.Metrics,
 	}
 	return New(Config{Client: kubeDeps.KubeClient, NodeName: opts.NodeName, Clock: kubeDeps.Clock,
 		Node: &NodeConfig{

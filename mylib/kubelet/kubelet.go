@@ -25,6 +25,7 @@ import (
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/logs"
+	"mykubelet/mylib/metrics"
 	"mykubelet/mylib/pleg"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/podworkers"
@@ -165,6 +166,11 @@ type PodsConfig struct {
 	ConfigMapManager ConfigMapManager
 	SecretManager    SecretManager
 	TokenManager     TokenManager
+
+	// Metrics records the kubelet's series (mylib/metrics: the PLEG's,
+	// the pod workers', the runtime operations', the probes', the pod
+	// start SLI); nil records none.
+	Metrics *metrics.Metrics
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package

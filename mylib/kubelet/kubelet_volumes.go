@@ -379,3 +379,16 @@ func (kl *Kubelet) cleanupPodDirs(ctx context.Context, pods []*v1.Pod) {
 		klog.ErrorS(err, "Failed cleaning up orphaned pod directories")
 	}
 }
+
+// ListVolumesForPod is a pod's mounted volumes, name to directory on the
+// node (upstream's, for the stats provider); empty without volumes.
+func (kl *Kubelet) ListVolumesForPod(uid types.UID) map[string]string {
+	out := map[string]string{}
+	if kl.volumes == nil {
+		return out
+	}
+	for name, mv := range kl.volumes.manager.GetMountedVolumesForPod(uid) {
+		out[name] = mv.Mounter.GetPath()
+	}
+	return out
+}

@@ -48,6 +48,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/kubetypes"
@@ -76,6 +77,31 @@ type Config struct {
 	Authorizer    Authorizer
 	// Clock: nil is the real clock.
 	Clock clock.Clock
+
+	// The optional endpoints; each nil one answers 404, as before the
+	// kubelet measured anything. Summary serves /stats/summary
+	// (stats.Provider); Metrics, ResourceMetrics and ProbeMetrics serve
+	// /metrics, /metrics/resource and /metrics/probes; Configz is the
+	// KubeletConfiguration /configz shows.
+	Summary         SummaryProvider
+	Metrics         http.Handler
+	ResourceMetrics http.Handler
+	ProbeMetrics    http.Handler
+	Configz         func() any
+	// HealthChecks are /healthz's checks beyond "ping" (upstream's
+	// syncloop, say); each also answers at /healthz/<name>.
+	HealthChecks []HealthCheck
+}
+
+// SummaryProvider is what /stats/summary reads (stats.Provider).
+type SummaryProvider interface {
+	Get(ctx context.Context, updateStats bool) (*statsapi.Summary, error)
+}
+
+// HealthCheck is one named /healthz check: nil from Check is healthy.
+type HealthCheck struct {
+	Name  string
+	Check func(r *http.Request) error
 }
 
 // Server is the kubelet API's http.Handler (upstream's server.Server).
