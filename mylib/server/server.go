@@ -8,15 +8,26 @@
 //     the cluster CA, or a bearer token through a TokenReview) and
 //     authorized (a SubjectAccessReview for the verb on nodes/<subresource>,
 //     see GetRequestAttributes); /healthz, /pods, /containerLogs, /exec,
-//     /attach and /portForward.
+//     /attach and /portForward; and, when Config gives what they serve,
+//     /stats/summary (the summary API metrics-server scrapes), /metrics,
+//     /metrics/resource, /metrics/probes and /configz (stats.go).
+//   - /healthz (healthz.go) is upstream's healthz format: "ok", or a line
+//     per check, the failing ones' reasons withheld, and a 500; each check
+//     alone at /healthz/<name> with its reason.
 //   - DebugServer (debug.go) is a read-only page of the pod manager's pods
 //     for a learner's browser, on loopback without authentication.
 //   - Both are served with upstream's limits (serve.go, DefaultLimits): 4 h
 //     read and write timeouts, 90 s idle keep-alive, 1 MiB of headers.
 //
 // Where Server departs from upstream, and why: plain net/http instead of
-// go-restful; no /stats, /metrics, /run, /checkpoint, /configz (nothing here
-// measures them); no caching of TokenReview and SubjectAccessReview answers
+// go-restful; no /run, /checkpoint, /runningpods, /logs, /debug/pprof,
+// /metrics/cadvisor, /statusz, /flagz, and no stats endpoints but
+// /stats/summary (upstream's others are cAdvisor's, which this kubelet
+// does not run); /healthz checks "ping" and Config.HealthChecks but not
+// upstream's "log" (klog flushing, which cannot block here); each
+// endpoint with something to serve is there only when its Config field is
+// set (a nil one is a 404: a kubelet that measures nothing serves no
+// empty figures); no caching of TokenReview and SubjectAccessReview answers
 // (upstream keeps them 2 min and 5 min/30 s: fewer API calls, slower to
 // notice a revoked permission); a container's log is read by polling its
 // file rather than with fsnotify; no WebSocket upgrade of its own
@@ -78,18 +89,19 @@ type Config struct {
 	// Clock: nil is the real clock.
 	Clock clock.Clock
 
-	// The optional endpoints; each nil one answers 404, as before the
-	// kubelet measured anything. Summary serves /stats/summary
-	// (stats.Provider); Metrics, ResourceMetrics and ProbeMetrics serve
-	// /metrics, /metrics/resource and /metrics/probes; Configz is the
-	// KubeletConfiguration /configz shows.
+	// The optional endpoints (stats.go); each nil one answers 404.
+	// Summary serves /stats/summary (stats.Provider); Metrics,
+	// ResourceMetrics and ProbeMetrics serve /metrics, /metrics/resource
+	// and /metrics/probes; Configz is the KubeletConfiguration /configz
+	// shows.
 	Summary         SummaryProvider
 	Metrics         http.Handler
 	ResourceMetrics http.Handler
 	ProbeMetrics    http.Handler
 	Configz         func() any
-	// HealthChecks are /healthz's checks beyond "ping" (upstream's
-	// syncloop, say); each also answers at /healthz/<name>.
+	// HealthChecks are /healthz's checks after "ping" (upstream's
+	// syncloop, say), in order; each also answers at /healthz/<name>.
+	// Names are unique, without '/'.
 	HealthChecks []HealthCheck
 }
 
@@ -119,8 +131,12 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if err := checkHealthChecks(cfg.HealthChecks); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	installHealthz(s.mux, cfg.HealthChecks)
+	s.installOptional()
 	s.mux.HandleFunc("GET /pods", s.getPods)
 	s.mux.HandleFunc("GET /pods/{$}", s.getPods)
 	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.getContainerLogs)
