@@ -224,6 +224,9 @@ type Kubelet struct {
 	// volumes: the volume manager and friends; nil unless
 	// Config.Pods.Volumes (kubelet_volumes.go).
 	volumes *volumes
+	// syncLoopMonitor: when the sync loop last entered or left an
+	// iteration, for SyncLoopHealthCheck (kubelet_healthz.go).
+	syncLoopMonitor loopMonitor
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -479,6 +482,8 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 // upstream does. Unlike upstream, it waits quietly (at V(2)) during the
 // first relist period: at start the PLEG has not relisted yet, which is
 // no error, and the real kubelet's line about it misleads a newcomer.
+// Before and after each iteration it notes the time, for
+// SyncLoopHealthCheck.
 func (kl *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpdate, plegCh <-chan *pleg.PodLifecycleEvent) {
 	syncTicker := kl.clock.NewTicker(SyncTickerPeriod)
 	defer syncTicker.Stop()
@@ -504,9 +509,11 @@ func (kl *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpd
 			continue
 		}
 		backoff = runtimeErrorBackoffBase
+		kl.syncLoopMonitor.store(kl.clock.Now())
 		if !kl.syncLoopIteration(ctx, updates, plegCh, syncTicker.C(), housekeepingTicker.C()) {
 			return
 		}
+		kl.syncLoopMonitor.store(kl.clock.Now())
 	}
 }
 
