@@ -16,18 +16,17 @@
 //     alone at /healthz/<name> with its reason.
 //   - DebugServer (debug.go) is a read-only page of the pod manager's pods
 //     for a learner's browser, on loopback without authentication.
-//   - Both are served with upstream's limits (serve.go, DefaultLimits): 4 h
-//     read and write timeouts, 90 s idle keep-alive, 1 MiB of headers.
+//   - Server and DebugServer are served with upstream's limits (serve.go,
+//     DefaultLimits): 4 h read and write timeouts, 90 s idle keep-alive,
+//     1 MiB of headers.
 //
 // Where Server departs from upstream, and why: plain net/http instead of
 // go-restful; no /run, /checkpoint, /runningpods, /logs, /debug/pprof,
-// /metrics/cadvisor, /statusz, /flagz, and no stats endpoints but
-// /stats/summary (upstream's others are cAdvisor's, which this kubelet
-// does not run); /healthz checks "ping" and Config.HealthChecks but not
-// upstream's "log" (klog flushing, which cannot block here); each
-// endpoint with something to serve is there only when its Config field is
-// set (a nil one is a 404: a kubelet that measures nothing serves no
-// empty figures); no caching of TokenReview and SubjectAccessReview answers
+// /statusz, /flagz, and no /metrics/cadvisor (this kubelet runs no
+// cAdvisor); /healthz checks "ping" and Config.HealthChecks, without
+// upstream's "log" (that klog's flush daemon still runs); an endpoint
+// that serves figures is there only when its Config field is set (nil:
+// 404, rather than empty figures); no caching of TokenReview and SubjectAccessReview answers
 // (upstream keeps them 2 min and 5 min/30 s: fewer API calls, slower to
 // notice a revoked permission); a container's log is read by polling its
 // file rather than with fsnotify; no WebSocket upgrade of its own

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,7 +15,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -229,4 +235,55 @@ func TestConfigzIsTheKubeletConfigurationAsJSON(t *testing.T) {
 	w = request(s, "GET", "/configz")
 	assert.Equal(t, http.StatusInternalServerError, w.Code)
 	assert.True(t, strings.HasPrefix(w.Body.String(), "error marshaling json: "), w.Body.String())
+}
+
+// TestStatsSummaryThroughTokenReviewAndSubjectAccessReview: the webhook
+// authenticator and authorizer the kubelet runs with (NewWebhookAuth),
+// over an API server that knows two tokens and lets alice, not bob, get
+// nodes/stats of n1: alice reads the summary, bob gets the 403 and the
+// API server was asked exactly upstream's question.
+func TestStatsSummaryThroughTokenReviewAndSubjectAccessReview(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+		if name, ok := map[string]string{"alice-token": "alice", "bob-token": "bob"}[tr.Spec.Token]; ok {
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: name, Groups: []string{"system:authenticated"}}}
+		}
+		return true, tr, nil
+	})
+	var questions []authorizationv1.ResourceAttributes
+	cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+		ra := *sar.Spec.ResourceAttributes
+		questions = append(questions, ra)
+		sar.Status.Allowed = sar.Spec.User == "alice" && ra == authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "nodes", Subresource: "stats", Name: "n1"}
+		return true, sar, nil
+	})
+	authn, authz, err := NewWebhookAuth(cs, testCAPEM(t))
+	require.NoError(t, err)
+	s := newTestServer(t, Config{Summary: &fakeSummary{s: testSummary()}, Authenticator: authn, Authorizer: authz})
+	as := func(token string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "https://127.0.0.1:10250/stats/summary", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w
+	}
+
+	w := as("alice-token")
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.JSONEq(t, jsonOf(t, testSummary()), w.Body.String())
+	w = as("bob-token")
+	assert.Equal(t, http.StatusForbidden, w.Code)
+	assert.Equal(t, "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[stats])\n", w.Body.String())
+	want := authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "nodes", Subresource: "stats", Name: "n1"}
+	assert.Equal(t, []authorizationv1.ResourceAttributes{want, want}, questions)
+	assert.Equal(t, http.StatusUnauthorized, as("nobody").Code)
+}
+
+// testCAPEM is a CA bundle NewWebhookAuth accepts (no client certificate
+// is sent in these tests).
+func testCAPEM(t *testing.T) []byte {
+	ca, _ := testCA(t, "cluster-ca")
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
 }
