@@ -25,7 +25,11 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	kubepod "mykubelet/mylib/pod"
+	"mykubelet/mylib/stats"
 )
+
+// The kubelet's provider takes the cheaper path of only_cpu_and_memory.
+var _ CPUAndMemorySummaryProvider = (*stats.Provider)(nil)
 
 // fakeSummary answers a fixed summary and counts how it was asked.
 type fakeSummary struct {
