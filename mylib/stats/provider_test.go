@@ -3,9 +3,11 @@ package stats
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -456,5 +458,39 @@ func TestVolumesFromMapSortsByName(t *testing.T) {
 	got := VolumesFromMap(func(types.UID) map[string]string { return map[string]string{"b": "/x/b", "a": "/x/a"} })("u")
 	if len(got) != 2 || got[0] != (VolumeInfo{"a", "/x/a"}) || got[1] != (VolumeInfo{"b", "/x/b"}) {
 		t.Errorf("got %v", got)
+	}
+}
+
+func TestScrapesMayRunTogether(t *testing.T) {
+	f := newFixture(t)
+	for i := range 5 {
+		f.addPod(newPod("default", fmt.Sprintf("p%d", i)), statstest.Container{Name: "c", CPU: uint64(i) * 1e9})
+	}
+	p := f.provider(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			switch i % 3 {
+			case 0:
+				_, err = p.Get(ctx, true)
+			case 1:
+				_, err = p.Get(ctx, false)
+			default:
+				_, err = p.GetCPUAndMemoryStats(ctx)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -206,3 +206,6 @@ func BenchmarkResourceMetricsScrape110Pods(b *testing.B) {
 		}
 	}
 }
+
+// stats.Provider is what the resource handler reads.
+var _ SummaryProvider = (*stats.Provider)(nil)
