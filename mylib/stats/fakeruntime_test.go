@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -94,5 +95,51 @@ func TestTheMockRuntimesFiguresReachTheSummary(t *testing.T) {
 	}
 	if s.Node.Runtime.ImageFs.UsedBytes == nil || *s.Node.Runtime.ImageFs.UsedBytes == 0 {
 		t.Errorf("imagefs = %+v, want the seeded images' bytes", s.Node.Runtime.ImageFs)
+	}
+}
+
+// BenchmarkGet110PodsOverTheMockRuntime is /stats/summary of 110 pods of
+// the mock runtime, over its CRI socket: what a scrape costs the kubelet
+// and the runtime together (the runtime walks each writable layer).
+func BenchmarkGet110PodsOverTheMockRuntime(b *testing.B) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(t0)
+	rt := fakeruntime.New(clk)
+	b.Cleanup(func() { rt.Close() })
+	var pods []*v1.Pod
+	for i := range 110 {
+		sp := fakeruntime.SeedPod{Namespace: "default", Name: fmt.Sprintf("pod-%03d", i), UID: fmt.Sprintf("uid-%03d", i),
+			Container: "app", Image: "docker.io/library/busybox:1.36", Command: []string{"sh", "-c", "while true; do sleep 10; done"}}
+		if err := rt.RunPod(ctx, sp); err != nil {
+			b.Fatal(err)
+		}
+		pods = append(pods, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sp.Name, Namespace: sp.Namespace, UID: types.UID(sp.UID)}})
+	}
+	conn, err := grpc.NewClient("unix://"+fakeruntimetest.Serve(b, rt), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	p, err := NewProvider(Config{NodeName: "node-a", Runtime: runtimeapi.NewRuntimeServiceClient(conn), Images: runtimeapi.NewImageServiceClient(conn),
+		Pods: func() []*v1.Pod { return pods }, RootDirectory: b.TempDir(), PodLogsDirectory: b.TempDir(),
+		MemoryCapacity: func() int64 { return gib }, Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, get := range []struct {
+		name string
+		f    func() (int, error)
+	}{
+		{"Get", func() (int, error) { s, err := p.Get(ctx, false); return len(s.Pods), err }},
+		{"GetCPUAndMemoryStats", func() (int, error) { s, err := p.GetCPUAndMemoryStats(ctx); return len(s.Pods), err }},
+	} {
+		b.Run(get.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if n, err := get.f(); err != nil || n != 110 {
+					b.Fatal(n, err)
+				}
+			}
+		})
 	}
 }
