@@ -13,7 +13,9 @@
 //     (the "kubelet" system container: getrusage and /proc/self/statm),
 //     not the root cgroup's; the "pods" system container is the pods' sum;
 //     there are no "runtime" or "misc" system containers, and no node
-//     network figures (upstream's come from the host's interfaces);
+//     network figures (upstream's come from the host's interfaces); the
+//     process is the whole process, so kubelets that share one each count
+//     it all as their own;
 //   - only the pods Config.Pods knows are reported (upstream reports every
 //     sandbox of the runtime), because several kubelets may share one
 //     runtime;
