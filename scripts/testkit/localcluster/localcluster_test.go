@@ -74,10 +74,13 @@ func TestPKIIsMadeOnceAndKeptPrivate(t *testing.T) {
 }
 
 func TestResolvePorts(t *testing.T) {
-	p, err := resolvePorts(Ports{})
+	p, err := resolvePorts(Ports{MetricsServer: 1}, false)
+	require.NoError(t, err)
+	require.Zero(t, p.MetricsServer, "no port for metrics-server unless it runs")
+	p, err = resolvePorts(Ports{}, true)
 	require.NoError(t, err)
 	seen := map[int]bool{}
-	for _, port := range []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.ControllerManager, p.Scheduler} {
+	for _, port := range []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.ControllerManager, p.Scheduler, p.MetricsServer} {
 		require.NotZero(t, port)
 		require.False(t, seen[port], "port %d chosen twice", port)
 		seen[port] = true
@@ -87,8 +90,12 @@ func TestResolvePorts(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	taken := l.Addr().(*net.TCPAddr).Port
-	_, err = resolvePorts(Ports{APIServer: taken})
+	_, err = resolvePorts(Ports{APIServer: taken}, false)
 	require.ErrorContains(t, err, "for kube-apiserver is taken")
+	_, err = resolvePorts(Ports{MetricsServer: taken}, true)
+	require.ErrorContains(t, err, "for metrics-server is taken")
+	_, err = resolvePorts(Ports{MetricsServer: taken}, false)
+	require.NoError(t, err, "metrics-server's port is not checked when it does not run")
 }
 
 func TestAliveSeesThroughZombies(t *testing.T) {
