@@ -113,12 +113,12 @@ func (c *Cluster) metricsServerArgs() []string {
 	return a
 }
 
-// metricsServerObjects are the upstream manifest's ServiceAccount and RBAC,
-// and the Service and APIService adapted to a process on loopback.
+// applyMetricsServerObjects creates the upstream manifest's ServiceAccount
+// and RBAC, and its Service and APIService adapted to a process on loopback.
 func (c *Cluster) applyMetricsServerObjects(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) error {
 	ns := MetricsServerNamespace
 	sa := []rbacv1.Subject{{Kind: "ServiceAccount", Name: MetricsServerName, Namespace: ns}}
-	allVerbs := []string{"get", "list", "watch"}
+	readVerbs := []string{"get", "list", "watch"}
 	create := func(what string, err error) error {
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %s: %w", what, err)
@@ -137,7 +137,7 @@ func (c *Cluster) applyMetricsServerObjects(ctx context.Context, cs kubernetes.I
 				"rbac.authorization.k8s.io/aggregate-to-edit":  "true",
 				"rbac.authorization.k8s.io/aggregate-to-admin": "true",
 			}},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods", "nodes"}, Verbs: allVerbs}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods", "nodes"}, Verbs: readVerbs}},
 		},
 		{
 			// What metrics-server itself reads: the kubelets' /metrics/resource
@@ -145,7 +145,7 @@ func (c *Cluster) applyMetricsServerObjects(ctx context.Context, cs kubernetes.I
 			ObjectMeta: metav1.ObjectMeta{Name: "system:metrics-server"},
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"nodes/metrics"}, Verbs: []string{"get"}},
-				{APIGroups: []string{""}, Resources: []string{"pods", "nodes"}, Verbs: allVerbs},
+				{APIGroups: []string{""}, Resources: []string{"pods", "nodes"}, Verbs: readVerbs},
 			},
 		},
 	}
