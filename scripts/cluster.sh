@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The local control plane: etcd, kube-apiserver, kube-controller-manager and
-# kube-scheduler on 127.0.0.1, no Docker, no VM.
+# kube-scheduler on 127.0.0.1, no Docker, no VM; and metrics-server, which
+# serves `kubectl top` (the API metrics.k8s.io) through the API server.
 #
 #   scripts/cluster.sh up       build once (cached), start, wait until ready
 #   scripts/cluster.sh down     stop exactly the processes `up` started
@@ -15,7 +16,10 @@
 # --cluster-signing-duration; default: upstream's, a year), and the ports
 # MYKUBELET_APISERVER_PORT (6443), MYKUBELET_ETCD_PORT (2379),
 # MYKUBELET_ETCD_PEER_PORT (2380), MYKUBELET_CONTROLLER_MANAGER_PORT (10257),
-# MYKUBELET_SCHEDULER_PORT (10259).
+# MYKUBELET_SCHEDULER_PORT (10259), MYKUBELET_METRICS_SERVER_PORT (4443; the
+# manifest's 10250 is the kubelet's), and MYKUBELET_METRIC_RESOLUTION
+# (metrics-server's --metric-resolution; default: the manifest's 15s, at
+# least 10s).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -42,12 +46,16 @@ case "$cmd" in
       -controller-manager-port "${MYKUBELET_CONTROLLER_MANAGER_PORT:-10257}" \
       -scheduler-port "${MYKUBELET_SCHEDULER_PORT:-10259}" \
       -node-monitor-grace-period "${MYKUBELET_NODE_MONITOR_GRACE_PERIOD:-0}" \
-      -cluster-signing-duration "${MYKUBELET_CLUSTER_SIGNING_DURATION:-0}" up
+      -cluster-signing-duration "${MYKUBELET_CLUSTER_SIGNING_DURATION:-0}" \
+      -metrics-server \
+      -metrics-server-port "${MYKUBELET_METRICS_SERVER_PORT:-4443}" \
+      -metric-resolution "${MYKUBELET_METRIC_RESOLUTION:-0}" up
     cat >&2 <<MSG
 Admin kubeconfig: $KUBECONFIG_FILE (mode 0600)
 Use it in this shell with:
   eval "\$(scripts/cluster.sh env)"
   kubectl get --raw /readyz
+  kubectl top node      # once metrics-server has scraped a node's kubelet twice
 MSG
     ;;
   down)
@@ -67,7 +75,7 @@ MSG
   logs)
     [[ -d "$CLUSTER_DIR/logs" ]] || die "no logs yet: run scripts/cluster.sh up"
     if [[ $# -gt 0 ]]; then
-      [[ -f "$CLUSTER_DIR/logs/$1.log" ]] || die "no log for '$1' (components: etcd kube-apiserver kube-controller-manager kube-scheduler)"
+      [[ -f "$CLUSTER_DIR/logs/$1.log" ]] || die "no log for '$1' (components: etcd kube-apiserver kube-controller-manager kube-scheduler metrics-server)"
       tail -n 50 "$CLUSTER_DIR/logs/$1.log"
     else
       tail -n 20 "$CLUSTER_DIR"/logs/*.log
