@@ -66,6 +66,8 @@ MSG
     [[ $# -eq 0 ]] || die "status takes no arguments"
     localcluster status
     printf '%-24s %s\n' "/readyz" "$("$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_FILE" get --raw /readyz 2>&1 | head -n 1)"
+    printf '%-24s %s\n' "v1beta1.metrics.k8s.io" "$("$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_FILE" get apiservice v1beta1.metrics.k8s.io \
+      -o jsonpath='{range .status.conditions[?(@.type=="Available")]}Available={.status} {.message}{end}' 2>&1 | head -n 1)"
     ;;
   env)
     [[ -f "$KUBECONFIG_FILE" ]] || die "no local cluster yet: run scripts/cluster.sh up"

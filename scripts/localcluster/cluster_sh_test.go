@@ -90,6 +90,7 @@ func TestClusterScript(t *testing.T) {
 
 	out, err = sh.run("status")
 	require.NoError(t, err, out)
+	require.Regexp(t, `v1beta1\.metrics\.k8s\.io +Available=True`, out)
 	var pids []int
 	states := localcluster.Status(dir)
 	require.Len(t, states, len(localcluster.Components)+1, "and metrics-server: %s", out)
