@@ -44,7 +44,7 @@ if [ "$1" = install ]; then printf '#!/bin/sh\n' >"$GOBIN/metrics-server" && chm
 		return string(out)
 	}
 	out := run()
-	require.Contains(t, out, "building metrics-server v0.8.0")
+	require.Contains(t, out, "building metrics-server v0.8.0 into "+bin)
 	require.True(t, strings.HasSuffix(strings.TrimSpace(out), bin), out)
 	got, err := os.ReadFile(calls)
 	require.NoError(t, err)
