@@ -17,7 +17,9 @@
 # MYKUBELET_APISERVER_PORT (6443), MYKUBELET_ETCD_PORT (2379),
 # MYKUBELET_ETCD_PEER_PORT (2380), MYKUBELET_CONTROLLER_MANAGER_PORT (10257),
 # MYKUBELET_SCHEDULER_PORT (10259), MYKUBELET_METRICS_SERVER_PORT (4443; the
-# manifest's 10250 is the kubelet's), and MYKUBELET_METRIC_RESOLUTION
+# manifest's 10250 is the kubelet's; a free port when MYKUBELET_APISERVER_PORT
+# is set and it is not, so that clusters moved to other ports do not share
+# it), and MYKUBELET_METRIC_RESOLUTION
 # (metrics-server's --metric-resolution; default: the manifest's 15s, at
 # least 10s).
 set -euo pipefail
@@ -39,6 +41,8 @@ case "$cmd" in
     command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.md, Prerequisites)"
     "$REPO_ROOT/scripts/build-control-plane.sh" >/dev/null
     mkdir -p "$STATE_DIR" && chmod 0700 "$STATE_DIR"
+    ms_port="${MYKUBELET_METRICS_SERVER_PORT:-4443}"
+    if [[ -z "${MYKUBELET_METRICS_SERVER_PORT:-}" && -n "${MYKUBELET_APISERVER_PORT:-}" ]]; then ms_port=0; fi
     localcluster \
       -etcd-port "${MYKUBELET_ETCD_PORT:-2379}" \
       -etcd-peer-port "${MYKUBELET_ETCD_PEER_PORT:-2380}" \
@@ -48,7 +52,7 @@ case "$cmd" in
       -node-monitor-grace-period "${MYKUBELET_NODE_MONITOR_GRACE_PERIOD:-0}" \
       -cluster-signing-duration "${MYKUBELET_CLUSTER_SIGNING_DURATION:-0}" \
       -metrics-server \
-      -metrics-server-port "${MYKUBELET_METRICS_SERVER_PORT:-4443}" \
+      -metrics-server-port "$ms_port" \
       -metric-resolution "${MYKUBELET_METRIC_RESOLUTION:-0}" up
     cat >&2 <<MSG
 Admin kubeconfig: $KUBECONFIG_FILE (mode 0600)
