@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,8 +41,9 @@ func freePorts(t *testing.T, n int) []int {
 }
 
 // TestClusterScript drives scripts/cluster.sh as a learner does: up, a
-// harmless second up, kubectl get --raw /readyz, status, down, and checks
-// that down leaves no process behind.
+// harmless second up, kubectl get --raw /readyz, the metrics API through
+// metrics-server, status, down, and checks that down leaves no process
+// behind.
 func TestClusterScript(t *testing.T) {
 	state := t.TempDir()
 	p := freePorts(t, 5)
@@ -50,6 +52,9 @@ func TestClusterScript(t *testing.T) {
 		"MYKUBELET_ETCD_PORT=" + strconv.Itoa(p[0]), "MYKUBELET_ETCD_PEER_PORT=" + strconv.Itoa(p[1]),
 		"MYKUBELET_APISERVER_PORT=" + strconv.Itoa(p[2]), "MYKUBELET_CONTROLLER_MANAGER_PORT=" + strconv.Itoa(p[3]),
 		"MYKUBELET_SCHEDULER_PORT=" + strconv.Itoa(p[4]),
+		// No MYKUBELET_METRICS_SERVER_PORT: with the other ports moved,
+		// metrics-server gets a free one, not the learner's 4443.
+		"MYKUBELET_METRIC_RESOLUTION=10s",
 	}}
 	dir := filepath.Join(state, "cluster")
 	t.Cleanup(func() { _, _ = localcluster.Down(dir) })
@@ -57,6 +62,9 @@ func TestClusterScript(t *testing.T) {
 	out, err := sh.run("up")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "the local cluster is ready at https://127.0.0.1:"+strconv.Itoa(p[2]))
+	m := regexp.MustCompile(`metrics-server serves v1beta1\.metrics\.k8s\.io at https://127\.0\.0\.1:(\d+)\n`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	require.NotEqual(t, strconv.Itoa(localcluster.DefaultMetricsServerPort), m[1])
 
 	info, err := os.Stat(filepath.Join(dir, "admin.kubeconfig"))
 	require.NoError(t, err)
@@ -69,11 +77,17 @@ func TestClusterScript(t *testing.T) {
 
 	env, err := sh.run("env")
 	require.NoError(t, err, env)
-	kubectl := exec.Command("bash", "-c", env+"\nkubectl get --raw /readyz")
-	kubectl.Env = append(os.Environ(), sh.env...)
-	ready, err := kubectl.CombinedOutput()
-	require.NoError(t, err, string(ready))
-	require.Equal(t, "ok", strings.TrimSpace(string(ready)))
+	kubectl := func(args string) string {
+		cmd := exec.Command("bash", "-c", env+"\nkubectl "+args)
+		cmd.Env = append(os.Environ(), sh.env...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "kubectl %s: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	require.Equal(t, "ok", kubectl("get --raw /readyz"))
+	// up waits for the APIService; the metrics API answers (no nodes yet).
+	require.Equal(t, "True", kubectl(`get apiservice v1beta1.metrics.k8s.io -o jsonpath='{.status.conditions[?(@.type=="Available")].status}'`))
+	require.Contains(t, kubectl("get --raw /apis/metrics.k8s.io/v1beta1/nodes"), `"kind":"NodeMetricsList"`)
 
 	out, err = sh.run("up")
 	require.NoError(t, err, out)
@@ -81,8 +95,11 @@ func TestClusterScript(t *testing.T) {
 
 	out, err = sh.run("status")
 	require.NoError(t, err, out)
+	require.Regexp(t, `v1beta1\.metrics\.k8s\.io +Available=True`, out)
 	var pids []int
-	for _, s := range localcluster.Status(dir) {
+	states := localcluster.Status(dir)
+	require.Len(t, states, len(localcluster.Components)+1, "and metrics-server: %s", out)
+	for _, s := range states {
 		require.True(t, s.Running, "%s should run: %s", s.Name, out)
 		require.Contains(t, out, s.Name+" ")
 		pids = append(pids, s.Pid)
@@ -96,7 +113,7 @@ func TestClusterScript(t *testing.T) {
 
 	out, err = sh.run("down")
 	require.NoError(t, err, out)
-	require.Contains(t, out, "stopped kube-scheduler, kube-controller-manager, kube-apiserver, etcd")
+	require.Contains(t, out, "stopped metrics-server, kube-scheduler, kube-controller-manager, kube-apiserver, etcd")
 	for _, pid := range pids {
 		require.False(t, localcluster.Alive(pid), "pid %d still runs after down", pid)
 	}

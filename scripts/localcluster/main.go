@@ -2,7 +2,7 @@
 // scripts/cluster.sh. Run it through that script, which builds the binaries
 // first and passes their directory.
 //
-//	localcluster -bin-dir DIR -dir DIR up|down|status
+//	localcluster -bin-dir DIR -dir DIR [-metrics-server] up|down|status
 package main
 
 import (
@@ -24,12 +24,15 @@ func main() {
 	dir := fs.String("dir", "", "the cluster's state directory")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager --node-monitor-grace-period (0: upstream default, 50s)")
 	signing := fs.Duration("cluster-signing-duration", 0, "kube-controller-manager --cluster-signing-duration (0: upstream default, a year)")
+	metricsServer := fs.Bool("metrics-server", false, "start metrics-server too (BIN_DIR/metrics-server), registered as the APIService "+localcluster.MetricsAPIService)
+	resolution := fs.Duration("metric-resolution", 0, "metrics-server --metric-resolution (0: the manifest's, 15s; at least 10s)")
 	ports := localcluster.DefaultPorts
 	fs.IntVar(&ports.EtcdClient, "etcd-port", ports.EtcdClient, "etcd client port")
 	fs.IntVar(&ports.EtcdPeer, "etcd-peer-port", ports.EtcdPeer, "etcd peer port")
 	fs.IntVar(&ports.APIServer, "apiserver-port", ports.APIServer, "kube-apiserver secure port")
 	fs.IntVar(&ports.ControllerManager, "controller-manager-port", ports.ControllerManager, "kube-controller-manager secure port")
 	fs.IntVar(&ports.Scheduler, "scheduler-port", ports.Scheduler, "kube-scheduler secure port")
+	fs.IntVar(&ports.MetricsServer, "metrics-server-port", ports.MetricsServer, "metrics-server secure port")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
@@ -40,7 +43,8 @@ func main() {
 	var err error
 	switch fs.Arg(0) {
 	case "up":
-		err = up(localcluster.Config{Dir: *dir, BinDir: *binDir, Ports: ports, NodeMonitorGracePeriod: *grace, ClusterSigningDuration: *signing, Detach: true})
+		err = up(localcluster.Config{Dir: *dir, BinDir: *binDir, Ports: ports, NodeMonitorGracePeriod: *grace, ClusterSigningDuration: *signing,
+			MetricsServer: *metricsServer, MetricResolution: *resolution, Detach: true})
 	case "down":
 		err = down(*dir)
 	case "status":
@@ -55,15 +59,24 @@ func main() {
 }
 
 func up(cfg localcluster.Config) error {
-	states := localcluster.Status(cfg.Dir)
-	running := 0
-	for _, s := range states {
+	want := map[string]bool{}
+	for _, name := range localcluster.Components {
+		want[name] = true
+	}
+	if cfg.MetricsServer {
+		want[localcluster.MetricsServerName] = true
+	}
+	running, runningWanted := 0, 0
+	for _, s := range localcluster.Status(cfg.Dir) {
 		if s.Running {
 			running++
+			if want[s.Name] {
+				runningWanted++
+			}
 		}
 	}
 	switch {
-	case running == len(states):
+	case running == len(want) && runningWanted == len(want):
 		fmt.Fprintln(os.Stderr, "the local cluster is already running")
 		return nil
 	case running > 0:
@@ -80,6 +93,9 @@ func up(cfg localcluster.Config) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "the local cluster is ready at %s (%.1fs)\n", c.Host, time.Since(start).Seconds())
+	if h := c.MetricsServerHost(); h != "" {
+		fmt.Fprintf(os.Stderr, "metrics-server serves %s at %s\n", localcluster.MetricsAPIService, h)
+	}
 	return nil
 }
 
@@ -97,7 +113,8 @@ func down(dir string) error {
 
 func status(dir string) error {
 	down := 0
-	for _, s := range localcluster.Status(dir) {
+	states := localcluster.Status(dir)
+	for _, s := range states {
 		state := "stopped"
 		if s.Running {
 			state = fmt.Sprintf("running (pid %d)", s.Pid)
@@ -107,7 +124,7 @@ func status(dir string) error {
 		fmt.Printf("%-24s %s\n", s.Name, state)
 	}
 	if down > 0 {
-		return fmt.Errorf("%d of %d components are not running", down, len(localcluster.Components))
+		return fmt.Errorf("%d of %d components are not running", down, len(states))
 	}
 	return nil
 }

@@ -1,7 +1,10 @@
 // Package localcluster runs a real Kubernetes control plane on loopback:
 // etcd, kube-apiserver, kube-controller-manager and kube-scheduler, built from
 // the k8s.io/kubernetes module by scripts/build-control-plane.sh. No Docker, no
-// VM: four processes and a directory of certificates.
+// VM: four processes and a directory of certificates. On request
+// (Config.MetricsServer) a fifth, metrics-server, serves the resource metrics
+// API (metrics.k8s.io) through the API server's aggregation layer, as a
+// process on loopback instead of a pod (see metricsserver.go).
 //
 // scripts/cluster.sh uses it to start a cluster that outlives the command
 // (Detach, with pid files), and scripts/testkit/testcluster to give each test package a
@@ -32,6 +35,10 @@ const (
 	// heartbeat (lease renewal or status update) before it is marked
 	// NotReady with conditions Unknown.
 	DefaultNodeMonitorGracePeriod = 50 * time.Second
+	// FrontProxyClientName is the common name of the API server's
+	// --proxy-client-cert-file, the only name --requestheader-allowed-names
+	// accepts.
+	FrontProxyClientName = "front-proxy-client"
 	// ServiceClusterIPRange is the API server's --service-cluster-ip-range.
 	ServiceClusterIPRange = "10.96.0.0/16"
 	// KubeletPreferredAddressTypes is the API server's
@@ -43,10 +50,13 @@ const (
 // Ports of the control plane; zero means "pick a free one".
 type Ports struct {
 	EtcdClient, EtcdPeer, APIServer, ControllerManager, Scheduler int
+	// MetricsServer is used only with Config.MetricsServer.
+	MetricsServer int
 }
 
 // DefaultPorts are the usual ports, for the learner's long-lived cluster.
-var DefaultPorts = Ports{EtcdClient: 2379, EtcdPeer: 2380, APIServer: 6443, ControllerManager: 10257, Scheduler: 10259}
+var DefaultPorts = Ports{EtcdClient: 2379, EtcdPeer: 2380, APIServer: 6443, ControllerManager: 10257, Scheduler: 10259,
+	MetricsServer: DefaultMetricsServerPort}
 
 // Config says where and how to run the control plane.
 type Config struct {
@@ -69,6 +79,15 @@ type Config struct {
 	Detach bool
 	// ReadyTimeout bounds Start; default 3 minutes.
 	ReadyTimeout time.Duration
+	// MetricsServer starts metrics-server (BinDir/metrics-server) once the
+	// control plane is ready, and Start waits until the APIService
+	// v1beta1.metrics.k8s.io is Available. Off by default: it costs a
+	// process and a few seconds that most tests do not need.
+	MetricsServer bool
+	// MetricResolution is metrics-server's --metric-resolution, how often
+	// it scrapes the kubelets; zero: DefaultMetricResolution. At least
+	// MinMetricResolution.
+	MetricResolution time.Duration
 }
 
 // Cluster is a started control plane.
@@ -96,12 +115,19 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 3 * time.Minute
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+	bins := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+	if cfg.MetricsServer {
+		bins = append(bins, MetricsServerName)
+		if cfg.MetricResolution != 0 && cfg.MetricResolution < MinMetricResolution {
+			return nil, fmt.Errorf("localcluster: MetricResolution %v is below metrics-server's minimum, %v", cfg.MetricResolution, MinMetricResolution)
+		}
+	}
+	for _, b := range bins {
 		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
 			return nil, fmt.Errorf("%s not found in %s: build the control plane with scripts/build-control-plane.sh", b, cfg.BinDir)
 		}
 	}
-	ports, err := resolvePorts(cfg.Ports)
+	ports, err := resolvePorts(cfg.Ports, cfg.MetricsServer)
 	if err != nil {
 		return nil, err
 	}
@@ -116,14 +142,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
-// resolvePorts checks that given ports are free and picks free ones for zeros.
-func resolvePorts(p Ports) (Ports, error) {
-	fields := []struct {
+// resolvePorts checks that given ports are free and picks free ones for
+// zeros; metrics-server's only when it is to run (else it is set to 0).
+func resolvePorts(p Ports, metricsServer bool) (Ports, error) {
+	type field struct {
 		name string
 		port *int
-	}{
+	}
+	fields := []field{
 		{"etcd client", &p.EtcdClient}, {"etcd peer", &p.EtcdPeer}, {"kube-apiserver", &p.APIServer},
 		{"kube-controller-manager", &p.ControllerManager}, {"kube-scheduler", &p.Scheduler},
+	}
+	if metricsServer {
+		fields = append(fields, field{"metrics-server", &p.MetricsServer})
+	} else {
+		p.MetricsServer = 0
 	}
 	var holds []net.Listener
 	defer func() {
@@ -145,11 +178,24 @@ func resolvePorts(p Ports) (Ports, error) {
 func (c *Cluster) pki(name string) string { return filepath.Join(c.cfg.Dir, "pki", name) }
 
 func (c *Cluster) writePKI() error {
-	ca, err := loadOrCreateCA(c.pki(""))
+	ca, err := loadOrCreateCA(c.pki(""), "ca", "mykubelet-ca")
 	if err != nil {
 		return err
 	}
 	c.ca = ca
+	// The aggregation layer's front proxy: the API server proxies to
+	// extension API servers (metrics-server) with the client certificate
+	// front-proxy-client, which they trust, by the CA and the name the
+	// configmap kube-system/extension-apiserver-authentication publishes,
+	// to pass the user in X-Remote-* headers. A CA of its own, as kubeadm
+	// makes, so that no certificate of the cluster CA can act as the proxy.
+	frontProxyCA, err := loadOrCreateCA(c.pki(""), "front-proxy-ca", "front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	if err := frontProxyCA.writeIssued(c.pki(""), "front-proxy-client", CertSpec{CommonName: FrontProxyClientName}); err != nil {
+		return err
+	}
 	loopback := []net.IP{net.ParseIP("127.0.0.1")}
 	specs := map[string]CertSpec{
 		"apiserver": {CommonName: "kube-apiserver", IPs: append(loopback, net.ParseIP("10.96.0.1")),
@@ -160,6 +206,14 @@ func (c *Cluster) writePKI() error {
 		"controller-manager-serving": {CommonName: "kube-controller-manager", IPs: loopback, DNSNames: []string{"localhost"}},
 		"scheduler":                  {CommonName: "system:kube-scheduler"},
 		"scheduler-serving":          {CommonName: "kube-scheduler", IPs: loopback, DNSNames: []string{"localhost"}},
+		// metrics-server serves on 127.0.0.1 under the name the aggregator
+		// checks, <service>.<namespace>.svc.
+		"metrics-server-serving": {CommonName: MetricsServerName, IPs: loopback,
+			DNSNames: []string{"localhost", MetricsServerName + "." + MetricsServerNamespace + ".svc"}},
+		// Its client identity: the ServiceAccount's user name and groups,
+		// so that the manifest's RBAC bindings apply.
+		"metrics-server": {CommonName: metricsServerUser,
+			Organizations: []string{"system:serviceaccounts", "system:serviceaccounts:" + MetricsServerNamespace}},
 	}
 	for name, spec := range specs {
 		if err := ca.writeIssued(c.pki(""), name, spec); err != nil {
@@ -174,6 +228,7 @@ func (c *Cluster) writePKI() error {
 		{c.AdminKubeconfig, "admin"},
 		{filepath.Join(c.cfg.Dir, "controller-manager.kubeconfig"), "controller-manager"},
 		{filepath.Join(c.cfg.Dir, "scheduler.kubeconfig"), "scheduler"},
+		{filepath.Join(c.cfg.Dir, "metrics-server.kubeconfig"), "metrics-server"},
 	} {
 		if err := c.writeKubeconfig(kc.file, kc.cert); err != nil {
 			return err

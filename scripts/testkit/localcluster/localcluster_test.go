@@ -74,10 +74,13 @@ func TestPKIIsMadeOnceAndKeptPrivate(t *testing.T) {
 }
 
 func TestResolvePorts(t *testing.T) {
-	p, err := resolvePorts(Ports{})
+	p, err := resolvePorts(Ports{MetricsServer: 1}, false)
+	require.NoError(t, err)
+	require.Zero(t, p.MetricsServer, "no port for metrics-server unless it runs")
+	p, err = resolvePorts(Ports{}, true)
 	require.NoError(t, err)
 	seen := map[int]bool{}
-	for _, port := range []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.ControllerManager, p.Scheduler} {
+	for _, port := range []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.ControllerManager, p.Scheduler, p.MetricsServer} {
 		require.NotZero(t, port)
 		require.False(t, seen[port], "port %d chosen twice", port)
 		seen[port] = true
@@ -87,8 +90,12 @@ func TestResolvePorts(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	taken := l.Addr().(*net.TCPAddr).Port
-	_, err = resolvePorts(Ports{APIServer: taken})
+	_, err = resolvePorts(Ports{APIServer: taken}, false)
 	require.ErrorContains(t, err, "for kube-apiserver is taken")
+	_, err = resolvePorts(Ports{MetricsServer: taken}, true)
+	require.ErrorContains(t, err, "for metrics-server is taken")
+	_, err = resolvePorts(Ports{MetricsServer: taken}, false)
+	require.NoError(t, err, "metrics-server's port is not checked when it does not run")
 }
 
 func TestAliveSeesThroughZombies(t *testing.T) {
@@ -113,4 +120,67 @@ func TestStatusWithoutPidFiles(t *testing.T) {
 		require.False(t, s.Running, s.Name)
 		require.Zero(t, s.Pid)
 	}
+}
+
+func TestAggregationAndMetricsServerPKI(t *testing.T) {
+	dir := t.TempDir()
+	c := &Cluster{cfg: Config{Dir: dir}, Host: "https://127.0.0.1:1"}
+	require.NoError(t, c.writePKI())
+	read := func(name string) *x509.Certificate {
+		b, err := os.ReadFile(filepath.Join(dir, "pki", name))
+		require.NoError(t, err)
+		return parseCert(t, b)
+	}
+	clusterCA, frontProxyCA := x509.NewCertPool(), x509.NewCertPool()
+	clusterCA.AddCert(read("ca.crt"))
+	frontProxyCA.AddCert(read("front-proxy-ca.crt"))
+	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+
+	proxy := read("front-proxy-client.crt")
+	require.Equal(t, FrontProxyClientName, proxy.Subject.CommonName)
+	_, err := proxy.Verify(x509.VerifyOptions{Roots: frontProxyCA, KeyUsages: client})
+	require.NoError(t, err)
+	_, err = proxy.Verify(x509.VerifyOptions{Roots: clusterCA, KeyUsages: client})
+	require.Error(t, err, "the front proxy has a CA of its own: no cluster certificate can pass users in headers")
+
+	serving := read("metrics-server-serving.crt")
+	for _, name := range []string{"metrics-server.kube-system.svc", "127.0.0.1"} {
+		_, err = serving.Verify(x509.VerifyOptions{Roots: clusterCA, DNSName: name})
+		require.NoError(t, err, "the aggregator checks %s", name)
+	}
+
+	id := read("metrics-server.crt")
+	require.Equal(t, "system:serviceaccount:kube-system:metrics-server", id.Subject.CommonName)
+	require.Equal(t, []string{"system:serviceaccounts", "system:serviceaccounts:kube-system"}, id.Subject.Organization)
+	_, err = id.Verify(x509.VerifyOptions{Roots: clusterCA, KeyUsages: client})
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "metrics-server.kubeconfig"))
+	require.NoError(t, err)
+
+	for _, flag := range []string{"--requestheader-client-ca-file=" + c.pki("front-proxy-ca.crt"),
+		"--requestheader-allowed-names=front-proxy-client", "--proxy-client-cert-file=" + c.pki("front-proxy-client.crt")} {
+		require.Contains(t, c.args("kube-apiserver"), flag)
+	}
+}
+
+func TestMetricsServerFlags(t *testing.T) {
+	c := &Cluster{cfg: Config{Dir: "/d", MetricsServer: true}, Ports: Ports{MetricsServer: 4443}}
+	a := c.args(MetricsServerName)
+	require.Contains(t, a, "--secure-port=4443")
+	require.Contains(t, a, "--bind-address=127.0.0.1")
+	require.Contains(t, a, "--metric-resolution=15s", "the manifest's by default")
+	require.Contains(t, a, "--kubelet-use-node-status-port")
+	require.Contains(t, a, "--kubelet-preferred-address-types=InternalIP")
+	require.Contains(t, a, "--kubeconfig=/d/metrics-server.kubeconfig", "its own identity, not the admin's")
+	for _, f := range a {
+		require.NotContains(t, f, "--kubelet-request-timeout", "the default timeout fits 15s")
+		require.NotContains(t, f, "insecure")
+	}
+
+	c.cfg.MetricResolution = MinMetricResolution
+	a = c.args(MetricsServerName)
+	require.Contains(t, a, "--metric-resolution=10s")
+	require.Contains(t, a, "--kubelet-request-timeout=9s", "metrics-server refuses a timeout above 90% of the resolution")
+	require.Equal(t, "https://127.0.0.1:4443", c.MetricsServerHost())
+	require.Empty(t, (&Cluster{}).MetricsServerHost(), "no metrics-server unless asked for")
 }

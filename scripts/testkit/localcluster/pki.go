@@ -133,18 +133,23 @@ func pemCert(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-// loadOrCreateCA reads ca.crt and ca.key from dir, or creates them.
-func loadOrCreateCA(dir string) (*CA, error) {
-	certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+// loadOrCreateCA reads name.crt and name.key from dir, or creates them: a
+// CA whose common name is commonName.
+func loadOrCreateCA(dir, name, commonName string) (*CA, error) {
+	certFile, keyFile := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
 	certPEM, errC := os.ReadFile(certFile)
 	keyPEM, errK := os.ReadFile(keyFile)
 	if errC == nil && errK == nil {
-		return parseCA(certPEM, keyPEM)
+		ca, err := parseCA(certPEM, keyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", certFile, err)
+		}
+		return ca, nil
 	}
 	if !errors.Is(errC, os.ErrNotExist) && errC != nil {
 		return nil, errC
 	}
-	ca, err := NewCA("mykubelet-ca")
+	ca, err := NewCA(commonName)
 	if err != nil {
 		return nil, err
 	}
@@ -165,15 +170,15 @@ func parseCA(certPEM, keyPEM []byte) (*CA, error) {
 	cb, _ := pem.Decode(certPEM)
 	kb, _ := pem.Decode(keyPEM)
 	if cb == nil || kb == nil {
-		return nil, errors.New("ca.crt or ca.key is not PEM")
+		return nil, errors.New("the CA's certificate or key is not PEM")
 	}
 	cert, err := x509.ParseCertificate(cb.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("ca.crt: %w", err)
+		return nil, fmt.Errorf("the CA's certificate: %w", err)
 	}
 	key, err := x509.ParseECPrivateKey(kb.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("ca.key: %w", err)
+		return nil, fmt.Errorf("the CA's key: %w", err)
 	}
 	return &CA{Cert: cert, Key: key, CertPEM: certPEM}, nil
 }

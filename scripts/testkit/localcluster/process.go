@@ -23,6 +23,10 @@ import (
 // Components in start order; Stop and Down go in reverse.
 var Components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
+// OptionalComponents start after Components when asked for (Config); Status
+// lists one only when it has a pid file, Down stops them first.
+var OptionalComponents = []string{MetricsServerName}
+
 type process struct {
 	name, bin, logPath string
 	cmd                *exec.Cmd
@@ -72,6 +76,16 @@ func (c *Cluster) args(name string) []string {
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=" + c.pki("sa.pub"),
 			"--service-account-signing-key-file=" + c.pki("sa.key"),
+			// The aggregation layer, as kubeadm sets it up: whom extension
+			// API servers trust to pass the user in headers, and the client
+			// certificate the API server proxies with.
+			"--requestheader-client-ca-file=" + c.pki("front-proxy-ca.crt"),
+			"--requestheader-allowed-names=" + FrontProxyClientName,
+			"--requestheader-username-headers=X-Remote-User",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--proxy-client-cert-file=" + c.pki("front-proxy-client.crt"),
+			"--proxy-client-key-file=" + c.pki("front-proxy-client.key"),
 		}
 	case "kube-controller-manager":
 		kc := filepath.Join(d, "controller-manager.kubeconfig")
@@ -114,6 +128,8 @@ func (c *Cluster) args(name string) []string {
 			"--tls-private-key-file=" + c.pki("scheduler-serving.key"),
 			"--leader-elect=false",
 		}
+	case MetricsServerName:
+		return c.metricsServerArgs()
 	}
 	panic("unknown component " + name)
 }
@@ -172,10 +188,16 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	// The serviceaccount controller makes "default" in each namespace; pods
 	// cannot be created before it exists.
-	return c.waitFor(ctx, "service account default/default", func() error {
+	if err := c.waitFor(ctx, "service account default/default", func() error {
 		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	if c.cfg.MetricsServer {
+		return c.startMetricsServer(ctx, cs)
+	}
+	return nil
 }
 
 func httpOK(client *http.Client, url string) error {
@@ -274,12 +296,20 @@ type ProcState struct {
 	Running bool
 }
 
-// Status reads the pid files in dir/run and says which components run.
+// Status reads the pid files in dir/run and says which components run: all
+// of Components, and those of OptionalComponents that were started (that
+// have a pid file, whether the process still runs or not).
 func Status(dir string) []ProcState {
 	var out []ProcState
 	for _, name := range Components {
 		pid, running := readPid(dir, name)
 		out = append(out, ProcState{Name: name, Pid: pid, Running: running})
+	}
+	for _, name := range OptionalComponents {
+		if fileExists(pidFile(dir, name)) {
+			pid, running := readPid(dir, name)
+			out = append(out, ProcState{Name: name, Pid: pid, Running: running})
+		}
 	}
 	return out
 }
@@ -309,8 +339,9 @@ func readPid(dir, name string) (int, bool) {
 func Down(dir string) ([]string, error) {
 	var stopped []string
 	var errs []error
-	for i := len(Components) - 1; i >= 0; i-- {
-		name := Components[i]
+	all := append(append([]string{}, Components...), OptionalComponents...)
+	for i := len(all) - 1; i >= 0; i-- {
+		name := all[i]
 		pid, running := readPid(dir, name)
 		if running {
 			if err := terminate(pid); err != nil {
