@@ -317,8 +317,8 @@ func TestStressAsInTheMemoryDocs(t *testing.T) {
 
 	waitRunningUtility(t, r, demo, "stress", 1)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, demo).State)
-	resp := execIn(t, r, demo, "stress", "--cpu", "1")
-	assert.Equal(t, int32(1), resp.ExitCode, "other hogs answer a usage error")
+	resp := execIn(t, r, demo, "stress", "--io", "1")
+	assert.Equal(t, int32(1), resp.ExitCode, "the hogs it does not have (io, hdd) answer a usage error")
 	// An exec over the limit kills the whole container, as memory.oom.group does.
 	resp = execIn(t, r, demo, "stress", "--vm", "1", "--vm-bytes", "60M")
 	assert.Equal(t, int32(ExitCodeSIGKILL), resp.ExitCode)

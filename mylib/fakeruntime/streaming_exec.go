@@ -89,6 +89,7 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 // would race for the same bytes).
 func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (code int) {
 	defer p.recoverInternal(&code)
+	defer p.running.cpu.start()()
 	ctx, cancel := p.bindOOM(ctx)
 	defer cancel()
 	if !p.running.fork() {
