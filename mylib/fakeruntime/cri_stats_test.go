@@ -224,6 +224,7 @@ func TestServersCountTheirBytes(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Equal(t, "0123456789", string(body))
+	assert.Eventually(t, func() bool { return c.tx.Load() > 0 }, 10*time.Second, time.Millisecond, "a write counts once it returned")
 	assert.Greater(t, c.rx.Load(), int64(len("GET / HTTP/1.1\r\n")), "the request")
 	assert.Greater(t, c.tx.Load(), int64(len(body)), "the response, headers and body")
 }
@@ -240,9 +241,15 @@ func TestPodNetworkStats(t *testing.T) {
 			r.mu.Lock()
 			sb := r.containers[id].sandboxID
 			r.mu.Unlock()
-			resp, err := r.PodSandboxStats(context.Background(), &runtimeapi.PodSandboxStatsRequest{PodSandboxId: sb})
-			require.NoError(t, err)
-			eth0 := resp.Stats.Linux.Network.DefaultInterface
+			// The server counts a write once it returned, which may be
+			// after the client read it: wait for the count.
+			var eth0 *runtimeapi.NetworkInterfaceUsage
+			require.Eventually(t, func() bool {
+				resp, err := r.PodSandboxStats(context.Background(), &runtimeapi.PodSandboxStatsRequest{PodSandboxId: sb})
+				require.NoError(t, err)
+				eth0 = resp.Stats.Linux.Network.DefaultInterface
+				return eth0.TxBytes.Value > 0
+			}, 10*time.Second, 10*time.Millisecond, "the response counted")
 			assert.Equal(t, "eth0", eth0.Name)
 			assert.Greater(t, eth0.RxBytes.Value, uint64(len("GET / HTTP/1.1\r\n")), "the request")
 			assert.Greater(t, eth0.TxBytes.Value, uint64(len(body)), "the welcome page and its headers")

@@ -105,7 +105,7 @@ func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (co
 	parser := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
 	io.WriteString(p.stdout, prompt)
 	exited := false
-	bounded := &boundedInput{r: in}
+	bounded := &boundedInput{r: idleReader{r: in, m: &p.running.cpu}}
 	err = parser.Interactive(bounded, func(stmts []*syntax.Stmt) bool {
 		if parser.Incomplete() {
 			if prompt != "" {
@@ -131,6 +131,18 @@ func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (co
 		return 2
 	}
 	return code
+}
+
+// idleReader reads from r without counting the wait as the reader's CPU
+// or holding its OS thread: a shell waiting at its prompt is idle.
+type idleReader struct {
+	r io.Reader
+	m *cpuMeter
+}
+
+func (r idleReader) Read(p []byte) (int, error) {
+	defer r.m.idle()()
+	return r.r.Read(p)
 }
 
 // attachStreams copies what the container writes from now on to stdout
