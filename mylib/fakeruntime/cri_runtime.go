@@ -268,6 +268,8 @@ type sandbox struct {
 	// item is the sandbox as ListPodSandbox answers it, built once and
 	// shared by every answer (see listItem).
 	item *runtimeapi.PodSandbox
+
+	cpuRate cpuRate // its CPU at the previous stats read (cri_stats.go)
 }
 
 // nameKey is the sandbox's reserved name: one sandbox per pod and attempt.
@@ -318,6 +320,11 @@ type container struct {
 	// item is the container as ListContainers answers it, built once and
 	// shared by every answer (see listItem).
 	item *runtimeapi.Container
+
+	// What the stats need (cri_stats.go): its usage as the sandbox
+	// process last reported it, and its CPU at the previous read.
+	remote  remoteUsage
+	cpuRate cpuRate
 }
 
 // containerNameKey is a container's reserved name: one container per name

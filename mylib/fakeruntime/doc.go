@@ -17,8 +17,21 @@
 // view (shell_fs.go): its root directory, or one of its CRI mounts, each an
 // os.Root. Its stdout and stderr go to the container's
 // LogPath in the CRI log format (ReadLog reads it back); ExecSync runs a
-// command the same way (keeping 16 MiB of each stream, as containerd); the
-// stats are plausible and deterministic.
+// command the same way (keeping 16 MiB of each stream, as containerd).
+//
+// The stats are what the scripts really use, counted as a cgroup counts a
+// container's processes (shell_usage.go, cri_stats.go): CPU is the time
+// the kernel ran their threads (a script works on a goroutine locked to an
+// OS thread, whose per-thread CPU clock is read live: a busy loop burns, a
+// sleep does not), UsageNanoCores the rate since the previous read of that
+// container, as containerd's; memory is what the limits below charge; a
+// sandbox sums its containers and reports, as its eth0's, the bytes its
+// servers' connections read and wrote. What is not counted: the builtins
+// of a pipeline's left side (the interpreter's own goroutine), the
+// servers' request handling, the runtime's own work for a container; and
+// the network bytes are payload counted at the pod's sockets, not an
+// interface's packets (the sandboxes share one veth, whose counters are
+// every pod's).
 //
 // The runtime stands in for the kernel's limits (shell_limits.go): each
 // container runs at most Config.PodPidsLimit processes (script, execs,
@@ -50,7 +63,8 @@
 // handlers are not the only wall. A runtime that runs as root on the real
 // clock (as the probe and capstone chapters run it) runs every script in
 // the sandbox process (sandboxproc.go), the runtime's own binary started
-// again behind walls the kernel keeps, each for one thing:
+// again behind walls the kernel keeps, each for one thing (the stats of
+// its containers are read there, and asked for over its socket):
 //
 //	new mount, PID, IPC, UTS namespaces  no host process to see or signal; $$ is 1
 //	chroot into the containers' dir      no host file, even through the interpreter's own opens

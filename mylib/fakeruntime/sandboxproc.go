@@ -21,8 +21,11 @@ package fakeruntime
 // clock); the sandbox process only runs scripts. They talk over a unix
 // socket pair: the runtime sends "run this script in that container, with
 // these pipes as its stdin, stdout and stderr" (the pipes travel as file
-// descriptors, SCM_RIGHTS), "SIGTERM", "SIGKILL", "fail"; the sandbox
-// process answers "this run exited with this code". If the sandbox process
+// descriptors, SCM_RIGHTS), "SIGTERM", "SIGKILL", "fail", "what do your
+// containers use"; the sandbox process answers "this run exited with this
+// code" (with what its container used until then) and the containers'
+// figures (CPU time, memory, processes, network bytes: shell_usage.go), a
+// few hundred containers a message. If the sandbox process
 // dies, every container it ran has exited (137, reason Error), as
 // containerd reports the containers of a shim that died; the next start
 // starts a new sandbox process, and the kubelet restarts the containers by
@@ -93,7 +96,7 @@ func useSandboxProcess(iso Isolation, clk clock.Clock) bool {
 // runSpec is one script to run in a container: its main process or an
 // exec. It travels as JSON to the sandbox process.
 type runSpec struct {
-	Op          string      `json:"op"`        // opRun, opTerm, opKill, opFault
+	Op          string      `json:"op"`        // opRun, opTerm, opKill, opFault, opUsage
 	ID          string      `json:"id"`        // the run
 	Container   string      `json:"container"` // its container; the root is /<Container>/rootfs
 	Script      string      `json:"script,omitempty"`
@@ -116,6 +119,7 @@ const (
 	opTerm  = "term"
 	opKill  = "kill"
 	opFault = "fault"
+	opUsage = "usage" // answered by runExits with Usages, the last with More false
 )
 
 // runLimits are the container's limits (see shell_limits.go), which the sandbox
@@ -125,11 +129,16 @@ type runLimits struct {
 	Memory int64 `json:"memory"`
 }
 
-// runExit is the sandbox process's answer: run ID ended with Code.
+// runExit is the sandbox process's answer: run ID ended with Code, its
+// container having used Usage; or, to an opUsage request ID, some of its
+// containers' usages, by container ID.
 type runExit struct {
-	ID     string `json:"id"`
-	Code   int    `json:"code"`
-	Reason string `json:"reason,omitempty"` // "" or ReasonOOMKilled
+	ID     string                 `json:"id"`
+	Code   int                    `json:"code"`
+	Reason string                 `json:"reason,omitempty"` // "" or ReasonOOMKilled
+	Usage  *scriptUsage           `json:"usage,omitempty"`
+	Usages map[string]scriptUsage `json:"usages,omitempty"`
+	More   bool                   `json:"more,omitempty"` // more usages follow
 }
 
 // sandboxConfig is the sandbox process's start-up configuration.
@@ -160,6 +169,7 @@ type sandboxChild struct {
 
 	mu      sync.Mutex
 	runs    map[string]*remoteRun
+	queries map[string]chan runExit // the opUsage requests waiting for their answers
 	dead    bool
 	closing bool       // the runtime ends it: its end is no news
 	sent    sync.Mutex // one message at a time on conn
@@ -172,6 +182,7 @@ type remoteRun struct {
 	exited chan struct{} // closed once code and reason are set
 	code   int
 	reason string
+	usage  scriptUsage    // its container's, when it ended
 	copies sync.WaitGroup // the copies of its stdout and stderr
 }
 
@@ -387,7 +398,7 @@ func startSandboxChild(dir string, pn *podnet.Network, binds []string) (*sandbox
 	_ = conn.SetReadDeadline(time.Time{})
 	var ready runExit
 	if err == nil && n > 0 && json.Unmarshal(buf[:n], &ready) == nil && ready.ID == readyID {
-		child := &sandboxChild{cmd: cmd, conn: conn, stderr: stderr, runs: map[string]*remoteRun{}}
+		child := &sandboxChild{cmd: cmd, conn: conn, stderr: stderr, runs: map[string]*remoteRun{}, queries: map[string]chan runExit{}}
 		go child.readExits()
 		return child, nil
 	}
@@ -461,12 +472,18 @@ func (c *sandboxChild) readExits() {
 		if json.Unmarshal(buf[:n], &e) != nil {
 			continue
 		}
-		c.finish(e.ID, e.Code, e.Reason)
+		if !c.answer(e) {
+			c.finish(e)
+		}
 	}
 	c.mu.Lock()
 	c.dead = true
 	runs, closing := c.runs, c.closing
 	c.runs = map[string]*remoteRun{}
+	for id, q := range c.queries {
+		close(q)
+		delete(c.queries, id)
+	}
 	c.mu.Unlock()
 	werr := c.cmd.Wait()
 	if !closing {
@@ -478,17 +495,99 @@ func (c *sandboxChild) readExits() {
 	}
 }
 
-// finish records run id's exit.
-func (c *sandboxChild) finish(id string, code int, reason string) {
+// finish records the exit of run e.ID.
+func (c *sandboxChild) finish(e runExit) {
 	c.mu.Lock()
-	r := c.runs[id]
-	delete(c.runs, id)
+	r := c.runs[e.ID]
+	delete(c.runs, e.ID)
 	c.mu.Unlock()
 	if r != nil {
-		r.code, r.reason = code, reason
+		r.code, r.reason = e.Code, e.Reason
+		if e.Usage != nil {
+			r.usage = *e.Usage
+		}
 		close(r.exited)
 	}
 }
+
+// answer hands e to the opUsage request waiting for it, if it is one's.
+func (c *sandboxChild) answer(e runExit) bool {
+	c.mu.Lock()
+	q := c.queries[e.ID]
+	if q != nil && !e.More {
+		delete(c.queries, e.ID)
+	}
+	c.mu.Unlock()
+	if q == nil {
+		return false
+	}
+	q <- e // buffered for every part of an answer (see usage)
+	if !e.More {
+		close(q)
+	}
+	return true
+}
+
+// usageTimeout bounds the wait for the sandbox process's figures: it
+// answers them between two requests, at once.
+const usageTimeout = 10 * time.Second
+
+// usage asks the sandbox process what its containers use now, by
+// container ID. No sandbox process: none.
+func (s *sandboxProcess) usage(ctx context.Context) (map[string]scriptUsage, error) {
+	s.mu.Lock()
+	child := s.child
+	s.mu.Unlock()
+	out := map[string]scriptUsage{}
+	if child == nil {
+		return out, nil
+	}
+	id := "usage-" + newRunID()
+	q := make(chan runExit, maxUsageParts)
+	child.mu.Lock()
+	if child.dead {
+		child.mu.Unlock()
+		return out, nil // its containers have exited: the runtime keeps their last figures
+	}
+	child.queries[id] = q
+	child.mu.Unlock()
+	drop := func() {
+		child.mu.Lock()
+		delete(child.queries, id)
+		child.mu.Unlock()
+	}
+	if err := child.send(runSpec{Op: opUsage, ID: id}, nil); err != nil {
+		drop()
+		return nil, fmt.Errorf("sandbox process: %w", err)
+	}
+	timer := time.NewTimer(usageTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case e, ok := <-q:
+			if !ok {
+				return out, nil // answered, or it died: what came is what there is
+			}
+			for k, v := range e.Usages {
+				out[k] = v
+			}
+		case <-ctx.Done():
+			drop()
+			return nil, ctx.Err()
+		case <-timer.C:
+			drop()
+			return nil, errors.New("sandbox process: no answer to a usage request")
+		}
+	}
+}
+
+// An answer to opUsage comes in parts of at most usagesPerMessage
+// containers (a part is one socket message, read into a 64 KiB buffer),
+// and at most maxUsageParts of them.
+const (
+	usagesPerMessage = 200
+	maxUsageParts    = 64
+)
 
 // A script's stdout and stderr share one pipe to the runtime, in frames:
 // one byte for the stream (1 or 2), two for the length, then the bytes.
@@ -592,6 +691,7 @@ func (r *Runtime) startInSandbox(c *container, stdout, stderr *logStream) error 
 	c.proc, c.cancel, c.done = run, run.kill, done
 	go func() {
 		code, reason := run.wait()
+		c.remote.merge(run.usage)
 		stdout.flush()
 		stderr.flush()
 		r.mu.Lock()

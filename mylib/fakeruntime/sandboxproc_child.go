@@ -205,6 +205,8 @@ func (s *sandboxServer) handle(spec runSpec, files []*os.File) {
 		c := s.container(spec.Container)
 		s.mu.Unlock()
 		c.fault.set(spec.Fault)
+	case opUsage:
+		s.usages(spec.ID)
 	}
 	closeFiles(files)
 }
@@ -245,7 +247,7 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 	c.runs++
 	p := newProc(clock.RealClock{}, view, spec.Hostname, spec.Env, stdout, stderr, &c.running)
 	p.workDir = spec.WorkDir
-	p.net = &containerNet{podIP: spec.PodIP, direct: !s.noNet, netErr: ErrNoPodNetwork, fault: &c.fault}
+	p.net = &containerNet{podIP: spec.PodIP, direct: !s.noNet, netErr: ErrNoPodNetwork, fault: &c.fault, traffic: &c.running.traffic}
 	if !spec.Interactive {
 		p.stdin = stdin
 	}
@@ -277,16 +279,43 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 		if c.running.killed() {
 			code, reason = ExitCodeSIGKILL, ReasonOOMKilled
 		}
-		s.exit(spec.ID, code, reason)
+		u := c.running.usage()
+		s.send(runExit{ID: spec.ID, Code: code, Reason: reason, Usage: &u})
 	}()
 }
 
 // exit tells the runtime that run id ended.
 func (s *sandboxServer) exit(id string, code int, reason string) {
-	b, _ := json.Marshal(runExit{ID: id, Code: code, Reason: reason}) // plain fields always marshal
+	s.send(runExit{ID: id, Code: code, Reason: reason})
+}
+
+// send writes one message to the runtime.
+func (s *sandboxServer) send(e runExit) {
+	b, _ := json.Marshal(e) // plain fields always marshal
 	s.sent.Lock()
 	defer s.sent.Unlock()
 	_, _, _ = s.conn.WriteMsgUnix(b, nil, nil) // a runtime that is gone reads no exits
+}
+
+// usages answers request id with what each of its containers uses now,
+// in parts (see usagesPerMessage).
+func (s *sandboxServer) usages(id string) {
+	s.mu.Lock()
+	all := make(map[string]scriptUsage, len(s.containers))
+	for cid, c := range s.containers {
+		all[cid] = c.running.usage()
+	}
+	s.mu.Unlock()
+	part := map[string]scriptUsage{}
+	parts := 1
+	for cid, u := range all {
+		if len(part) == usagesPerMessage && parts < maxUsageParts {
+			s.send(runExit{ID: id, Usages: part, More: true})
+			part, parts = map[string]scriptUsage{}, parts+1
+		}
+		part[cid] = u
+	}
+	s.send(runExit{ID: id, Usages: part})
 }
 
 // openView opens the view of spec's container: its root and its mounts.

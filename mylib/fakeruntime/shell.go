@@ -64,11 +64,13 @@ type proc struct {
 }
 
 // procTable counts the utilities running in a container, and holds its
-// limits (shell_limits.go).
+// limits (shell_limits.go) and what it uses (shell_usage.go).
 type procTable struct {
 	mu sync.Mutex
 	n  map[string]int
 	limits
+	cpu     cpuMeter
+	traffic netCounters
 }
 
 func (t *procTable) add(name string, d int) {
@@ -171,6 +173,7 @@ func utilityName(name string) string {
 // its exit code. A cancelled ctx is a SIGKILL: 137.
 func (p *proc) run(ctx context.Context, script string, params []string) (code int) {
 	defer p.recoverInternal(&code)
+	defer p.running.cpu.start()() // counted on a thread of its own (shell_usage.go)
 	ctx, cancel := p.bindOOM(ctx)
 	defer cancel()
 	if !p.running.fork() {
@@ -374,6 +377,9 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		}
 		return p.job(ctx, hc, args[1])
 	}
+	// A utility on a goroutine the interpreter started (a pipeline's
+	// left side) counts its own CPU time; on the script's, it is counted.
+	defer p.running.cpu.start()()
 	if !isShell(name) { // sh counts itself, in run
 		if !p.running.fork() {
 			fmt.Fprintln(hc.Stderr, errForkFailed)
@@ -469,6 +475,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	case "top":
 		// A process that runs until killed, as busybox's top does in a
 		// container with no terminal; it ends on SIGTERM.
+		defer p.running.cpu.idle()()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

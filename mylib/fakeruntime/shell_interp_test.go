@@ -234,10 +234,14 @@ true & wait $!; echo "wait=$?"`)
 	assert.Equal(t, int32(0), resp.ExitCode)
 	waitGoroutines(t, base)
 	r.mu.Lock()
-	pids, peak := r.containers[c].running.pids.Load(), r.containers[c].running.pidsPeak.Load()
+	table := &r.containers[c].running
 	r.mu.Unlock()
-	assert.Equal(t, int64(8), peak, "never more than the limit at once")
-	assert.Equal(t, int64(2), pids, "the jobs gave their slots back when the exec ended")
+	assert.Equal(t, int64(8), table.pidsPeak.Load(), "never more than the limit at once")
+	// waitGoroutines leaves two goroutines of slack: a job may still be
+	// ending (each burns on an OS thread of its own, which a loaded
+	// machine schedules late).
+	assert.Eventually(t, func() bool { return table.pids.Load() == 2 }, 60*time.Second, 10*time.Millisecond,
+		"the jobs gave their slots back when the exec ended")
 
 	// A utility past the limit fails too; the container goes on.
 	r = fixtureConfig(t, Config{PodPidsLimit: 3})
@@ -317,8 +321,8 @@ func TestStressAsInTheMemoryDocs(t *testing.T) {
 
 	waitRunningUtility(t, r, demo, "stress", 1)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, demo).State)
-	resp := execIn(t, r, demo, "stress", "--cpu", "1")
-	assert.Equal(t, int32(1), resp.ExitCode, "other hogs answer a usage error")
+	resp := execIn(t, r, demo, "stress", "--io", "1")
+	assert.Equal(t, int32(1), resp.ExitCode, "the hogs it does not have (io, hdd) answer a usage error")
 	// An exec over the limit kills the whole container, as memory.oom.group does.
 	resp = execIn(t, r, demo, "stress", "--vm", "1", "--vm-bytes", "60M")
 	assert.Equal(t, int32(ExitCodeSIGKILL), resp.ExitCode)

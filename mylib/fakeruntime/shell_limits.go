@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
@@ -73,6 +74,7 @@ type limits struct {
 	pids     atomic.Int64 // the processes running: scripts, utilities, background jobs
 	pidsPeak atomic.Int64 // the most that ran at once, as pids.peak
 	stress   atomic.Int64 // the bytes stress holds
+	vars     atomic.Int64 // the shell variables of the last charge, as the stats report them
 	files    atomic.Int64 // bytes written to the writable layer since it was last measured, plus that measure
 	peak     atomic.Int64 // the highest usage seen, as memory.peak
 
@@ -130,6 +132,9 @@ func (l *limits) killed() bool { return l.oomKilled.Load() }
 // whole container) and reports it.
 func (l *limits) charge(root fsRoot, vars int64) bool {
 	limit := l.memoryMax()
+	if vars > 0 { // a write to a file charges no variables: keep the shell's last
+		l.vars.Store(vars)
+	}
 	use := vars + l.stress.Load() + l.files.Load()
 	if use > limit {
 		// The files' count only grows between measures: measure them
@@ -331,6 +336,7 @@ func printScript(f *syntax.File) string {
 // job runs src as a background job: one process of the container, whose
 // slot it holds until src ends however it ends.
 func (p *proc) job(ctx context.Context, hc interp.HandlerContext, src string) (err error) {
+	defer p.running.cpu.start()() // on the interpreter's goroutine for `&`: counted on its own
 	if !p.running.fork() {
 		fmt.Fprintln(hc.Stderr, errForkFailed)
 		return interp.NewExitStatus(1)
@@ -353,12 +359,17 @@ func (p *proc) job(ctx context.Context, hc interp.HandlerContext, src string) (e
 	return hc.Builtin(ctx, []string{"eval", printScript(f)})
 }
 
-// stress is stress(1) as the Kubernetes docs' memory examples run it
+// stress is stress(1) as the Kubernetes docs' examples run it
 // (polinux/stress): `stress --vm N --vm-bytes SIZE [--vm-hang S]` holds N
-// times SIZE bytes until killed. It only counts them against the
-// container's memory: nothing is allocated.
+// times SIZE bytes, and `stress --cpu N` keeps N workers spinning, until
+// killed or, with --timeout D (seconds; suffixes s, m, h, d, y), for D on
+// the runtime's clock. The vm hogs only count their bytes against the
+// container's memory: nothing is allocated. The cpu hogs really burn: N
+// goroutines, each on an OS thread of its own, counted in the
+// container's CPU time (shell_usage.go).
 func (p *proc) stress(ctx context.Context, hc interp.HandlerContext, args []string) error {
-	workers, size := int64(0), int64(256<<20) // stress's default --vm-bytes
+	workers, cpus, size := int64(0), int64(0), int64(256<<20) // stress's default --vm-bytes
+	var timeout time.Duration
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		val := ""
@@ -370,26 +381,32 @@ func (p *proc) stress(ctx context.Context, hc interp.HandlerContext, args []stri
 		case "--vm", "-m":
 			workers, err = strconv.ParseInt(val, 10, 64)
 			i++
+		case "--cpu", "-c":
+			cpus, err = strconv.ParseInt(val, 10, 64)
+			i++
 		case "--vm-bytes":
 			size, err = parseStressSize(val)
 			i++
-		case "--vm-hang", "--timeout", "-t", "--vm-stride":
+		case "--timeout", "-t":
+			timeout, err = parseStressTimeout(val)
+			i++
+		case "--vm-hang", "--vm-stride":
 			_, err = strconv.ParseInt(strings.TrimRight(val, "smhdy"), 10, 64)
 			i++
 		case "--vm-keep", "-v", "--verbose", "-q", "--quiet":
 		default:
 			err = errors.New("unknown option")
 		}
-		if err != nil || workers < 0 || workers > 1<<16 || size < 0 {
-			fmt.Fprintf(hc.Stderr, "stress: FAIL: [1] (%s) the mock runtime's stress knows only --vm N --vm-bytes SIZE [--vm-hang S]\n", a)
+		if err != nil || workers < 0 || workers > 1<<16 || cpus < 0 || cpus > maxStressCPUs || size < 0 {
+			fmt.Fprintf(hc.Stderr, "stress: FAIL: [1] (%s) the mock runtime's stress knows only --cpu N, --vm N --vm-bytes SIZE [--vm-hang S], --timeout D\n", a)
 			return interp.NewExitStatus(1)
 		}
 	}
-	if workers == 0 {
-		fmt.Fprintln(hc.Stderr, "stress: FAIL: [1] no hogs requested (the mock runtime's stress knows only --vm N --vm-bytes SIZE)")
+	if workers == 0 && cpus == 0 {
+		fmt.Fprintln(hc.Stderr, "stress: FAIL: [1] no hogs requested (the mock runtime's stress knows only --cpu N and --vm N --vm-bytes SIZE)")
 		return interp.NewExitStatus(1)
 	}
-	fmt.Fprintf(hc.Stdout, "stress: info: [1] dispatching hogs: 0 cpu, 0 io, %d vm, 0 hdd\n", workers)
+	fmt.Fprintf(hc.Stdout, "stress: info: [1] dispatching hogs: %d cpu, 0 io, %d vm, 0 hdd\n", cpus, workers)
 	total := workers * size
 	if size != 0 && total/size != workers {
 		total = 1 << 62 // overflowed: more than any limit
@@ -399,8 +416,63 @@ func (p *proc) stress(ctx context.Context, hc interp.HandlerContext, args []stri
 	if p.running.charge(p.rootUsage(), varsSize(hc)) {
 		return errOOM
 	}
-	<-ctx.Done() // PID 1 ignores SIGTERM without a handler: stress has none
-	return ctx.Err()
+	var stop atomic.Bool
+	var hogs sync.WaitGroup
+	for range cpus {
+		hogs.Go(func() {
+			defer p.running.cpu.start()()
+			for !stop.Load() { // spins: what a cpu hog does
+			}
+		})
+	}
+	defer func() {
+		stop.Store(true)
+		hogs.Wait()
+	}()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		timer := p.clock.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C()
+	}
+	defer p.running.cpu.idle()() // the parent waits, as stress's does
+	// PID 1 ignores SIGTERM without a handler: stress has none.
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		fmt.Fprintf(hc.Stdout, "stress: info: [1] successful run completed in %ds\n", int64(timeout/time.Second))
+		return nil
+	}
+}
+
+// maxStressCPUs bounds stress --cpu: each hog is a thread that burns a
+// core, so more than a few dozen only slow down every other container.
+const maxStressCPUs = 64
+
+// parseStressTimeout reads stress's --timeout: seconds, or a number with
+// a suffix s, m, h, d or y.
+func parseStressTimeout(s string) (time.Duration, error) {
+	unit := time.Second
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 's':
+			s = s[:n-1]
+		case 'm':
+			s, unit = s[:n-1], time.Minute
+		case 'h':
+			s, unit = s[:n-1], time.Hour
+		case 'd':
+			s, unit = s[:n-1], 24*time.Hour
+		case 'y':
+			s, unit = s[:n-1], 365*24*time.Hour
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 || v > int64(maxSleep/unit) {
+		return 0, fmt.Errorf("invalid timeout %q", s)
+	}
+	return time.Duration(v) * unit, nil
 }
 
 // parseStressSize reads stress's --vm-bytes: a number with an optional

@@ -85,6 +85,9 @@ type containerNet struct {
 	net    *podnet.Network // nil: no pod network
 	netErr error
 	fault  *faultSwitch
+	// traffic counts the bytes of the connections its servers accept
+	// (nil: not counted).
+	traffic *netCounters
 }
 
 // containerNet is c's. Caller holds mu.
@@ -93,10 +96,20 @@ func (r *Runtime) containerNet(c *container) *containerNet {
 	if s := r.sandboxes[c.sandboxID]; s != nil {
 		ip = s.ip
 	}
-	return &containerNet{podIP: ip, net: r.net, netErr: r.netErr, fault: &c.fault}
+	return &containerNet{podIP: ip, net: r.net, netErr: r.netErr, fault: &c.fault, traffic: &c.running.traffic}
 }
 
+// listen listens on the pod IP's port; the connections it accepts count
+// their bytes in the container's traffic.
 func (n *containerNet) listen(port int) (net.Listener, error) {
+	l, err := n.listenRaw(port)
+	if err != nil || n.traffic == nil {
+		return l, err
+	}
+	return countingListener{Listener: l, c: n.traffic}, nil
+}
+
+func (n *containerNet) listenRaw(port int) (net.Listener, error) {
 	if n != nil && n.direct {
 		return net.Listen("tcp", net.JoinHostPort(n.podIP, strconv.Itoa(port)))
 	}
@@ -187,6 +200,7 @@ func exitStatus(code int) error {
 // API makes the container fail, every answer is 500 or, with refuse (a TCP
 // probe's target), the listening socket is closed: connections are refused.
 func (p *proc) serveHTTP(ctx context.Context, hc interp.HandlerContext, name string, port int, h http.Handler, termCode int, refuse bool) error {
+	defer p.running.cpu.idle()() // it waits; its requests are served on net/http's goroutines
 	fault := p.net.fault
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if on, _ := fault.state(); on {
@@ -238,6 +252,7 @@ func (p *proc) serveHTTP(ctx context.Context, hc interp.HandlerContext, name str
 // serveGRPCHealth serves the gRPC health service on the pod IP's port
 // until stopped: SERVING, or NOT_SERVING while the container is made to fail.
 func (p *proc) serveGRPCHealth(ctx context.Context, hc interp.HandlerContext, port int) error {
+	defer p.running.cpu.idle()()
 	l, err := p.net.listen(port)
 	if err != nil {
 		fmt.Fprintf(hc.Stderr, "etcd: cannot listen on port %d: %v\n", port, err)

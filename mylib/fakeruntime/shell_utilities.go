@@ -81,6 +81,8 @@ func (p *proc) sleep(ctx context.Context, hc interp.HandlerContext, args []strin
 	}
 	timer := p.clock.NewTimer(total)
 	defer timer.Stop()
+	resume := p.running.cpu.idle() // a sleep burns no CPU, nor holds a thread
+	defer resume()
 	for {
 		select {
 		case <-timer.C():
@@ -89,6 +91,7 @@ func (p *proc) sleep(ctx context.Context, hc interp.HandlerContext, args []strin
 			return ctx.Err()
 		case <-p.term:
 			if trap, ok := p.pendingTrap(); ok {
+				resume()
 				if err := hc.Builtin(ctx, []string{"eval", trap}); err != nil {
 					return err
 				}

@@ -89,6 +89,7 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 // would race for the same bytes).
 func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (code int) {
 	defer p.recoverInternal(&code)
+	defer p.running.cpu.start()()
 	ctx, cancel := p.bindOOM(ctx)
 	defer cancel()
 	if !p.running.fork() {
@@ -104,7 +105,7 @@ func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (co
 	parser := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
 	io.WriteString(p.stdout, prompt)
 	exited := false
-	bounded := &boundedInput{r: in}
+	bounded := &boundedInput{r: idleReader{r: in, m: &p.running.cpu}}
 	err = parser.Interactive(bounded, func(stmts []*syntax.Stmt) bool {
 		if parser.Incomplete() {
 			if prompt != "" {
@@ -130,6 +131,18 @@ func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (co
 		return 2
 	}
 	return code
+}
+
+// idleReader reads from r without counting the wait as the reader's CPU
+// or holding its OS thread: a shell waiting at its prompt is idle.
+type idleReader struct {
+	r io.Reader
+	m *cpuMeter
+}
+
+func (r idleReader) Read(p []byte) (int, error) {
+	defer r.m.idle()()
+	return r.r.Read(p)
 }
 
 // attachStreams copies what the container writes from now on to stdout
