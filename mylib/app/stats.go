@@ -8,11 +8,13 @@ package app
 
 import (
 	"net/http"
+	"os"
 	"sort"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/metrics"
@@ -99,4 +101,24 @@ func volumeInfos(vols map[string]string) []stats.VolumeInfo {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// podsInProcess says whether the pods' scripts run in this process, so
+// that the process's own CPU and memory hold theirs and the summary must
+// not count them twice: the mock runtime served here (s.FakeRuntime) runs
+// them in its own process unless it is root on the real clock, when a
+// sandbox process of its own runs them (fakeruntime's IsolationAuto); a
+// runtime of its own runs them elsewhere.
+func podsInProcess(s *KubeletServer, clk clock.Clock) bool {
+	if !s.FakeRuntime {
+		return false
+	}
+	if os.Geteuid() != 0 {
+		return true
+	}
+	switch clk.(type) {
+	case clock.RealClock, *clock.RealClock:
+		return false
+	}
+	return true
 }

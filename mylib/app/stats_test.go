@@ -4,13 +4,17 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/metrics"
@@ -110,4 +114,13 @@ func TestVolumeInfosAreSortedByName(t *testing.T) {
 	assert.Equal(t, []stats.VolumeInfo{{Name: "a", Path: "/p/a"}, {Name: "kube-api-access-x", Path: "/p/k"}, {Name: "z", Path: "/p/z"}},
 		volumeInfos(map[string]string{"z": "/p/z", "a": "/p/a", "kube-api-access-x": "/p/k"}))
 	assert.Empty(t, volumeInfos(nil))
+}
+
+// The pods' work is in this process with the mock runtime served here,
+// unless the mock walls its scripts in a sandbox process (root, real
+// clock); never with a runtime of its own.
+func TestPodsInProcess(t *testing.T) {
+	assert.False(t, podsInProcess(&KubeletServer{FakeRuntime: false}, clock.RealClock{}), "a runtime of its own")
+	assert.True(t, podsInProcess(&KubeletServer{FakeRuntime: true}, testingclock.NewFakeClock(time.Now())), "a fake clock keeps the scripts in process")
+	assert.Equal(t, os.Geteuid() != 0, podsInProcess(&KubeletServer{FakeRuntime: true}, clock.RealClock{}), "root on the real clock: the sandbox process")
 }
