@@ -8,7 +8,7 @@
 // container runtime), which calls app.RunKubelet (the pod sources, the
 // events, kubelet.NewMainKubelet, the kubelet API), which calls
 // Kubelet.Run: registration, Lease, status, PLEG, pod workers, sync loop.
-// Everything chapters 04 to 12 and 15 built, in one process.
+// Everything chapters 04 to 12, 15 and 16 built, in one process.
 package main
 
 import (
@@ -111,7 +111,7 @@ func (c *KubeletCommand) Execute(args []string) int {
 
 // complete reads the KubeletConfiguration (file, defaults, flags over
 // file), fills in the defaults that depend on the root directory, and
-// turns on every part of the kubelet that chapters 09 to 12 and 15 built.
+// turns on every part of the kubelet that chapters 09 to 12, 15 and 16 built.
 func (c *KubeletCommand) complete() (*KubeletServer, error) {
 	kc, err := c.flags.KubeletConfiguration()
 	if err != nil {
@@ -138,13 +138,14 @@ func (c *KubeletCommand) complete() (*KubeletServer, error) {
 	if c.fakeRuntime && kc.ContainerRuntimeEndpoint == kubeletconfig.DefaultContainerRuntimeEndpoint {
 		kc.ContainerRuntimeEndpoint = "unix://" + statedir.Path(c.rootDir, statedir.RuntimeSocket)
 	}
-	// Every part chapters 09 to 12 and 15 turned on (15: the volume
-	// manager and the containers' mounts); the probes may reach the
+	// Every part chapters 09 to 12, 15 and 16 turned on (15: the volume
+	// manager and the containers' mounts; 16: the stats provider and the
+	// kubelet's series on its API); the probes may reach the
 	// mock runtime's pod network, and only loopback with a runtime of its own.
 	gc := kuberuntime.DefaultGCPolicy()
 	s := &KubeletServer{ConfigFile: f.ConfigFile, BootstrapKubeconfig: f.BootstrapKubeconfig, KubeletServer: &app.KubeletServer{
 		KubeletConfiguration: kc, Kubeconfig: f.Kubeconfig, CertDirectory: f.CertDir,
-		FakeRuntime: c.fakeRuntime, PodNetwork: c.fakeRuntime, PodCIDR: c.podCIDR, EnableServer: true,
+		FakeRuntime: c.fakeRuntime, PodNetwork: c.fakeRuntime, PodCIDR: c.podCIDR, EnableServer: true, Stats: true,
 		MainOptions: kubelet.MainOptions{NodeName: nodeName, NodeIP: f.NodeIP, RootDirectory: c.rootDir,
 			Annotations:   map[string]string{options.ChapterAnnotation: "13-mykubelet"},
 			RunContainers: true, ContainerGC: &gc, ActiveDeadline: true, Probes: true, Admit: true, ContainerLogRotation: true,

@@ -10,9 +10,11 @@
 //	                             served in this process when asked), then
 //	RunKubelet                   the pod sources (kubelet.MakePodSourceConfig), the
 //	                             event recorder (events.NewRecorder), then
-//	  createAndInitKubelet       kubelet.NewMainKubelet(KubeletConfiguration, Dependencies), then
-//	  startKubelet               the kubelet API (server.Run) when EnableServer, and
-//	                             Kubelet.Run until the context ends.
+//	  createAndInitKubelet       kubelet.NewMainKubelet(KubeletConfiguration, Dependencies)
+//	                             (with the kubelet's series, metrics.New, when Stats), then
+//	  startKubelet               the kubelet API (server.Run) when EnableServer (with the
+//	                             stats provider, /metrics… and /healthz's checks when
+//	                             Stats), and Kubelet.Run until the context ends.
 //
 // A program that gets its credentials another way (the capstone's
 // bootstrap and certificate rotation) calls the pieces after Run's first
@@ -22,7 +24,9 @@
 // Kubelet.Run in a goroutine and then its servers; RunKubelet starts the
 // server first and blocks in Kubelet.Run, so that a server waiting for its
 // certificate's approval says so before the pods run, and a program's
-// output reads in order. The in-process mock runtime, the pod network the
+// output reads in order. Upstream's NewMainKubelet builds the stats
+// provider; here startKubelet does, over the Kubelet it was given, since
+// only the server reads it. The in-process mock runtime, the pod network the
 // probes may reach, the chapter annotation and the one-line reports
 // (registered, status written, stopped) are the course's; upstream's
 // kubelet talks to a runtime running beside it and logs with klog.

@@ -46,6 +46,12 @@ type KubeletServer struct {
 	// waits ServingCertTimeout for its approval.
 	EnableServer       bool
 	ServingCertTimeout time.Duration
+	// Stats measures: the kubelet records its series as it runs
+	// (Dependencies.Metrics), and with EnableServer the kubelet API
+	// serves /stats/summary, /metrics/resource (what metrics-server reads
+	// for `kubectl top` and the HPA), /metrics, /metrics/probes, /configz,
+	// and /healthz with the syncloop and pleg checks.
+	Stats bool
 	// Banner is printed after the line that says the kubelet runs: what
 	// this program adds, in a line or two; "" prints nothing more.
 	Banner string

@@ -152,11 +152,15 @@ func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubele
 	if s.Volumes {
 		volumeDependencies(deps, s.KubeletConfiguration.SyncFrequency.Duration)
 	}
+	if s.Stats {
+		statsDependencies(deps)
+	}
 	return kubelet.NewMainKubelet(s.KubeletConfiguration, deps, s.MainOptions)
 }
 
-// startKubelet is upstream's: the kubelet API server when s.EnableServer,
-// then Kubelet.Run until ctx ends.
+// startKubelet is upstream's: the kubelet API server when s.EnableServer
+// (with the stats and metrics endpoints when s.Stats), then Kubelet.Run
+// until ctx ends.
 func startKubelet(ctx context.Context, wg *sync.WaitGroup, kl *kubelet.Kubelet, s *KubeletServer, deps *kubelet.Dependencies) error {
 	kc := s.KubeletConfiguration
 	if deps.RemoteRuntimeService == nil {
@@ -168,8 +172,14 @@ func startKubelet(ctx context.Context, wg *sync.WaitGroup, kl *kubelet.Kubelet, 
 		return fmt.Errorf("container runtime: %w", err)
 	}
 	if s.EnableServer {
+		cfg := server.Config{NodeName: s.NodeName, Pods: kl.GetPodManager(), Runtime: deps.RemoteRuntimeService, Clock: deps.Clock}
+		if s.Stats {
+			if err := statsEndpoints(&cfg, s, kl, deps); err != nil {
+				return err
+			}
+		}
 		err := server.Run(ctx, wg, server.RunConfig{
-			Config: server.Config{NodeName: s.NodeName, Pods: kl.GetPodManager(), Runtime: deps.RemoteRuntimeService, Clock: deps.Clock},
+			Config: cfg,
 			Client: deps.KubeClient, ClientCA: deps.ClientCA, NodeIP: s.NodeIP, Address: kc.Address, Port: int(kc.Port),
 			TLS: deps.TLSOptions, CertDir: s.CertDirectory, CertTimeout: s.ServingCertTimeout, Out: os.Stdout,
 		})

@@ -144,3 +144,30 @@ package p
 	require.NoError(t, err)
 	assert.Empty(t, found)
 }
+
+// The sentences the library held before the stats provider, the resource
+// metrics and the kubelet's series: each is found once its part exists,
+// and none while it does not.
+func TestStaleAbsencesOfTheStatsParts(t *testing.T) {
+	src := []byte(`// Package p.
+//   - no resize status or pod-startup metrics: this kubelet has no
+//     in-place resize and no metrics;
+package p
+
+// The server answers 404 on /stats/summary: there is no stats provider yet.
+
+// metrics-server gets nothing: this kubelet has no /metrics/resource.
+
+// A stuck sync loop goes unseen: there are no health checks yet.
+`)
+	parts := map[string]bool{"mylib/metrics": true, "mylib/stats": true, "mylib/metrics/collectors": true, "mylib/kubelet": true}
+	found, err := StaleAbsences("p.go", src, Subsystems, func(s Subsystem) bool { return parts[s.Dir] })
+	require.NoError(t, err)
+	all := strings.Join(found, "\n")
+	for dir := range parts {
+		assert.Contains(t, all, "("+dir, "a sentence says %s is missing", dir)
+	}
+	found, err = StaleAbsences("p.go", src, Subsystems, func(s Subsystem) bool { return !parts[s.Dir] })
+	require.NoError(t, err)
+	assert.Empty(t, found)
+}

@@ -22,10 +22,16 @@ import (
 // MYKUBELET_NODE_MONITOR_GRACE_PERIOD).
 const GracePeriod = 20 * time.Second
 
+// MetricResolution is metrics-server's --metric-resolution in the walk
+// (scripts/cluster.sh reads MYKUBELET_METRIC_RESOLUTION): its shortest,
+// instead of the manifest's 15 s that the READMEs' waits allow for.
+const MetricResolution = 10 * time.Second
+
 // TestWalkTheCourse walks the top-level README and then every chapter's
 // README, in order, as one learner on one fresh local cluster: the commands
 // as written, in a fresh copy of the repository (so .state starts empty and
-// nothing of the checkout is touched), with the cluster's ports chosen free.
+// nothing of the checkout is touched), with the cluster's ports (and
+// metrics-server's) chosen free.
 // What a chapter leaves running or on disk, the next one uses.
 //
 // WALK_UNTIL=04 stops after chapter 04 (for working on a chapter).
@@ -40,7 +46,7 @@ func TestWalkTheCourse(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "mykubelet")
 	copyCheckout(t, root, dir)
 
-	ports := freePorts(t, 5)
+	ports := freePorts(t, 6)
 	env := cleanEnv(os.Environ(), "MYKUBELET_STATE_DIR", "KUBECONFIG", "NODE_NAME")
 	env = append(env,
 		"MYKUBELET_ETCD_PORT="+strconv.Itoa(ports[0]),
@@ -49,6 +55,10 @@ func TestWalkTheCourse(t *testing.T) {
 		"MYKUBELET_CONTROLLER_MANAGER_PORT="+strconv.Itoa(ports[3]),
 		"MYKUBELET_SCHEDULER_PORT="+strconv.Itoa(ports[4]),
 		"MYKUBELET_NODE_MONITOR_GRACE_PERIOD="+GracePeriod.String(),
+		// metrics-server, which scripts/cluster.sh up starts for chapter
+		// 16: on a free port, scraping as often as it allows.
+		"MYKUBELET_METRICS_SERVER_PORT="+strconv.Itoa(ports[5]),
+		"MYKUBELET_METRIC_RESOLUTION="+MetricResolution.String(),
 	)
 	w := NewWalker(dir, t.TempDir(), env, t.Logf)
 	t.Cleanup(func() {

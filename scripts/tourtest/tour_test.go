@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"mykubelet/scripts/testkit/localcluster"
 	"mykubelet/scripts/testkit/testcluster"
 )
 
@@ -24,8 +25,9 @@ func TestTourRunsEveryChapter(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, tours, "no chapter has a tour.sh")
 
-	// A short grace period so chapter 01 can show a node going NotReady quickly.
-	c := testcluster.Start(t, testcluster.WithNodeMonitorGracePeriod(20*time.Second))
+	// A short grace period so chapter 01 can show a node going NotReady
+	// quickly; metrics-server for chapter 16's `kubectl top` and HPA.
+	c := testcluster.Start(t, testcluster.WithNodeMonitorGracePeriod(20*time.Second), localcluster.WithMetricsServer())
 	cmd := exec.Command(filepath.Join(root, "scripts", "tour.sh"))
 	cmd.Env = append(os.Environ(),
 		"KUBECONFIG="+c.AdminKubeconfig,
