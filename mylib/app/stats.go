@@ -69,6 +69,7 @@ func statsEndpoints(cfg *server.Config, s *KubeletServer, kl statsHost, deps *ku
 		},
 		RootDirectory:    root,
 		PodLogsDirectory: kc.PodLogsDir,
+		PodsInProcess:    podsInProcess(s, deps.Clock),
 		Clock:            deps.Clock,
 	})
 	if err != nil {
