@@ -191,3 +191,39 @@ func TestFirstNetworkPodGaugeSetOnce(t *testing.T) {
 		t.Errorf("want the first pod's 3 s:\n%s", body)
 	}
 }
+
+// The watch event of the status write may come before the writer returns:
+// the SLI is still observed, at the watch's time, when that event is the
+// write itself (same resource version); an event of another write is not
+// enough.
+func TestPodStartSLIWhenTheWatchBeatsTheWriter(t *testing.T) {
+	clk := clocktesting.NewFakeClock(created)
+	m := NewWithClock(clk)
+	pod := pendingPod("8")
+	m.ObservedPodOnWatch(pod, created)
+	written := running(pod, created.Add(time.Second))
+	written.ResourceVersion = "42"
+	m.ObservedPodOnWatch(written, created.Add(2*time.Second)) // the watch first
+	sli(t, m, 0, "", "")
+	clk.SetTime(created.Add(3 * time.Second))
+	m.RecordStatusUpdated(written) // then the patch's answer
+	sli(t, m, 1, "2", "2")
+
+	other := pendingPod("9")
+	m.ObservedPodOnWatch(other, created)
+	byAnother := running(other, created.Add(time.Second))
+	byAnother.ResourceVersion = "50"
+	m.ObservedPodOnWatch(byAnother, created.Add(2*time.Second))
+	ours := byAnother.DeepCopy()
+	ours.ResourceVersion = "51"
+	m.RecordStatusUpdated(ours)
+	sli(t, m, 1, "2", "2") // not observed: the event seen was not our write
+	m.ObservedPodOnWatch(ours, created.Add(4*time.Second))
+	h, err := testutil.GetHistogramVecFromGatherer(m.Gatherer(), "kubelet_pod_start_sli_duration_seconds", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, sum := h.GetAggregatedSampleCount(), h.GetAggregatedSampleSum(); n != 2 || sum != 6 {
+		t.Errorf("got %d samples summing to %v s, want 2 s and 4 s", n, sum)
+	}
+}
