@@ -223,11 +223,22 @@ func (m *Metrics) ProbeHandler() http.Handler {
 }
 
 // Gatherer is the registry Handler serves (component-base's
-// testutil.GatherAndCompare reads it in tests).
-func (m *Metrics) Gatherer() compbasemetrics.Gatherer { return m.registry }
+// testutil.GatherAndCompare reads it in tests); nil for a nil *Metrics.
+func (m *Metrics) Gatherer() compbasemetrics.Gatherer {
+	if m == nil {
+		return nil
+	}
+	return m.registry
+}
 
-// ProbeGatherer is the registry ProbeHandler serves.
-func (m *Metrics) ProbeGatherer() compbasemetrics.Gatherer { return m.probeRegistry }
+// ProbeGatherer is the registry ProbeHandler serves; nil for a nil
+// *Metrics.
+func (m *Metrics) ProbeGatherer() compbasemetrics.Gatherer {
+	if m == nil {
+		return nil
+	}
+	return m.probeRegistry
+}
 
 // Now is the time on the Metrics' clock (the zero time for a nil one):
 // what a caller without a clock of its own starts a measurement with.

@@ -40,6 +40,9 @@ func TestNilMetricsRecordsNothingAndServes404(t *testing.T) {
 	m.ObservedPodOnWatch(&v1.Pod{}, time.Time{})
 	m.RecordStatusUpdated(&v1.Pod{})
 	m.DeletePodStartupState("uid")
+	if m.Gatherer() != nil || m.ProbeGatherer() != nil {
+		t.Error("a nil Metrics has no registry")
+	}
 	for _, h := range []http.Handler{m.Handler(), m.ProbeHandler()} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
