@@ -21,7 +21,11 @@
 //     0 when none is left in it (upstream keeps the last count of a state
 //     nobody is in any more);
 //   - durations are measured on the clock given to NewWithClock (the
-//     kubelet's), so tests drive them with a fake clock.
+//     kubelet's), so tests drive them with a fake clock;
+//   - the pod start SLI also counts a pod whose watch event came before
+//     the answer to the status write it shows (same resource version):
+//     with one status write per pod start, upstream's rule would lose
+//     many pods (pod_startup_latency_tracker.go).
 package metrics
 
 import (
