@@ -30,6 +30,10 @@
 //     RootDirectory/pods/<uid> before its containers start, and tears
 //     them down once it terminated; housekeeping removes the directories
 //     of pods that are gone.
+//   - PodsConfig.Metrics (kubelet_metrics.go): the kubelet's series
+//     (mylib/metrics) for /metrics and /metrics/probes: the CRI calls, the
+//     PLEG's relists, the pod workers' syncs, the probes, the sandboxes and
+//     containers started, and the pod start SLI.
 //
 // Run runs both. Wiring:
 //

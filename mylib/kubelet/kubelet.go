@@ -227,6 +227,9 @@ type Kubelet struct {
 	// syncLoopMonitor: when the sync loop last entered or left an
 	// iteration, for SyncLoopHealthCheck (kubelet_healthz.go).
 	syncLoopMonitor loopMonitor
+	// metrics records the kubelet's series (kubelet_metrics.go); nil
+	// records none.
+	metrics *metrics.Metrics
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -318,9 +321,12 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	kl.mirrorPodClient = kubepod.NewBasicMirrorClient(kl.client, kl.nodeName, nil)
 	kl.workQueue = podworkers.NewBasicWorkQueue(kl.clock)
 	kl.runtimeState = &runtimeState{} // no checks without a PLEG
+	kl.metrics = cfg.Metrics
+	kl.metrics.SetNodeName(kl.nodeName)
 	if cfg.WithoutWorkers {
 		return nil
 	}
+	instrumentCRI(&cfg)
 	runtime := cfg.Runtime
 	var manager *kuberuntime.Manager
 	if remote { // upstream's NewMainKubelet: the runtime manager, built whole
@@ -349,7 +355,8 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	kl.pleg = pleg.NewGenericPLEG(runtime, make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity),
 		&pleg.RelistDuration{RelistPeriod: cfg.RelistPeriod, RelistThreshold: pleg.RelistThreshold}, kl.podCache, kl.clock)
-	kl.podWorkers = podworkers.New(kl, kl.workQueue, kl.podCache, kl.clock)
+	kl.pleg.SetMetrics(kl.metrics)
+	kl.podWorkers = podworkers.New(kl, kl.workQueue, kl.podCache, kl.clock, podworkers.WithMetrics(kl.metrics))
 	if kl.cri != nil {
 		kl.runtimeState = newRuntimeState(MaxWaitForContainerRuntime, kl.clock)
 	}
@@ -360,7 +367,8 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	kl.containerRuntime = runtime
 	kl.reasonCache = NewReasonCache()
 	kl.backOff = kuberuntime.NewCrashLoopBackOff(kl.clock) // 10 s doubling to 300 s, on the kubelet's clock
-	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock, Writers: cfg.StatusWriters})
+	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock,
+		Writers: cfg.StatusWriters, Metrics: kl.metrics})
 	if err != nil {
 		return err
 	}
@@ -525,6 +533,7 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 	case <-ctx.Done():
 		return false
 	case u := <-configCh:
+		kl.observePodsOnWatch(u)
 		names := make([]string, 0, len(u.Pods))
 		for _, p := range u.Pods {
 			names = append(names, p.Namespace+"/"+p.Name)

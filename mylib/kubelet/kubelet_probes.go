@@ -25,7 +25,7 @@ func (kl *Kubelet) newProbeManager(dial prober.DialFunc) error {
 	pm, err := prober.NewManager(prober.Config{
 		StatusManager:   kl.statusManager,
 		LivenessManager: kl.livenessManager, ReadinessManager: kl.readinessManager, StartupManager: kl.startupManager,
-		Runtime: kl.cri, Recorder: kl.recorder, Clock: kl.clock, Dial: dial,
+		Runtime: kl.cri, Recorder: kl.recorder, Clock: kl.clock, Dial: dial, Metrics: kl.metrics,
 	})
 	if err != nil {
 		return err

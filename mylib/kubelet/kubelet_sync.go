@@ -51,6 +51,7 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 		return false, err // the pod stays ContainerCreating; its worker tries again
 	}
 	result := kl.containerRuntime.SyncPod(ctx, pod, podStatus, kl.getPullSecretsForPod(ctx, pod), kl.backOff)
+	kl.recordStarted(result)
 	kl.reasonCache.Update(pod.UID, result)
 	if done := syncSummary(result); done != "" {
 		kl.printf("syncPod %s %s/%s: %s", updateType, pod.Namespace, pod.Name, done)
@@ -103,6 +104,7 @@ func (kl *Kubelet) setPodStatus(pod *v1.Pod, s v1.PodStatus) {
 		old = pod.Status
 	}
 	kl.statusManager.SetPodStatus(pod, s)
+	kl.recordPodStarted(pod, old, s)
 	if old.Phase != s.Phase {
 		ip := ""
 		if s.PodIP != "" {

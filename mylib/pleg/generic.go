@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/metrics"
 )
 
 // GenericPLEG finds changes by relisting: every RelistPeriod it asks the
@@ -40,6 +41,8 @@ type GenericPLEG struct {
 	relistTime atomic.Value
 	// discarded counts events dropped because the channel was full.
 	discarded atomic.Int64
+	// metrics records the relists (SetMetrics); nil records nothing.
+	metrics *metrics.Metrics
 }
 
 var _ PodLifecycleEventGenerator = (*GenericPLEG)(nil)
@@ -100,6 +103,13 @@ func NewGenericPLEG(runtime kubecontainer.Runtime, eventChannel chan *PodLifecyc
 	}
 }
 
+// SetMetrics has the PLEG record its relists in m (upstream's
+// kubelet_pleg_relist_duration_seconds and _interval_seconds,
+// kubelet_pleg_discard_events, kubelet_pleg_last_seen_seconds) and the
+// runtime's pods and containers (kubelet_running_pods,
+// kubelet_running_containers). Call it before Run.
+func (g *GenericPLEG) SetMetrics(m *metrics.Metrics) { g.metrics = m }
+
 // Watch returns the channel events are sent on.
 func (g *GenericPLEG) Watch() chan *PodLifecycleEvent { return g.eventChannel }
 
@@ -129,6 +139,7 @@ func (g *GenericPLEG) Healthy() (bool, error) {
 	if last.IsZero() {
 		return false, fmt.Errorf("pleg has yet to be successful")
 	}
+	g.metrics.SetPLEGLastSeen(last) // so that one can alert on time() - kubelet_pleg_last_seen_seconds
 	if elapsed := g.clock.Since(last); elapsed > g.duration.RelistThreshold {
 		return false, fmt.Errorf("pleg was last seen active %v ago; threshold is %v", elapsed, g.duration.RelistThreshold)
 	}
@@ -176,12 +187,18 @@ func (g *GenericPLEG) Relist(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 
 	timestamp := g.clock.Now()
+	var interval time.Duration // since the previous successful relist began
+	if last := g.getRelistTime(); !last.IsZero() {
+		interval = timestamp.Sub(last)
+	}
+	defer func() { g.metrics.ObservePLEGRelist(g.clock.Since(timestamp), interval) }()
 	pods, err := g.runtime.GetPods(ctx, true)
 	if err != nil {
 		logger.Error(err, "GenericPLEG: unable to retrieve pods")
 		return // relistTime stays old: Healthy() will notice if this lasts
 	}
 	g.relistTime.Store(timestamp)
+	g.updateRunningPodAndContainerMetrics(pods)
 	g.podRecords.setCurrent(pods)
 
 	// Upstream ranges over the map; we sort the UIDs so that the order of
@@ -238,6 +255,7 @@ func (g *GenericPLEG) reconcilePodRecord(ctx context.Context, uid types.UID) {
 		case g.eventChannel <- e:
 		default:
 			g.discarded.Add(1)
+			g.metrics.PLEGDiscardedEvent()
 			logger.Error(nil, "Event channel is full, discarding this relist() cycle event", "podUID", e.ID, "event", e.Type)
 		}
 		if e.Type == ContainerDied && status != nil {
@@ -248,6 +266,26 @@ func (g *GenericPLEG) reconcilePodRecord(ctx context.Context, uid types.UID) {
 			}
 		}
 	}
+}
+
+// updateRunningPodAndContainerMetrics counts the pods with a running
+// sandbox and the containers in each state, as upstream's function of
+// that name.
+func (g *GenericPLEG) updateRunningPodAndContainerMetrics(pods []*kubecontainer.Pod) {
+	if g.metrics == nil {
+		return
+	}
+	runningPods := 0
+	containers := map[string]int{}
+	for _, p := range pods {
+		for _, c := range p.Containers {
+			containers[string(c.State)]++
+		}
+		if slices.ContainsFunc(p.Sandboxes, func(s *kubecontainer.Container) bool { return s.State == kubecontainer.ContainerStateRunning }) {
+			runningPods++
+		}
+	}
+	g.metrics.SetRunningPodsAndContainers(runningPods, containers)
 }
 
 // updateCache reads the pod's status from the runtime into the cache, or

@@ -19,8 +19,8 @@
 //     serves the EventedPLEG);
 //   - the events of several pods are sent in the order of their UIDs
 //     (upstream ranges over a map), so that a run repeats;
-//   - no metrics: the dropped events are counted by DiscardedEvents
-//     (upstream's pleg_discard_events), the relist times not at all.
+//   - its metrics are recorded into the *metrics.Metrics SetMetrics gives
+//     it (a kubelet's own registry), not into process-wide series.
 package pleg
 
 import (

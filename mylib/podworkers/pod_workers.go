@@ -41,6 +41,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/metrics"
 )
 
 // Upstream defaults.
@@ -183,24 +184,35 @@ type podWorkers struct {
 	// podsSynced: SyncKnownPods ran once, so a pod no worker knows is one
 	// the kubelet does not want (see pod_state.go).
 	podsSynced bool
+	// metrics records each sync's duration (WithMetrics); nil: none.
+	metrics *metrics.Metrics
 }
+
+// Option changes pod workers as New makes them.
+type Option func(*podWorkers)
+
+// WithMetrics has the workers record, once each update is processed, the
+// time since it was made (UpdatePodOptions.StartTime) in
+// kubelet_pod_worker_duration_seconds, by update type, as upstream's
+// podWorkerLoop.
+func WithMetrics(m *metrics.Metrics) Option { return func(p *podWorkers) { p.metrics = m } }
 
 // New returns pod workers with upstream's resync interval (1 min) and
 // backoff (10 s); see NewWithIntervals.
-func New(syncer PodSyncer, workQueue WorkQueue, podCache PodCache, clk clock.Clock) PodWorkers {
-	return NewWithIntervals(syncer, workQueue, podCache, clk, DefaultResyncInterval, DefaultBackOffPeriod)
+func New(syncer PodSyncer, workQueue WorkQueue, podCache PodCache, clk clock.Clock, opts ...Option) PodWorkers {
+	return NewWithIntervals(syncer, workQueue, podCache, clk, DefaultResyncInterval, DefaultBackOffPeriod, opts...)
 }
 
 // NewWithIntervals returns pod workers. Every argument is required, and the
 // intervals must be positive; anything else is a programming error (panic).
-func NewWithIntervals(syncer PodSyncer, workQueue WorkQueue, podCache PodCache, clk clock.Clock, resyncInterval, backOffPeriod time.Duration) PodWorkers {
+func NewWithIntervals(syncer PodSyncer, workQueue WorkQueue, podCache PodCache, clk clock.Clock, resyncInterval, backOffPeriod time.Duration, opts ...Option) PodWorkers {
 	if syncer == nil || workQueue == nil || podCache == nil || clk == nil {
 		panic("podworkers: syncer, workQueue, podCache and clock are required")
 	}
 	if resyncInterval <= 0 || backOffPeriod <= 0 {
 		panic(fmt.Sprintf("podworkers: resync interval (%v) and backoff period (%v) must be positive", resyncInterval, backOffPeriod))
 	}
-	return &podWorkers{
+	p := &podWorkers{
 		podUpdates:      map[types.UID]chan struct{}{},
 		podSyncStatuses: map[types.UID]*podSyncStatus{},
 		syncer:          syncer,
@@ -210,6 +222,10 @@ func NewWithIntervals(syncer PodSyncer, workQueue WorkQueue, podCache PodCache, 
 		resyncInterval:  resyncInterval,
 		backOffPeriod:   backOffPeriod,
 	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 func (p *podWorkers) Wait() { p.running.Wait() }
@@ -393,6 +409,7 @@ func (p *podWorkers) podWorkerLoop(parentCtx context.Context, uid types.UID, pod
 			klog.ErrorS(err, "Error syncing pod, skipping", "pod", klog.KObj(pod), "podUID", uid)
 		case work.WorkType == TerminatedPod:
 			p.completeTerminated(uid)
+			p.observeDuration("terminated", work.Options.StartTime)
 			return
 		case work.WorkType == TerminatingPod:
 			p.completeTerminating(uid)
@@ -402,6 +419,15 @@ func (p *podWorkers) podWorkerLoop(parentCtx context.Context, uid types.UID, pod
 			phaseTransition = true
 		}
 		p.completeWork(uid, phaseTransition, err)
+		p.observeDuration(work.Options.UpdateType.String(), work.Options.StartTime)
+	}
+}
+
+// observeDuration records the time since an update of operationType was
+// made, when it says when.
+func (p *podWorkers) observeDuration(operationType string, start time.Time) {
+	if !start.IsZero() {
+		p.metrics.ObservePodWorkerDuration(operationType, p.clock.Since(start))
 	}
 }
 

@@ -229,7 +229,14 @@ func TestWaitsForNewerStatusInCache(t *testing.T) {
 	assert.Equal(t, "second", e.syncer.last("a").Status.Name)
 
 	// A relist of everything (UpdateTime) unblocks as well. Move the clock
-	// so that the next sync's time is after every cached status.
+	// so that the next sync's time is after every cached status, once the
+	// worker is done with the sync (it notes the sync's time after
+	// SyncPod returns: a step before would make that time t0+1m).
+	eventually(t, func() bool {
+		e.pw.podLock.Lock()
+		defer e.pw.podLock.Unlock()
+		return !e.pw.podSyncStatuses["a"].working
+	}, "the worker is idle")
 	e.clock.Step(time.Minute)
 	e.update(newPod("a", "3"), kubetypes.SyncPodUpdate)
 	eventually(t, func() bool { return len(e.syncer.callsOf("a")) == 3 }, "the status at t0+1s is newer than the last sync (t0)")

@@ -14,7 +14,9 @@
 // as upstream.
 //
 // Where it departs from upstream, and why:
-//   - no metrics (prober_probe_total …): the chapters print what matters;
+//   - prober_probe_total and prober_probe_duration_seconds go to the
+//     *metrics.Metrics of Config (one kubelet's registry), not to
+//     process-wide series;
 //   - sidecar (restartable init) containers are not probed: the runtime
 //     manager runs none;
 //   - Close stops every worker and waits for them, so a test or a stopping
@@ -37,6 +39,7 @@ import (
 	"k8s.io/utils/clock"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/metrics"
 	"mykubelet/mylib/prober/results"
 )
 
@@ -83,6 +86,10 @@ type Config struct {
 	// Jitter returns how long a worker started within its first period
 	// waits, at most d; nil: a random part of d (upstream's).
 	Jitter func(d time.Duration) time.Duration
+	// Metrics counts each probe by result (prober_probe_total) and times
+	// it (prober_probe_duration_seconds), as upstream's workers; nil:
+	// nothing is recorded.
+	Metrics *metrics.Metrics
 }
 
 type probeKey struct {
@@ -107,6 +114,7 @@ type manager struct {
 	clock            clock.WithTicker
 	jitter           func(time.Duration) time.Duration
 	start            time.Time
+	metrics          *metrics.Metrics
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -144,6 +152,7 @@ func newManager(cfg Config) (*manager, error) {
 		clock:            cfg.Clock,
 		jitter:           cfg.Jitter,
 		start:            cfg.Clock.Now(),
+		metrics:          cfg.Metrics,
 		ctx:              ctx,
 		cancel:           cancel,
 	}, nil

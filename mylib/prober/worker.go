@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/metrics"
 	"mykubelet/mylib/prober/results"
 )
 
@@ -37,6 +38,9 @@ type worker struct {
 	lastResult  results.Result
 	resultRun   int  // how many times in a row lastResult came
 	onHold      bool // a liveness or startup failure: wait for a new container
+
+	// metricLabels name this worker's series on /metrics/probes.
+	metricLabels metrics.ProbeLabels
 }
 
 func newWorker(m *manager, t probeType, pod *v1.Pod, c v1.Container) *worker {
@@ -47,6 +51,8 @@ func newWorker(m *manager, t probeType, pod *v1.Pod, c v1.Container) *worker {
 		container:       c,
 		probeType:       t,
 		probeManager:    m,
+		metricLabels: metrics.ProbeLabels{ProbeType: t.String(), Container: c.Name, Pod: metrics.PodLabelName(pod),
+			Namespace: pod.Namespace, PodUID: string(pod.UID)},
 	}
 	switch t {
 	case readiness:
@@ -78,6 +84,7 @@ func (w *worker) run(ctx context.Context) {
 			w.resultsManager.Remove(w.containerID)
 		}
 		m.removeWorker(w.pod.UID, w.container.Name, w.probeType)
+		m.metrics.DeleteProbe(w.metricLabels)
 	}()
 	if period > m.clock.Since(m.start) {
 		if d := m.jitter(period); d > 0 {
@@ -137,6 +144,7 @@ func (w *worker) trigger() {
 //  7. probe, count, and record at the threshold.
 func (w *worker) doProbe(ctx context.Context) bool {
 	m := w.probeManager
+	start := m.clock.Now()
 	status, ok := m.statusManager.GetPodStatus(w.pod.UID)
 	if !ok {
 		return true
@@ -185,6 +193,14 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	result, err := m.prober.probe(ctx, w.probeType, w.pod, status, w.container, w.containerID)
 	if err != nil {
 		return true // could not probe: keep the last result
+	}
+	switch result {
+	case results.Success:
+		m.metrics.RecordProbe(w.metricLabels, metrics.ProbeResultSuccessful, m.clock.Since(start))
+	case results.Failure:
+		m.metrics.RecordProbe(w.metricLabels, metrics.ProbeResultFailed, 0)
+	default:
+		m.metrics.RecordProbe(w.metricLabels, metrics.ProbeResultUnknown, m.clock.Since(start))
 	}
 	if w.lastResult == result {
 		w.resultRun++

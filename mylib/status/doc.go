@@ -19,8 +19,7 @@
 //   - no SetContainerReadiness or SetContainerStartup: a probe result
 //     reaches the status through the pod sync it triggers
 //     (generateAPIPodStatus asks the prober), not written here directly;
-//   - no resize status or pod-startup metrics: this kubelet has no
-//     in-place resize and no metrics;
+//   - no resize status: this kubelet has no in-place resize;
 //   - the DisruptionTarget condition is not merged: this kubelet has no
 //     eviction manager;
 //   - versions are kept by the UID of the pod written (the mirror pod's for

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/metrics"
 )
 
 // SyncPeriod is how often every status is checked against the API server,
@@ -78,6 +79,10 @@ type Config struct {
 	// upstream's one loop. Each pod is still written by one writer at a
 	// time, in the order of its versions.
 	Writers int
+	// Metrics receives each status written (the pod start SLI's
+	// RecordStatusUpdated, kubelet_pod_status_sync_duration_seconds) and
+	// each status dropped (DeletePodStartupState); nil: none.
+	Metrics *metrics.Metrics
 }
 
 // versionedPodStatus is a status with the version it got when it last changed.
@@ -114,6 +119,7 @@ type manager struct {
 	// apiMu guards the three maps above while a batch's writers run.
 	apiMu   sync.Mutex
 	writers int
+	metrics *metrics.Metrics
 }
 
 // NewManager returns a Manager; Run makes it write.
@@ -143,6 +149,7 @@ func newManager(cfg Config) (*manager, error) {
 		apiStatuses:       map[types.UID]v1.PodStatus{},
 		readAPI:           map[types.UID]bool{},
 		writers:           max(cfg.Writers, 1),
+		metrics:           cfg.Metrics,
 	}, nil
 }
 
@@ -210,6 +217,7 @@ func (m *manager) RemoveOrphanedStatuses(podUIDs map[types.UID]bool) {
 	for uid := range m.podStatuses {
 		if !podUIDs[uid] {
 			delete(m.podStatuses, uid)
+			m.metrics.DeletePodStartupState(uid)
 		}
 	}
 }
@@ -555,6 +563,10 @@ func (m *manager) writeStatus(ctx context.Context, uid types.UID, st versionedPo
 	if !unchanged {
 		klog.V(3).InfoS("Status for pod updated successfully", "pod", klog.KObj(pod), "statusVersion", st.version)
 		pod = newPod
+		m.metrics.RecordStatusUpdated(pod) // the API's answer: the pod start SLI's observedRunning
+	}
+	if !st.at.IsZero() {
+		m.metrics.ObservePodStatusSyncDuration(m.clock.Since(st.at))
 	}
 	m.apiMu.Lock()
 	m.apiStatuses[pod.UID] = pod.Status
@@ -579,6 +591,7 @@ func (m *manager) deletePodStatus(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.podStatuses, uid)
+	m.metrics.DeletePodStartupState(uid)
 }
 
 // canBeDeleted holds for a pod being deleted (not a mirror pod) whose
