@@ -29,7 +29,7 @@ import (
 // registry of this kubelet's own) unless the program brought its own.
 func statsDependencies(deps *kubelet.Dependencies) {
 	if deps.Metrics == nil {
-		deps.Metrics = metrics.New()
+		deps.Metrics = metrics.NewWithClock(deps.Clock)
 	}
 }
 
