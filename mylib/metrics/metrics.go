@@ -127,8 +127,11 @@ type Metrics struct {
 func New() *Metrics { return NewWithClock(clock.RealClock{}) }
 
 // NewWithClock is New with the clock durations are measured on (the
-// kubelet's: a test's fake clock drives them).
+// kubelet's: a test's fake clock drives them); nil is the real clock.
 func NewWithClock(clk clock.PassiveClock) *Metrics {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	m := &Metrics{
 		clock:         clk,
 		registry:      compbasemetrics.NewKubeRegistry(),
