@@ -272,9 +272,9 @@ func TestChapter16EndToEnd(t *testing.T) {
 
 	t.Run("/stats/summary: allowed with nodes/stats, refused without", func(t *testing.T) {
 		f.ok(t, "kubectl apply -f yaml/metrics/stats-reader.yaml")
-		f.readme(t, "kubectl auth can-i get nodes --subresource=stats --as=system:serviceaccount:default:stats-reader", 30*time.Second)
-		f.readme(t, "kubectl auth can-i get nodes --subresource=proxy --as=system:serviceaccount:default:stats-reader", 30*time.Second)
-		f.readme(t, "kubectl auth can-i get nodes --subresource=stats --as=system:serviceaccount:default:default", 30*time.Second)
+		f.readme(t, "kubectl auth can-i get nodes --subresource=stats --all-namespaces --as=system:serviceaccount:default:stats-reader", 30*time.Second)
+		f.readme(t, "kubectl auth can-i get nodes --subresource=proxy --all-namespaces --as=system:serviceaccount:default:stats-reader", 30*time.Second)
+		f.readme(t, "kubectl auth can-i get nodes --subresource=stats --all-namespaces --as=system:serviceaccount:default:default", 30*time.Second)
 		f.token = strings.TrimSpace(f.ok(t, "kubectl create token stats-reader"))
 		f.readme(t, `curl -s --cacert .state/cluster/pki/ca.crt -H "Authorization: Bearer $TOKEN" https://127.0.0.1:10250/stats/summary | jq -r '.node.nodeName'`, 30*time.Second)
 		f.readme(t, `curl -s --cacert .state/cluster/pki/ca.crt -H "Authorization: Bearer $TOKEN" https://127.0.0.1:10250/stats/summary | jq -c '.pods[] | select(.podRef.name == "burner") | .containers[] | {name, usageNanoCores: .cpu.usageNanoCores, workingSetBytes: .memory.workingSetBytes}'`, 30*time.Second)
