@@ -288,3 +288,40 @@ func TestSandboxUsageAnswersInParts(t *testing.T) {
 	require.Len(t, got, n)
 	assert.Equal(t, int64(n-1), got[fmt.Sprintf("c%03d", n-1)].Rx)
 }
+
+// At most maxMeteredThreads goroutines are metered at once, each on an OS
+// thread of its own: past that, a goroutine runs unlocked and uncounted,
+// so busy jobs cannot make the thousands of threads that end a Go process.
+func TestMeteredThreadsAreBounded(t *testing.T) {
+	taken := 0
+	for full := false; !full; {
+		select {
+		case meteredThreads <- struct{}{}:
+			taken++
+		default:
+			full = true
+		}
+	}
+	t.Cleanup(func() {
+		for ; taken > 0; taken-- {
+			<-meteredThreads
+		}
+	})
+	var m cpuMeter
+	stop := m.start()
+	assert.False(t, m.measuring(), "every metered thread taken: not counted")
+	stop()
+
+	<-meteredThreads // one is free again
+	taken--
+	stop = m.start()
+	assert.True(t, m.measuring(), "a free metered thread: counted")
+	resume := m.idle()
+	assert.False(t, m.measuring(), "idle gives the thread back")
+	assert.Len(t, meteredThreads, maxMeteredThreads-1, "and its token")
+	resume()
+	assert.True(t, m.measuring(), "resumed on a free one")
+	stop()
+	assert.False(t, m.measuring())
+	assert.Len(t, meteredThreads, maxMeteredThreads-1, "stop gives the token back")
+}

@@ -28,7 +28,8 @@
 // sandbox sums its containers and reports, as its eth0's, the bytes its
 // servers' connections read and wrote. What is not counted: the builtins
 // of a pipeline's left side (the interpreter's own goroutine), the
-// servers' request handling, the runtime's own work for a container; and
+// servers' request handling, the runtime's own work for a container,
+// what runs past maxMeteredThreads goroutines metered at once; and
 // the network bytes are payload counted at the pod's sockets, not an
 // interface's packets (the sandboxes share one veth, whose counters are
 // every pod's).

@@ -173,7 +173,6 @@ func utilityName(name string) string {
 // its exit code. A cancelled ctx is a SIGKILL: 137.
 func (p *proc) run(ctx context.Context, script string, params []string) (code int) {
 	defer p.recoverInternal(&code)
-	defer p.running.cpu.start()() // counted on a thread of its own (shell_usage.go)
 	ctx, cancel := p.bindOOM(ctx)
 	defer cancel()
 	if !p.running.fork() {
@@ -181,6 +180,9 @@ func (p *proc) run(ctx context.Context, script string, params []string) (code in
 		return 1
 	}
 	defer p.running.exit()
+	// Counted on a thread of its own (shell_usage.go), once it is a
+	// process: a fork that fails costs no thread.
+	defer p.running.cpu.start()()
 	file, err := parseScript(script)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sh: %v\n", err)
@@ -377,9 +379,6 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		}
 		return p.job(ctx, hc, args[1])
 	}
-	// A utility on a goroutine the interpreter started (a pipeline's
-	// left side) counts its own CPU time; on the script's, it is counted.
-	defer p.running.cpu.start()()
 	if !isShell(name) { // sh counts itself, in run
 		if !p.running.fork() {
 			fmt.Fprintln(hc.Stderr, errForkFailed)
@@ -387,6 +386,9 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		}
 		defer p.running.exit()
 	}
+	// A utility on a goroutine the interpreter started (a pipeline's
+	// left side) counts its own CPU time; on the script's, it is counted.
+	defer p.running.cpu.start()()
 	p.running.add(name, 1)
 	defer p.running.add(name, -1)
 	switch name {

@@ -336,12 +336,12 @@ func printScript(f *syntax.File) string {
 // job runs src as a background job: one process of the container, whose
 // slot it holds until src ends however it ends.
 func (p *proc) job(ctx context.Context, hc interp.HandlerContext, src string) (err error) {
-	defer p.running.cpu.start()() // on the interpreter's goroutine for `&`: counted on its own
 	if !p.running.fork() {
 		fmt.Fprintln(hc.Stderr, errForkFailed)
 		return interp.NewExitStatus(1)
 	}
 	defer p.running.exit()
+	defer p.running.cpu.start()() // on the interpreter's goroutine for `&`: counted on its own
 	defer func() {
 		// A panic here is on the job's goroutine, which only this
 		// handler can catch.

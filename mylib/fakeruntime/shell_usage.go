@@ -65,12 +65,32 @@ func (m *cpuMeter) measuring() bool {
 	return ok
 }
 
-// begin counts the calling goroutine, locked to its thread, from now.
-func (m *cpuMeter) begin() {
+// maxMeteredThreads bounds how many goroutines of this process are
+// metered at once, each on an OS thread of its own. Go ends a process
+// that makes 10,000 threads (debug.SetMaxThreads), and a container may run
+// up to its pids limit of busy jobs: without the bound, a few such
+// containers would end the runtime and every container with it. Past it,
+// a goroutine runs unlocked and its CPU time is not counted.
+const maxMeteredThreads = 512
+
+// meteredThreads holds a token for each goroutine metered now.
+var meteredThreads = make(chan struct{}, maxMeteredThreads)
+
+// begin locks the calling goroutine to its thread and counts it from now,
+// if a metered thread is free; false if none is (nothing is counted).
+func (m *cpuMeter) begin() bool {
+	select {
+	case meteredThreads <- struct{}{}:
+	default:
+		return false
+	}
+	runtime.LockOSThread()
 	tid := unix.Gettid()
 	at, ok := threadCPU(tid)
-	if !ok {
-		return // cannot happen for a live thread of ours: it counts nothing
+	if !ok { // cannot happen for a live thread of ours
+		runtime.UnlockOSThread()
+		<-meteredThreads
+		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -78,53 +98,55 @@ func (m *cpuMeter) begin() {
 		m.live = map[int]int64{}
 	}
 	m.live[tid] = at
+	return true
 }
 
-// end adds the calling goroutine's segment to done.
+// end adds the calling goroutine's segment to done, and unlocks it from
+// its thread. On a goroutine not counted it does nothing: its thread is
+// in live only if the goroutine is locked to it (no other goroutine runs
+// on a locked thread).
 func (m *cpuMeter) end() {
 	tid := unix.Gettid()
 	now, ok := threadCPU(tid)
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if at, live := m.live[tid]; live {
+	at, live := m.live[tid]
+	if live {
 		if ok && now > at {
 			m.done += now - at
 		}
 		delete(m.live, tid)
 	}
+	m.mu.Unlock()
+	if live {
+		runtime.UnlockOSThread()
+		<-meteredThreads
+	}
 }
 
 // start counts the calling goroutine's work until stop is called (on the
-// same goroutine): it locks the goroutine to its OS thread. On a goroutine
-// counted already (a nested sh -c, a utility of the script itself) it
-// does nothing.
+// same goroutine), locked to its OS thread. On a goroutine counted already
+// (a nested sh -c, a utility of the script itself) it does nothing.
 func (m *cpuMeter) start() (stop func()) {
-	if m.measuring() {
+	if m.measuring() || !m.begin() {
 		return func() {}
 	}
-	runtime.LockOSThread()
-	m.begin()
-	return func() {
-		m.end()
-		runtime.UnlockOSThread()
-	}
+	return m.end
 }
 
 // idle stops counting the calling goroutine while it waits (a sleep, a
 // server waiting for its end) and gives its thread back, so that an idle
 // container holds no OS thread; resume (idempotent, on the same
-// goroutine) counts it again. On a goroutine not counted it does nothing.
+// goroutine) counts it again, if a metered thread is free. On a goroutine
+// not counted it does nothing.
 func (m *cpuMeter) idle() (resume func()) {
 	if !m.measuring() {
 		return func() {}
 	}
 	m.end()
-	runtime.UnlockOSThread()
 	resumed := false
 	return func() {
 		if !resumed {
 			resumed = true
-			runtime.LockOSThread()
 			m.begin()
 		}
 	}
