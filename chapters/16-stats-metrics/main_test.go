@@ -352,7 +352,7 @@ func TestChapter16EndToEnd(t *testing.T) {
 	})
 
 	t.Run("/metrics/resource: the burner's series, as metrics-server reads them", func(t *testing.T) {
-		f.readme(t, `curl -s --cacert .state/cluster/pki/ca.crt -H "Authorization: Bearer $TOKEN" https://127.0.0.1:10250/metrics/resource | grep -E '^(node|pod|container)_cpu_usage_seconds_total'`, 30*time.Second)
+		f.readme(t, `curl -s --cacert .state/cluster/pki/ca.crt -H "Authorization: Bearer $TOKEN" https://127.0.0.1:10250/metrics/resource | grep -E '^node_cpu_usage|cpu_usage_seconds_total\{.*pod="burner"'`, 30*time.Second)
 		code, b := f.get(t, "/metrics/resource", f.token)
 		require.Equal(t, http.StatusOK, code, string(b))
 		text := string(b)

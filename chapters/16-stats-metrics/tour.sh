@@ -57,7 +57,7 @@ echo "$refused"
 
 step "/metrics/resource: the series metrics-server reads"
 printf '$ curl … https://127.0.0.1:%s/metrics/resource | grep cpu_usage_seconds_total\n' "$port"
-kubelet_get /metrics/resource | grep -E '^(node|pod|container)_cpu_usage_seconds_total'
+kubelet_get /metrics/resource | grep -E '^node_cpu_usage|cpu_usage_seconds_total\{.*pod="burner"'
 
 step "A HorizontalPodAutoscaler: up while the pod burns"
 show kubectl delete pod burner
