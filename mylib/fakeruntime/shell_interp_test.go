@@ -507,3 +507,20 @@ func TestInteractiveShellRefusesADeeplyNestedCommand(t *testing.T) {
 	assert.Equal(t, "first\n", string(out.Bytes()))
 	assert.Contains(t, string(errOut.Bytes()), "Argument list too long")
 }
+
+// stress's --timeout: whole numbers, with sleep's suffixes and y.
+func TestParseStressTimeout(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"5": 5 * time.Second, "5s": 5 * time.Second, "2m": 2 * time.Minute,
+		"1h": time.Hour, "1d": 24 * time.Hour, "1y": 365 * 24 * time.Hour,
+	} {
+		got, err := parseStressTimeout(in)
+		if assert.NoError(t, err, in) {
+			assert.Equal(t, want, got, in)
+		}
+	}
+	for _, bad := range []string{"", "s", "1.5", "-1", "1w", "99999999999y"} {
+		_, err := parseStressTimeout(bad)
+		assert.Error(t, err, bad)
+	}
+}

@@ -453,21 +453,7 @@ const maxStressCPUs = 64
 // parseStressTimeout reads stress's --timeout: seconds, or a number with
 // a suffix s, m, h, d or y.
 func parseStressTimeout(s string) (time.Duration, error) {
-	unit := time.Second
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 's':
-			s = s[:n-1]
-		case 'm':
-			s, unit = s[:n-1], time.Minute
-		case 'h':
-			s, unit = s[:n-1], time.Hour
-		case 'd':
-			s, unit = s[:n-1], 24*time.Hour
-		case 'y':
-			s, unit = s[:n-1], 365*24*time.Hour
-		}
-	}
+	s, unit := timeUnit(s, true)
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || v < 0 || v > int64(maxSleep/unit) {
 		return 0, fmt.Errorf("invalid timeout %q", s)

@@ -114,19 +114,7 @@ func (p *proc) sleep(ctx context.Context, hc interp.HandlerContext, args []strin
 // time.Duration saturates at maxSleep instead of overflowing into a short
 // or negative one.
 func parseSleep(s string) (time.Duration, error) {
-	unit := time.Second
-	if n := len(s); n > 1 {
-		switch s[n-1] {
-		case 's':
-			s = s[:n-1]
-		case 'm':
-			s, unit = s[:n-1], time.Minute
-		case 'h':
-			s, unit = s[:n-1], time.Hour
-		case 'd':
-			s, unit = s[:n-1], 24*time.Hour
-		}
-	}
+	s, unit := timeUnit(s, false)
 	if strings.EqualFold(s, "infinity") || strings.EqualFold(s, "inf") {
 		return maxSleep, nil
 	}
@@ -138,6 +126,29 @@ func parseSleep(s string) (time.Duration, error) {
 		return time.Duration(d), nil
 	}
 	return maxSleep, nil
+}
+
+// timeUnit splits the unit off a duration as sleep and stress write it:
+// a suffix s, m, h or d (and y, with years) after the number; none is
+// seconds.
+func timeUnit(s string, years bool) (string, time.Duration) {
+	if n := len(s); n > 1 {
+		switch s[n-1] {
+		case 's':
+			return s[:n-1], time.Second
+		case 'm':
+			return s[:n-1], time.Minute
+		case 'h':
+			return s[:n-1], time.Hour
+		case 'd':
+			return s[:n-1], 24 * time.Hour
+		case 'y':
+			if years {
+				return s[:n-1], 365 * 24 * time.Hour
+			}
+		}
+	}
+	return s, time.Second
 }
 
 // maxSleep is the longest sleep: about 292 years, forever for a container.
