@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/config"
@@ -20,6 +22,7 @@ import (
 	"mykubelet/mylib/logs"
 	"mykubelet/mylib/metrics"
 	"mykubelet/mylib/network/dns"
+	"mykubelet/mylib/nodestatus"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/prober"
 	"mykubelet/mylib/volume"
@@ -64,6 +67,10 @@ type Dependencies struct {
 	// Metrics records the kubelet's series (PodsConfig.Metrics); nil:
 	// none are recorded.
 	Metrics *metrics.Metrics
+	// StatsProvider is the node's and pods' figures (stats.Provider): the
+	// eviction manager's and the image GC manager's input. Required with
+	// MainOptions.Eviction.
+	StatsProvider StatsProvider
 	// Out receives the pod half's lines (PodsConfig.Out); nil: none.
 	Out io.Writer
 	// OnRegistered and OnStatusPatched: see NodeConfig.
@@ -104,6 +111,24 @@ type MainOptions struct {
 	// Volumes mounts the pods' volumes under RootDirectory/pods
 	// (PodsConfig.Volumes, with Dependencies.VolumePlugins and managers).
 	Volumes bool
+	// Eviction runs the eviction manager and the image GC manager over
+	// Dependencies.StatsProvider (PodsConfig.Eviction, from the
+	// KubeletConfiguration's eviction* and image* fields): the node's
+	// pressure conditions follow it, and it refuses pods under pressure.
+	Eviction bool
+	// ImageGCPeriod is how often unused images are collected; zero is
+	// images.ImageGCPeriod (the course's knob: upstream's is a constant).
+	ImageGCPeriod time.Duration
+	// MockMachine: the mock machine's size (nodestatus.MockMachine); the
+	// node status's capacity follows it.
+	MockMachine nodestatus.MockMachine
+}
+
+// StatsProvider is what the kubelet reads of the stats provider
+// (stats.Provider has both).
+type StatsProvider interface {
+	Get(ctx context.Context, updateStats bool) (*statsapi.Summary, error)
+	ImageFsStats(ctx context.Context) (imageFs, containerFs *statsapi.FsStats, err error)
 }
 
 // NewMainKubelet is upstream's NewMainKubelet: the Kubelet of a

@@ -22,6 +22,8 @@ import (
 	"k8s.io/utils/clock"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/eviction"
+	"mykubelet/mylib/images"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/logs"
@@ -171,6 +173,28 @@ type PodsConfig struct {
 	// the pod workers', the runtime operations', the probes', the pod
 	// start SLI); nil records none.
 	Metrics *metrics.Metrics
+
+	// Eviction, with RunContainers and Admit, runs the eviction manager
+	// and the image GC manager (kubelet_eviction.go); nil: neither, and
+	// the node never reports pressure.
+	Eviction *EvictionConfig
+}
+
+// EvictionConfig is what the eviction manager and the image GC manager
+// need (PodsConfig.Eviction).
+type EvictionConfig struct {
+	// Stats is the summary and image filesystem the managers read. Required.
+	Stats StatsProvider
+	// Config: thresholds (eviction.ParseThresholdConfig), transition
+	// period, the soft evictions' grace period.
+	Config eviction.Config
+	// MonitoringInterval: zero is eviction.MonitoringInterval.
+	MonitoringInterval time.Duration
+	// ImageGCPolicy and ImageGCPeriod (zero: images.ImageGCPeriod).
+	ImageGCPolicy images.ImageGCPolicy
+	ImageGCPeriod time.Duration
+	// ImagePulls: serial or parallel pulls, the registry QPS.
+	ImagePulls images.PullConfig
 }
 
 // Kubelet is the node agent: a node half and a pod half (see the package

@@ -32,6 +32,8 @@ type NodeStatusOptions struct {
 	// has no runtime to ask (a node half alone); with a runtime, the CRI's
 	// Version answers.
 	RuntimeVersion string
+	// MockMachine overrides the host's memory and nodefs sizes.
+	MockMachine nodestatus.MockMachine
 }
 
 // defaultNodeStatusFuncs are the setters in the order of upstream's

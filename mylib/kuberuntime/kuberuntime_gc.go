@@ -369,3 +369,12 @@ func (cgc *ContainerGC) removeSandbox(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// DeleteAllUnusedContainers removes every dead container and sandbox the
+// collector may, those of pods terminated but not yet deleted too
+// (upstream's ContainerGC.DeleteAllUnusedContainers, the eviction
+// manager's reclaim). SEAM: the kubelet helper writes it (on the
+// collector type, if it is not this one).
+func (m *Manager) DeleteAllUnusedContainers(ctx context.Context) error {
+	return nil
+}

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"mykubelet/mylib/events"
+	"mykubelet/mylib/images"
 )
 
 // The image errors; their text is the waiting reason a container's status
@@ -185,4 +186,11 @@ func registryHost(key string) string {
 		return "docker.io"
 	}
 	return key
+}
+
+// SetImagePullConfig sets how the manager pulls images (serial or
+// parallel, the registry QPS); before it is called, images.DefaultPullConfig.
+// SEAM: the images helper writes it.
+func (m *Manager) SetImagePullConfig(c images.PullConfig) error {
+	return nil
 }

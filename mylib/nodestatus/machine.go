@@ -101,3 +101,24 @@ func memTotal(path string) (int64, error) {
 	}
 	return 0, fmt.Errorf("%s: no MemTotal line", path)
 }
+
+// MockMachine is the mock machine's size, the course's own knob (the
+// flags --fake-memory-capacity, --fake-nodefs-capacity and
+// --fake-imagefs-capacity; upstream's kubelet has none): a learner makes a
+// small node and fills it. A zero field is the host's figure. With a
+// field set, the node's capacity is that figure and its usage is what the
+// mock runtime accounts for (the pods' working sets, writable layers,
+// emptyDirs and logs, the images' sizes), not the host's.
+type MockMachine struct {
+	// MemoryCapacity is the node's memory, in bytes.
+	MemoryCapacity int64
+	// NodeFsCapacity is the size of the kubelet's filesystem (nodefs, the
+	// node's ephemeral-storage capacity), in bytes.
+	NodeFsCapacity int64
+	// ImageFsCapacity is the size of the runtime's image filesystem
+	// (imagefs), in bytes.
+	ImageFsCapacity int64
+}
+
+// IsZero reports whether m changes nothing (the host's figures throughout).
+func (m MockMachine) IsZero() bool { return m == MockMachine{} }

@@ -46,6 +46,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/nodestatus"
 )
 
 // VolumeInfo is one mounted volume of a pod: its name in the pod and its
@@ -109,6 +110,10 @@ type Config struct {
 	// left once theirs is taken off, so that no pod counts twice in the
 	// node's figures.
 	PodsInProcess bool
+	// MockMachine: the mock machine's sizes (nodestatus.MockMachine); a
+	// set field replaces the host's capacity, and the usage is then what
+	// the pods account for.
+	MockMachine nodestatus.MockMachine
 }
 
 // Provider builds summaries (upstream's SummaryProvider over its
