@@ -271,6 +271,24 @@ containerLogMonitorInterval: 3s
 		assert.Len(t, f.containers(t), 3, "nothing of it ran")
 	})
 
+	t.Run("node pressure: the conditions are the eviction manager's, its configuration upstream's defaults", func(t *testing.T) {
+		n, err := f.admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		require.NoError(t, err)
+		reasons := map[v1.NodeConditionType]string{}
+		for _, c := range n.Status.Conditions {
+			if c.Type != v1.NodeReady {
+				assert.Equal(t, v1.ConditionFalse, c.Status, c.Type)
+			}
+			reasons[c.Type] = c.Reason
+		}
+		assert.Equal(t, map[v1.NodeConditionType]string{v1.NodeMemoryPressure: "KubeletHasSufficientMemory", v1.NodeDiskPressure: "KubeletHasNoDiskPressure",
+			v1.NodePIDPressure: "KubeletHasSufficientPID", v1.NodeReady: "KubeletReady"}, reasons)
+		pki := filepath.Join(f.cluster.Dir(), "pki")
+		eventually(t, "a serving certificate", time.Minute, func() bool { return strings.Contains(p.Stdout(), "serving certificate: issued") })
+		got := f.kubectl(t, fmt.Sprintf(`curl -sf --cacert %s/ca.crt --cert %s/admin.crt --key %s/admin.key https://127.0.0.1:%d/configz | jq -c '.kubeletconfig | {evictionHard, evictionPressureTransitionPeriod, imageGCHighThresholdPercent, imageGCLowThresholdPercent}'`, pki, pki, pki, f.port))
+		assert.Equal(t, `{"evictionHard":{"imagefs.available":"15%","imagefs.inodesFree":"5%","memory.available":"100Mi","nodefs.available":"10%","nodefs.inodesFree":"5%"},"evictionPressureTransitionPeriod":"5m0s","imageGCHighThresholdPercent":85,"imageGCLowThresholdPercent":80}`, got)
+	})
+
 	t.Run("exec goes through the kubelet API, served with a CSR-issued certificate", func(t *testing.T) {
 		eventually(t, "a serving certificate", time.Minute, func() bool { return strings.Contains(p.Stdout(), "serving certificate: issued") })
 		assert.Equal(t, "hello", f.kubectl(t, "kubectl exec deploy/nginx-deployment -- echo hello"))
