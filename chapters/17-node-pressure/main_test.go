@@ -266,7 +266,9 @@ func TestChapter17EndToEnd(t *testing.T) {
 		assert.Equal(t, v1.PodFailed, refused.Status.Phase)
 		assert.Equal(t, "Evicted", refused.Status.Reason)
 		assert.Equal(t, "Pod was rejected: The node had condition: [MemoryPressure]. ", refused.Status.Message)
-		assert.Empty(t, refused.Status.ContainerStatuses[0].ContainerID, "a refused pod never runs")
+		for _, cs := range refused.Status.ContainerStatuses {
+			assert.Empty(t, cs.ContainerID, "a refused pod never runs")
+		}
 
 		f.ok(t, "kubectl wait --for=jsonpath='{.status.reason}'=Evicted pod/grower --timeout=60s")
 		evictedSeen = time.Now()
