@@ -25,6 +25,7 @@ import (
 	"mykubelet/mylib/app"
 	"mykubelet/mylib/bootstrap"
 	"mykubelet/mylib/eviction"
+	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
 	"mykubelet/mylib/server"
@@ -40,14 +41,17 @@ func main() {
 	// Upstream's --eviction-* and --image-gc-* flags, and the mock
 	// machine's size.
 	pressure := app.AddNodePressureFlags(o)
+	gc := kuberuntime.DefaultGCPolicy()
 	o.Main(os.Args[1:], func(ctx context.Context) error {
 		// Chapter 16's Kubelet, with the eviction manager and the image
-		// GC manager over its stats provider.
+		// GC manager over its stats provider, and chapter 10's container
+		// GC: an image stays in use while a dead container of it is kept.
 		s := flags.KubeletServer()
 		s.EnableServer, s.ServingCertTimeout = true, *certTimeout
 		s.KubeletConfiguration.Port, s.KubeletConfiguration.Authentication.X509.ClientCAFile = int32(*port), *clientCAFile
 		s.Volumes = true
 		s.Stats = true
+		s.ContainerGC = &gc
 		if err := pressure.Apply(s); err != nil {
 			return err
 		}
@@ -63,8 +67,9 @@ func banner(s *app.KubeletServer) string {
 	if kc.ImageGCHighThresholdPercent != nil && kc.ImageGCLowThresholdPercent != nil {
 		gc = fmt.Sprintf(" from %d%% down to %d%%", *kc.ImageGCHighThresholdPercent, *kc.ImageGCLowThresholdPercent)
 	}
-	return fmt.Sprintf("node pressure: %s\neviction: every %s, evictionHard %s, transition period %s; image GC every %s%s",
-		machine(s.MockMachine), eviction.MonitoringInterval, thresholds(kc.EvictionHard), kc.EvictionPressureTransitionPeriod.Duration, s.ImageGCPeriod, gc)
+	return fmt.Sprintf("node pressure: %s\neviction: every %s, evictionHard %s, transition period %s\ngarbage collection: images every %s%s, dead containers every %s",
+		machine(s.MockMachine), eviction.MonitoringInterval, thresholds(kc.EvictionHard), kc.EvictionPressureTransitionPeriod.Duration,
+		s.ImageGCPeriod, gc, kuberuntime.ContainerGCPeriod)
 }
 
 // machine says the mock machine's size, field by field.
