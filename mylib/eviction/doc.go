@@ -30,5 +30,18 @@
 //   - The kill goes through a KillPodFunc with a status function (the
 //     kubelet's killPodNow) rather than upstream's PodTerminator; Run
 //     blocks until its context ends instead of starting a goroutine.
-//   - No metrics (evictions, stats age).
+//   - Upstream's eviction metrics (evictions per signal, stats age) are
+//     not recorded.
+//   - A signal the summary lacks is logged at level 2, not 0.
+//
+// Wiring, as the kubelet does it:
+//
+//	thresholds, err := eviction.ParseThresholdConfig(cfg.EvictionHard, cfg.EvictionSoft,
+//		cfg.EvictionSoftGracePeriod, cfg.EvictionMinimumReclaim)
+//	m, admit, err := eviction.NewManager(statsProvider, eviction.Config{
+//		PressureTransitionPeriod: 5 * time.Minute, MaxPodGracePeriodSeconds: 0, Thresholds: thresholds,
+//	}, killPodNow, imageGC, containerGC, recorder, nodeRef, clock.RealClock{})
+//	admitHandlers = append(admitHandlers, admit) // refuses pods under pressure
+//	go m.Run(ctx, activePods, podCleanedUp, eviction.MonitoringInterval)
+//	// node status: m.IsUnderMemoryPressure(), IsUnderDiskPressure(), IsUnderPIDPressure()
 package eviction

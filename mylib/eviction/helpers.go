@@ -303,7 +303,10 @@ func thresholdsMet(thresholds []Threshold, obs signalObservations, enforceMinRec
 	for _, t := range thresholds {
 		o, ok := obs[t.Signal]
 		if !ok {
-			klog.InfoS("Eviction manager: no observation found for eviction signal", "signal", t.Signal)
+			// Upstream logs this at level 0; a node whose stats lack a
+			// figure (inodes of the mock image filesystem) would repeat
+			// it every pass.
+			klog.V(2).InfoS("Eviction manager: no observation found for eviction signal", "signal", t.Signal)
 			continue
 		}
 		q := GetThresholdQuantity(t.Value, o.capacity)
