@@ -147,6 +147,7 @@ func (m *managerImpl) Run(ctx context.Context, podFunc ActivePodsFunc, podCleane
 	if monitoringInterval <= 0 {
 		monitoringInterval = MonitoringInterval
 	}
+	klog.InfoS("Eviction manager: starting control loop")
 	for ctx.Err() == nil {
 		evicted, err := m.synchronize(ctx, podFunc)
 		if err != nil {
@@ -290,14 +291,20 @@ func (m *managerImpl) synchronize(ctx context.Context, podFunc ActivePodsFunc) (
 	for _, pod := range pods {
 		grace := int64(immediateEvictionGracePeriodSeconds)
 		if !isHardEvictionThreshold(thresholdToReclaim) {
+			// A soft threshold leaves the pod its own grace period, up
+			// to evictionMaxPodGracePeriod.
 			grace = m.config.MaxPodGracePeriodSeconds
+			if pod.Spec.TerminationGracePeriodSeconds != nil {
+				grace = min(grace, *pod.Spec.TerminationGracePeriodSeconds)
+			}
 		}
 		message, annotations := evictionMessage(resourceToReclaim, pod, stats, thresholds, observations)
 		condition := &v1.PodCondition{
-			Type:    v1.DisruptionTarget,
-			Status:  v1.ConditionTrue,
-			Reason:  v1.PodReasonTerminationByKubelet,
-			Message: message,
+			Type:               v1.DisruptionTarget,
+			ObservedGeneration: pod.Generation,
+			Status:             v1.ConditionTrue,
+			Reason:             v1.PodReasonTerminationByKubelet,
+			Message:            message,
 		}
 		if m.evictPod(pod, grace, message, annotations, condition) {
 			return []*v1.Pod{pod}, nil

@@ -178,7 +178,7 @@ func (f *fixture) sync(t *testing.T, dt time.Duration) []*v1.Pod {
 // none) and using memUsed, its disk use and process count.
 func (f *fixture) addPod(name string, prio int32, memReq, memUsed, diskUsed uint64, procs uint64) *v1.Pod {
 	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid"),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid"), Generation: 3,
 			Annotations: map[string]string{kubetypes.ConfigSourceAnnotationKey: kubetypes.ApiserverSource}},
 		Spec: v1.PodSpec{Priority: &prio, Containers: []v1.Container{{Name: "c"}}},
 	}
@@ -340,6 +340,9 @@ func TestHardMemoryThresholdEvictsOnePodAsUpstreamSays(t *testing.T) {
 		t.Fatalf("conditions %+v, want DisruptionTarget", k.status.Conditions)
 	}
 	c := k.status.Conditions[0]
+	if c.ObservedGeneration != k.pod.Generation {
+		t.Errorf("condition observedGeneration %d, want the pod's %d", c.ObservedGeneration, k.pod.Generation)
+	}
 	if c.Type != v1.DisruptionTarget || c.Status != v1.ConditionTrue || c.Reason != "TerminationByKubelet" || c.Message != wantMsg || c.LastTransitionTime.IsZero() {
 		t.Errorf("condition %+v", c)
 	}
@@ -414,6 +417,14 @@ func TestSoftThresholdWaitsForItsGracePeriod(t *testing.T) {
 	}
 	if g := f.killer.killed[0].grace; g != 20 {
 		t.Errorf("grace period override %d, want evictionMaxPodGracePeriod 20", g)
+	}
+
+	// A pod asking for less keeps its own.
+	five := int64(5)
+	f.addPod("quick", 0, 0, 600*mi, 0, 1).Spec.TerminationGracePeriodSeconds = &five
+	f.sync(t, 10*time.Second)
+	if k := f.killer.killed; len(k) != 2 || k[1].pod.Name != "quick" || k[1].grace != 5 {
+		t.Errorf("killed %v, want quick with its own 5s grace period (below the 20s maximum)", f.killer.names())
 	}
 }
 
