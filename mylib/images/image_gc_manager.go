@@ -51,6 +51,8 @@ type realImageGCManager struct {
 	imageCache []Image
 }
 
+var _ ImageGCManager = &realImageGCManager{}
+
 // NewImageGCManager returns the image GC manager: it lists images through
 // the CRI image service (and removes them there, so `crictl images` shows
 // them gone), learns which ones containers use from runtime.GetPods, and

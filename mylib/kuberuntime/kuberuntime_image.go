@@ -91,7 +91,10 @@ func imagePullPolicy(container *v1.Container) v1.PullPolicy {
 // is ref's: its UID keys the pull back-off). pullSecrets are tried in turn
 // for the image's registry, then no credentials.
 func (m *Manager) EnsureImageExists(ctx context.Context, ref *v1.ObjectReference, container *v1.Container, pullSecrets []v1.Secret, sandboxConfig *runtimeapi.PodSandboxConfig) (imageRef, message string, err error) {
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: ref.UID, Name: ref.Name, Namespace: ref.Namespace}}
+	pod := &v1.Pod{}
+	if ref != nil {
+		pod.ObjectMeta = metav1.ObjectMeta{UID: ref.UID, Name: ref.Name, Namespace: ref.Namespace}
+	}
 	return m.imageManager().EnsureImageExists(ctx, ref, pod, container.Image, pullSecrets, sandboxConfig, imagePullPolicy(container))
 }
 
