@@ -52,6 +52,13 @@ type KubeletServer struct {
 	// for `kubectl top` and the HPA), /metrics, /metrics/probes, /configz,
 	// and /healthz with the syncloop and pleg checks.
 	Stats bool
+	// Eviction (MainOptions.Eviction, which also turns Admit on) runs the
+	// eviction manager and the image GC manager over the stats provider
+	// (Dependencies.StatsProvider, the one the kubelet API serves with
+	// Stats), by the KubeletConfiguration's eviction* and image* fields;
+	// MainOptions.MockMachine sizes the node (NodePressureFlags sets all
+	// three from the command line).
+
 	// Banner is printed after the line that says the kubelet runs: what
 	// this program adds, in a line or two; "" prints nothing more.
 	Banner string
