@@ -1,9 +1,13 @@
 package app
 
 import (
+	"context"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,11 +16,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	testingclock "k8s.io/utils/clock/testing"
 
+	"mykubelet/mylib/config"
 	"mykubelet/mylib/images"
 	"mykubelet/mylib/kubelet"
+	"mykubelet/mylib/kubeletconfig"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
 	kubepod "mykubelet/mylib/pod"
@@ -144,4 +153,41 @@ func TestLateHostFollowsTheKubeletOnceSet(t *testing.T) {
 	require.Len(t, host.pods(), 1)
 	assert.Equal(t, "p", host.pods()[0].Name)
 	assert.Equal(t, []stats.VolumeInfo{{Name: "cache", Path: "/v/cache"}, {Name: "data", Path: "/v/data"}}, host.volumes("u1"))
+}
+
+// createAndInitKubelet with Eviction: the stats provider is made before
+// the Kubelet and handed to it (Dependencies.StatsProvider), on the mock
+// machine's sizes, and the Kubelet is made with admission on.
+func TestCreateAndInitKubeletGivesTheKubeletTheStatsProvider(t *testing.T) {
+	dir, err := os.MkdirTemp("", "app") // short: a unix socket's path is at most 107 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o700))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	kc := &kubeletv1beta1.KubeletConfiguration{ContainerRuntimeEndpoint: "unix://" + filepath.Join(dir, "cri.sock"), PodLogsDir: filepath.Join(dir, "logs")}
+	kubeletconfig.SetDefaults(kc)
+	s := &KubeletServer{KubeletConfiguration: kc, FakeRuntime: true,
+		MainOptions: kubelet.MainOptions{NodeName: "n1", RootDirectory: dir, RunContainers: true, Eviction: true,
+			MockMachine: nodestatus.MockMachine{MemoryCapacity: 1 << 30, ImageFsCapacity: 500 << 20}}}
+	clk := testingclock.NewFakeClock(time.Now())
+	deps := &kubelet.Dependencies{Clock: clk, KubeClient: fake.NewClientset(), EventClient: fake.NewClientset(),
+		Recorder: record.NewFakeRecorder(100), PodConfig: config.NewPodConfig(clk)}
+	rt, err := PreInitRuntimeService(ctx, &wg, s, deps)
+	require.NoError(t, err)
+	defer rt.Close()
+
+	kl, err := createAndInitKubelet(s, deps)
+	require.NoError(t, err)
+	require.NotNil(t, kl)
+	p, ok := deps.StatsProvider.(*stats.Provider)
+	require.True(t, ok, "the Kubelet reads a stats.Provider")
+	summary, err := p.Get(ctx, true)
+	require.NoError(t, err)
+	require.NotNil(t, summary.Node.Memory)
+	assert.Equal(t, uint64(1<<30), *summary.Node.Memory.AvailableBytes+*summary.Node.Memory.WorkingSetBytes,
+		"the capacity (available + working set) is the mock machine's memory, not the host's")
 }
