@@ -8,9 +8,12 @@
 //	defer stop()
 //	recorder.Eventf(pod, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q", image)
 //
-// Every reason this kubelet records is here, and only those: upstream's
-// list also has the attach, eviction, node and image-GC reasons of parts
-// this kubelet does not have. HostPathMapped is the course's own. Two reasons upstream writes where they are
+// Every reason the pod half records on pods is here: upstream's list also
+// has the attach and node reasons of parts this kubelet does not have, and
+// the image GC and eviction reasons, which live beside the code that
+// records them (mylib/images: FreeDiskSpaceFailed, InvalidDiskCapacity,
+// ImageGCFailed, BackOff; mylib/eviction: Evicted, EvictionThresholdMet).
+// HostPathMapped is the course's own. Two reasons upstream writes where they are
 // used (FailedToRetrieveImagePullSecret in kubelet_pods.go, DeadlineExceeded
 // in active_deadline.go) are here too, so that one file lists them all. The
 // reasons of a pod that admission rejects (OutOfcpu, NodeAffinity, …) are
