@@ -485,7 +485,8 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 			wg.Go(func() { r.Run(ctx) }) // drops expired tokens
 		}
 	}
-	kl.runNodePressure(ctx, &wg) // upstream: in initializeRuntimeDependentModules and StartGarbageCollection
+	// Upstream: in initializeRuntimeDependentModules and StartGarbageCollection.
+	kl.runNodePressure(ctx, &wg)
 	var plegCh <-chan *pleg.PodLifecycleEvent // nil without workers: never ready
 	if kl.pleg != nil {
 		plegCh = kl.pleg.Watch()

@@ -24,8 +24,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/klog/v2"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"mykubelet/mylib/eviction"
 	"mykubelet/mylib/images"

@@ -67,9 +67,21 @@ func (m *fakeEvictionManager) set(memory, disk, pid bool) {
 	m.memory, m.disk, m.pid = memory, disk, pid
 }
 
-func (m *fakeEvictionManager) IsUnderMemoryPressure() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.memory }
-func (m *fakeEvictionManager) IsUnderDiskPressure() bool   { m.mu.Lock(); defer m.mu.Unlock(); return m.disk }
-func (m *fakeEvictionManager) IsUnderPIDPressure() bool    { m.mu.Lock(); defer m.mu.Unlock(); return m.pid }
+func (m *fakeEvictionManager) IsUnderMemoryPressure() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.memory
+}
+func (m *fakeEvictionManager) IsUnderDiskPressure() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.disk
+}
+func (m *fakeEvictionManager) IsUnderPIDPressure() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pid
+}
 
 func (m *fakeEvictionManager) Admit(_ context.Context, attrs *kubelifecycle.PodAdmitAttributes) kubelifecycle.PodAdmitResult {
 	if m.IsUnderMemoryPressure() && GetPodQOS(attrs.Pod) == v1.PodQOSBestEffort {
@@ -115,7 +127,9 @@ func (g *fakeImageGC) Run(ctx context.Context) {
 // fakeStats is a stats provider with nothing to say.
 type fakeStats struct{}
 
-func (fakeStats) Get(context.Context, bool) (*statsapi.Summary, error) { return &statsapi.Summary{}, nil }
+func (fakeStats) Get(context.Context, bool) (*statsapi.Summary, error) {
+	return &statsapi.Summary{}, nil
+}
 func (fakeStats) ImageFsStats(context.Context) (*statsapi.FsStats, *statsapi.FsStats, error) {
 	return &statsapi.FsStats{}, &statsapi.FsStats{}, nil
 }
@@ -476,4 +490,3 @@ func TestEvictionConfigFromTheKubeletConfiguration(t *testing.T) {
 	_, err = evictionConfigFrom(cfg, fakeStats{}, 0)
 	assert.EqualError(t, err, "kubelet: eviction thresholds: invalid")
 }
-
