@@ -93,6 +93,9 @@ func (m *fakeEvictionManager) Admit(_ context.Context, attrs *kubelifecycle.PodA
 // fakeImageGC stands for the image GC manager: GarbageCollect answers
 // with errs in turn (then nil), and counts its calls.
 type fakeImageGC struct {
+	// The interface's other methods (none the Kubelet calls) panic.
+	images.ImageGCManager
+
 	mu      sync.Mutex
 	errs    []error
 	calls   int
