@@ -242,7 +242,7 @@ func (m *manager) updateStatusInternal(pod *v1.Pod, status v1.PodStatus, forceUp
 		return
 	}
 	now := m.clock.Now()
-	for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady, v1.PodInitialized, v1.PodReadyToStartContainers, v1.PodScheduled} {
+	for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady, v1.PodInitialized, v1.PodReadyToStartContainers, v1.PodScheduled, v1.DisruptionTarget} {
 		updateLastTransitionTime(&status, &old, t, now)
 	}
 	if old.StartTime != nil && !old.StartTime.IsZero() {
@@ -359,7 +359,7 @@ func isPodStatusByKubeletEqual(old, status *v1.PodStatus) bool {
 	kubeletConds := func(s *v1.PodStatus) map[v1.PodConditionType]v1.PodCondition {
 		m := map[v1.PodConditionType]v1.PodCondition{}
 		for _, c := range s.Conditions {
-			if PodConditionByKubelet(c.Type) {
+			if PodConditionByKubelet(c.Type) || PodConditionSharedByKubelet(c.Type) {
 				m[c.Type] = c
 			}
 		}
