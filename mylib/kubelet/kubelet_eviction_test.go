@@ -382,7 +382,7 @@ func TestTheMockMachineSetsTheNodesMemoryAndEphemeralStorageCapacity(t *testing.
 
 	host, err := nodestatus.ReadMachine(t.TempDir())
 	require.NoError(t, err)
-	m, err := readMachineOf(t.TempDir(), nodestatus.MockMachine{ImageFsCapacity: 1 << 30})
+	m, err := nodestatus.ReadMachineOf(t.TempDir(), nodestatus.MockMachine{ImageFsCapacity: 1 << 30})
 	require.NoError(t, err)
 	assert.Equal(t, host.MemoryCapacity, m.MemoryCapacity, "an unset field is the host's")
 }

@@ -48,7 +48,7 @@ func (kl *Kubelet) defaultNodeStatusFuncs(o NodeStatusOptions) []nodestatus.Sett
 	if o.Port == 0 {
 		o.Port = nodestatus.DefaultKubeletPort
 	}
-	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return readMachineOf(o.RootDir, o.MockMachine) })
+	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachineOf(o.RootDir, o.MockMachine) })
 	runtimeVersion := func(ctx context.Context) (string, error) {
 		if kl.cri == nil {
 			return o.RuntimeVersion, nil // no runtime: what we were told, if anything
@@ -66,21 +66,4 @@ func (kl *Kubelet) defaultNodeStatusFuncs(o NodeStatusOptions) []nodestatus.Sett
 		nodestatus.PIDPressureCondition(kl.clock.Now, kl.isUnderPIDPressure),
 		nodestatus.ReadyCondition(kl.clock.Now, kl.RuntimeErrors, nodestatus.RequiredCapacities),
 	}
-}
-
-// readMachineOf is the machine with the mock machine's memory and nodefs
-// sizes over the host's.
-// TODO(integrator): replace with nodestatus.ReadMachineOf once merged.
-func readMachineOf(rootDir string, mock nodestatus.MockMachine) (*nodestatus.Machine, error) {
-	m, err := nodestatus.ReadMachine(rootDir)
-	if err != nil {
-		return nil, err
-	}
-	if mock.MemoryCapacity > 0 {
-		m.MemoryCapacity = mock.MemoryCapacity
-	}
-	if mock.NodeFsCapacity > 0 {
-		m.EphemeralStorageCapacity = mock.NodeFsCapacity
-	}
-	return m, nil
 }
