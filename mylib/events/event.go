@@ -12,7 +12,8 @@
 // has the attach and node reasons of parts this kubelet does not have, and
 // the image GC and eviction reasons, which live beside the code that
 // records them (mylib/images: FreeDiskSpaceFailed, InvalidDiskCapacity,
-// ImageGCFailed, BackOff; mylib/eviction: Evicted, EvictionThresholdMet).
+// ImageGCFailed, BackOff; mylib/eviction: Evicted, EvictionThresholdMet);
+// the kubelet's own ExceedMaxGracePeriod is here.
 // HostPathMapped is the course's own. Two reasons upstream writes where they are
 // used (FailedToRetrieveImagePullSecret in kubelet_pods.go, DeadlineExceeded
 // in active_deadline.go) are here too, so that one file lists them all. The
@@ -74,6 +75,13 @@ const (
 	FailedToPullImage       = "Failed"
 	FailedToInspectImage    = "InspectFailed"
 	ErrImageNeverPullPolicy = "ErrImageNeverPull"
+)
+
+// Eviction event reasons the kubelet records itself (the eviction
+// manager's are in mylib/eviction).
+const (
+	// ExceedMaxGracePeriod: a pod killed for eviction did not stop in time.
+	ExceedMaxGracePeriod = "ExceedMaxGracePeriod"
 )
 
 // Sandbox event reasons.

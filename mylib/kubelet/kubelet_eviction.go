@@ -27,20 +27,13 @@ import (
 	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"mykubelet/mylib/events"
 	"mykubelet/mylib/eviction"
 	"mykubelet/mylib/images"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/kubetypes"
 	kubelifecycle "mykubelet/mylib/lifecycle"
 	"mykubelet/mylib/podworkers"
-)
-
-// Event reasons of this file, upstream's (pkg/kubelet/events).
-const (
-	// ExceedMaxGracePeriod: a pod killed for eviction did not stop in time.
-	ExceedMaxGracePeriod = "ExceedMaxGracePeriod"
-	// ImageGCFailed: image garbage collection failed twice in a row.
-	ImageGCFailed = "ImageGCFailed"
 )
 
 // killPodNowMinTimeout is the least killPodNow waits for a pod to stop
@@ -149,7 +142,7 @@ func (kl *Kubelet) runImageGC(ctx context.Context) {
 		if err := np.imageGC.GarbageCollect(ctx, beganGC); err != nil {
 			if prevImageGCFailed {
 				klog.ErrorS(err, "Image garbage collection failed multiple times in a row")
-				kl.recorder.Eventf(np.nodeRef, v1.EventTypeWarning, ImageGCFailed, "%s", err.Error())
+				kl.recorder.Eventf(np.nodeRef, v1.EventTypeWarning, images.ImageGCFailed, "%s", err.Error())
 			} else {
 				klog.ErrorS(err, "Image garbage collection failed once. Stats initialization may not have completed yet")
 			}
@@ -206,7 +199,7 @@ func (kl *Kubelet) killPodNow(pod *v1.Pod, isEvicted bool, gracePeriodOverride *
 	case <-ctx.Done():
 		return fmt.Errorf("kill pod %s/%s: %w", pod.Namespace, pod.Name, ctx.Err())
 	case <-kl.clock.After(timeout):
-		kl.recorder.Eventf(pod, v1.EventTypeWarning, ExceedMaxGracePeriod, "Container runtime did not kill the pod within specified grace period.")
+		kl.recorder.Eventf(pod, v1.EventTypeWarning, events.ExceedMaxGracePeriod, "Container runtime did not kill the pod within specified grace period.")
 		return errors.New("timeout waiting to kill pod")
 	}
 }
