@@ -8,7 +8,7 @@
 // container runtime), which calls app.RunKubelet (the pod sources, the
 // events, kubelet.NewMainKubelet, the kubelet API), which calls
 // Kubelet.Run: registration, Lease, status, PLEG, pod workers, sync loop.
-// Everything chapters 04 to 12, 15 and 16 built, in one process.
+// Everything chapters 04 to 12 and 15 to 17 built, in one process.
 package main
 
 import (
@@ -48,6 +48,8 @@ type KubeletCommand struct {
 	rootDir     string
 	fakeRuntime bool
 	podCIDR     string
+	// The mock machine's size and the image GC period (app.AddMockMachineFlags).
+	mock *app.MockMachineFlags
 }
 
 // KubeletServer is mylib/app's, plus what only this program's run reads:
@@ -67,6 +69,7 @@ func NewKubeletCommand() *KubeletCommand {
 	c.fs.StringVar(&c.rootDir, "state-dir", statedir.Default(), "the course's name for --root-dir (the state directory of every chapter)")
 	c.fs.BoolVar(&c.fakeRuntime, "fake-runtime", true, "serve the mock CRI runtime in this process (on unix://<root-dir>/"+statedir.RuntimeSocket+" unless --container-runtime-endpoint says where); false: connect to the runtime at --container-runtime-endpoint")
 	c.fs.StringVar(&c.podCIDR, "pod-cidr", fakeruntime.DefaultPodCIDR, "the in-process mock runtime's pod IPs, in a network namespace of its own when it can make one")
+	c.mock = app.AddMockMachineFlags(c.fs)
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	for _, name := range []string{"v", "vmodule"} {
@@ -88,6 +91,10 @@ func (c *KubeletCommand) Execute(args []string) int {
 		c.fs.SetOutput(os.Stdout)
 		fmt.Printf("Usage of %s:\n", program)
 		c.fs.PrintDefaults()
+		fmt.Println("\nThe course's own flags, which upstream's kubelet does not have: --state-dir, --fake-runtime and --pod-cidr (the mock runtime),")
+		fmt.Println("--fake-memory-capacity, --fake-nodefs-capacity and --fake-imagefs-capacity (the mock machine), --image-gc-period,")
+		fmt.Println("--minimum-image-gc-age (another name for --minimum-image-ttl-duration) and --max-parallel-image-pulls (upstream: the field only).")
+		fmt.Println("The other eviction and image flags (--eviction-hard, --image-gc-high-threshold…) are upstream's, set as the KubeletConfiguration's fields.")
 		return 0
 	case err == nil && c.fs.NArg() > 0:
 		err = fmt.Errorf("unexpected argument %q (all options are flags)", c.fs.Arg(0))
@@ -111,7 +118,7 @@ func (c *KubeletCommand) Execute(args []string) int {
 
 // complete reads the KubeletConfiguration (file, defaults, flags over
 // file), fills in the defaults that depend on the root directory, and
-// turns on every part of the kubelet that chapters 09 to 12, 15 and 16 built.
+// turns on every part of the kubelet that chapters 09 to 12 and 15 to 17 built.
 func (c *KubeletCommand) complete() (*KubeletServer, error) {
 	kc, err := c.flags.KubeletConfiguration()
 	if err != nil {
@@ -138,9 +145,10 @@ func (c *KubeletCommand) complete() (*KubeletServer, error) {
 	if c.fakeRuntime && kc.ContainerRuntimeEndpoint == kubeletconfig.DefaultContainerRuntimeEndpoint {
 		kc.ContainerRuntimeEndpoint = "unix://" + statedir.Path(c.rootDir, statedir.RuntimeSocket)
 	}
-	// Every part chapters 09 to 12, 15 and 16 turned on (15: the volume
+	// Every part chapters 09 to 12 and 15 to 17 turned on (15: the volume
 	// manager and the containers' mounts; 16: the stats provider and the
-	// kubelet's series on its API); the probes may reach the
+	// kubelet's series on its API; 17: the eviction manager and image GC,
+	// over the mock machine the --fake-* flags size); the probes may reach the
 	// mock runtime's pod network, and only loopback with a runtime of its own.
 	gc := kuberuntime.DefaultGCPolicy()
 	s := &KubeletServer{ConfigFile: f.ConfigFile, BootstrapKubeconfig: f.BootstrapKubeconfig, KubeletServer: &app.KubeletServer{
@@ -149,7 +157,8 @@ func (c *KubeletCommand) complete() (*KubeletServer, error) {
 		MainOptions: kubelet.MainOptions{NodeName: nodeName, NodeIP: f.NodeIP, RootDirectory: c.rootDir,
 			Annotations:   map[string]string{options.ChapterAnnotation: "13-mykubelet"},
 			RunContainers: true, ContainerGC: &gc, ActiveDeadline: true, Probes: true, Admit: true, ContainerLogRotation: true,
-			Volumes: true},
+			Volumes: true, Eviction: true},
 	}}
+	c.mock.Apply(s.KubeletServer)
 	return s, os.MkdirAll(c.rootDir, 0o700)
 }

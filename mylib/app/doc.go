@@ -11,7 +11,8 @@
 //	RunKubelet                   the pod sources (kubelet.MakePodSourceConfig), the
 //	                             event recorder (events.NewRecorder), then
 //	  createAndInitKubelet       kubelet.NewMainKubelet(KubeletConfiguration, Dependencies)
-//	                             (with the kubelet's series, metrics.New, when Stats), then
+//	                             (with the kubelet's series, metrics.New, when Stats, and
+//	                             the stats provider when Stats or Eviction), then
 //	  startKubelet               the kubelet API (server.Run) when EnableServer (with the
 //	                             stats provider, /metrics… and /healthz's checks when
 //	                             Stats), and Kubelet.Run until the context ends.
@@ -25,9 +26,12 @@
 // server first and blocks in Kubelet.Run, so that a server waiting for its
 // certificate's approval says so before the pods run, and a program's
 // output reads in order. Upstream's NewMainKubelet builds the stats
-// provider; here startKubelet does, over the Kubelet it was given, since
-// only the server reads it. The in-process mock runtime, the pod network the
+// provider inside the Kubelet; here createAndInitKubelet builds it just
+// before (Dependencies.StatsProvider, over the Kubelet once made), and the
+// eviction manager and the kubelet API read the same one. The in-process mock runtime, the pod network the
 // probes may reach, the chapter annotation and the one-line reports
 // (registered, status written, stopped) are the course's; upstream's
-// kubelet talks to a runtime running beside it and logs with klog.
+// kubelet talks to a runtime running beside it and logs with klog. The
+// mock machine's flags (AddMockMachineFlags: --fake-memory-capacity…,
+// --image-gc-period) are the course's too.
 package app

@@ -21,7 +21,8 @@ import (
 type KubeletServer struct {
 	// KubeletConfiguration, defaulted (kubeletconfig.SetDefaults): the
 	// static pod path, the runtime endpoint, the rates, maxPods, the port,
-	// podLogsDir, the client CA file, the containerLog* fields.
+	// podLogsDir, the client CA file, the containerLog* fields, the
+	// eviction thresholds, the image GC policy and the pulls.
 	KubeletConfiguration *kubeletv1beta1.KubeletConfiguration
 	// Kubeconfig holds the node's credentials (Run loads it).
 	Kubeconfig string
@@ -29,7 +30,13 @@ type KubeletServer struct {
 	// (the kubelet's --cert-dir).
 	CertDirectory string
 	// MainOptions: the node name and IP, the root directory (--root-dir),
-	// and the parts of the kubelet this program turns on.
+	// and the parts of the kubelet this program turns on. Its Eviction
+	// (which turns Admit on too) runs the eviction manager and the image
+	// GC manager over the stats provider Run builds
+	// (Dependencies.StatsProvider, the one the kubelet API serves with
+	// Stats), by the KubeletConfiguration's eviction* and image* fields,
+	// on the machine MockMachine sizes; NodePressureFlags.Apply sets them
+	// from the command line.
 	kubelet.MainOptions
 
 	// The course's options. FakeRuntime serves the mock runtime in this

@@ -71,7 +71,10 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 	reach, why := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, ""
 	switch {
 	case s.FakeRuntime:
-		m := MockRuntime{Config: fakeruntime.Config{Clock: deps.Clock, PodNetwork: s.PodNetwork}, ControlPath: s.ControlAddress}
+		// The mock machine's memory bounds a container without a memory
+		// limit, as a real node's would (0: the mock's default).
+		m := MockRuntime{Config: fakeruntime.Config{Clock: deps.Clock, PodNetwork: s.PodNetwork, MemoryCapacity: s.MockMachine.MemoryCapacity},
+			ControlPath: s.ControlAddress}
 		if s.PodNetwork {
 			m.PodCIDR = s.PodCIDR
 		}

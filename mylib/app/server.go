@@ -130,7 +130,8 @@ func stopped(s *KubeletServer) string {
 
 // createAndInitKubelet is upstream's: kubelet.NewMainKubelet, with this
 // course's one-line reports of registration and status writes unless
-// deps has its own.
+// deps has its own. With Stats or Eviction it first gives deps the stats
+// provider (statsProviderDependency), over the Kubelet once made.
 func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubelet.Kubelet, error) {
 	if err := os.MkdirAll(s.KubeletConfiguration.PodLogsDir, 0o700); err != nil {
 		return nil, err
@@ -155,7 +156,29 @@ func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubele
 	if s.Stats {
 		statsDependencies(deps)
 	}
-	return kubelet.NewMainKubelet(s.KubeletConfiguration, deps, s.MainOptions)
+	host := &lateHost{}
+	if s.Stats || s.Eviction {
+		if err := statsProviderDependency(s, deps, host); err != nil {
+			return nil, err
+		}
+	}
+	kl, err := kubelet.NewMainKubelet(s.KubeletConfiguration, deps, mainOptions(s))
+	if err != nil {
+		return nil, err
+	}
+	host.set(kl)
+	return kl, nil
+}
+
+// mainOptions are s's parts of the kubelet to turn on: the eviction
+// manager needs the admission handlers (it refuses pods under pressure),
+// so Eviction turns Admit on.
+func mainOptions(s *KubeletServer) kubelet.MainOptions {
+	opts := s.MainOptions
+	if opts.Eviction {
+		opts.Admit = true
+	}
+	return opts
 }
 
 // startKubelet is upstream's: the kubelet API server when s.EnableServer

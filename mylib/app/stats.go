@@ -12,6 +12,7 @@ import (
 	"sort"
 	"sync"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
@@ -41,26 +42,69 @@ type statsHost interface {
 	PLEGHealthCheck(r *http.Request) error
 }
 
-// statsEndpoints fills the server's optional endpoints: /stats/summary
-// from a stats.Provider over the runtime, the pods the kubelet runs, their
-// mounted volumes and the node's disk and memory; /metrics/resource from
-// the same provider (collectors.NewResourceMetricsHandler); /metrics and
-// /metrics/probes from deps.Metrics; /configz showing kc; /healthz with
-// upstream's syncloop check and the PLEG's health.
-func statsEndpoints(cfg *server.Config, s *KubeletServer, kl statsHost, deps *kubelet.Dependencies) error {
-	kc := s.KubeletConfiguration
-	pods := kl.GetPodManager()
-	root := s.RootDirectory
+// podsHost is what the stats provider reads of the Kubelet: the pods it
+// runs and their mounted volumes.
+type podsHost interface {
+	GetPodManager() kubepod.Manager
+	ListVolumesForPod(uid types.UID) map[string]string
+}
+
+// lateHost is the Kubelet for a stats provider built before it (the
+// eviction manager, inside the Kubelet, reads the provider): no pods until
+// set is called with the Kubelet, once NewMainKubelet has returned it.
+type lateHost struct {
+	mu sync.RWMutex
+	h  podsHost
+}
+
+func (l *lateHost) set(h podsHost) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.h = h
+}
+
+func (l *lateHost) get() podsHost {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.h
+}
+
+// pods are the Kubelet's pods; none before it is set.
+func (l *lateHost) pods() []*v1.Pod {
+	if h := l.get(); h != nil {
+		return h.GetPodManager().GetPods()
+	}
+	return nil
+}
+
+// volumes are a pod's mounted volumes, sorted by name; none before the
+// Kubelet is set.
+func (l *lateHost) volumes(uid types.UID) []stats.VolumeInfo {
+	if h := l.get(); h != nil {
+		return volumeInfos(h.ListVolumesForPod(uid))
+	}
+	return nil
+}
+
+// newStatsProvider is the stats provider over the runtime, host's pods
+// and their mounted volumes, the node's disk (the root directory) and
+// memory, or the mock machine's where s.MockMachine sets them.
+func newStatsProvider(s *KubeletServer, deps *kubelet.Dependencies, host *lateHost) (*stats.Provider, error) {
+	root, mock := s.RootDirectory, s.MockMachine
 	machine := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(root) })
-	p, err := stats.NewProvider(stats.Config{
+	return stats.NewProvider(stats.Config{
 		NodeName: s.NodeName,
 		Runtime:  deps.RemoteRuntimeService,
 		Images:   deps.RemoteImageService,
-		Pods:     pods.GetPods,
-		Volumes:  func(uid types.UID) []stats.VolumeInfo { return volumeInfos(kl.ListVolumesForPod(uid)) },
-		// The node's memory as its status reports it (MemTotal); 0 when
-		// it cannot be read, as the node status would fail too.
+		Pods:     host.pods,
+		Volumes:  host.volumes,
+		// The node's memory as its status reports it: the mock
+		// machine's, else MemTotal; 0 when it cannot be read, as the
+		// node status would fail too.
 		MemoryCapacity: func() int64 {
+			if mock.MemoryCapacity > 0 {
+				return mock.MemoryCapacity
+			}
 			m, err := machine()
 			if err != nil {
 				return 0
@@ -68,12 +112,45 @@ func statsEndpoints(cfg *server.Config, s *KubeletServer, kl statsHost, deps *ku
 			return m.MemoryCapacity
 		},
 		RootDirectory:    root,
-		PodLogsDirectory: kc.PodLogsDir,
+		PodLogsDirectory: s.KubeletConfiguration.PodLogsDir,
 		PodsInProcess:    podsInProcess(s, deps.Clock),
+		MockMachine:      mock,
 		Clock:            deps.Clock,
 	})
+}
+
+// statsProviderDependency gives deps the stats provider, built before the
+// Kubelet (upstream's NewMainKubelet builds it first thing too: the
+// eviction manager and the image GC manager read it), unless the program
+// brought its own; call host.set with the Kubelet once it is made.
+func statsProviderDependency(s *KubeletServer, deps *kubelet.Dependencies, host *lateHost) error {
+	if deps.StatsProvider != nil {
+		return nil
+	}
+	p, err := newStatsProvider(s, deps, host)
 	if err != nil {
 		return err
+	}
+	deps.StatsProvider = p
+	return nil
+}
+
+// statsEndpoints fills the server's optional endpoints: /stats/summary
+// from the stats provider (deps.StatsProvider, the one the eviction
+// manager reads, when it is a *stats.Provider; else one over kl);
+// /metrics/resource from the same provider
+// (collectors.NewResourceMetricsHandler); /metrics and /metrics/probes
+// from deps.Metrics; /configz showing kc; /healthz with upstream's
+// syncloop check and the PLEG's health.
+func statsEndpoints(cfg *server.Config, s *KubeletServer, kl statsHost, deps *kubelet.Dependencies) error {
+	kc := s.KubeletConfiguration
+	p, ok := deps.StatsProvider.(*stats.Provider)
+	if !ok {
+		host := &lateHost{h: kl}
+		var err error
+		if p, err = newStatsProvider(s, deps, host); err != nil {
+			return err
+		}
 	}
 	cfg.Summary = p
 	cfg.ResourceMetrics = collectors.NewResourceMetricsHandler(p)

@@ -8,9 +8,13 @@
 //	defer stop()
 //	recorder.Eventf(pod, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q", image)
 //
-// Every reason this kubelet records is here, and only those: upstream's
-// list also has the attach, eviction, node and image-GC reasons of parts
-// this kubelet does not have. HostPathMapped is the course's own. Two reasons upstream writes where they are
+// Every reason the pod half records on pods is here: upstream's list also
+// has the attach and node reasons of parts this kubelet does not have, and
+// the image GC and eviction reasons, which live beside the code that
+// records them (mylib/images: FreeDiskSpaceFailed, InvalidDiskCapacity,
+// ImageGCFailed, BackOff; mylib/eviction: Evicted, EvictionThresholdMet);
+// the kubelet's own ExceedMaxGracePeriod is here.
+// HostPathMapped is the course's own. Two reasons upstream writes where they are
 // used (FailedToRetrieveImagePullSecret in kubelet_pods.go, DeadlineExceeded
 // in active_deadline.go) are here too, so that one file lists them all. The
 // reasons of a pod that admission rejects (OutOfcpu, NodeAffinity, …) are
@@ -71,6 +75,13 @@ const (
 	FailedToPullImage       = "Failed"
 	FailedToInspectImage    = "InspectFailed"
 	ErrImageNeverPullPolicy = "ErrImageNeverPull"
+)
+
+// Eviction event reasons the kubelet records itself (the eviction
+// manager's are in mylib/eviction).
+const (
+	// ExceedMaxGracePeriod: a pod killed for eviction did not stop in time.
+	ExceedMaxGracePeriod = "ExceedMaxGracePeriod"
 )
 
 // Sandbox event reasons.

@@ -79,7 +79,11 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		hostname:    s.hostname,
 		workDir:     cfg.GetWorkingDir(),
 	}
-	c.running.setLimits(r.podPidsLimit, cfg.GetLinux().GetResources().GetMemoryLimitInBytes())
+	memory := cfg.GetLinux().GetResources().GetMemoryLimitInBytes()
+	if memory <= 0 {
+		memory = r.memory // the node's memory, when the runtime knows it
+	}
+	c.running.setLimits(r.podPidsLimit, memory)
 	containers, err := r.containersDir()
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "CreateContainer %s: %v", m.GetName(), err)

@@ -64,8 +64,8 @@ func splitRef(ref string) (repo, tag, digest string) {
 
 // resolve says which image the normalized reference ref names, as a registry
 // would: the catalogue's image (KnownImages) when it lists the tag or the
-// digest, else one whose ID, digest and size (2 MB to 200 MB) are made up
-// from the name. The answer carries ref's own name only: a tag, and the
+// digest, else one whose ID, digest and size (its repository's Size within
+// 5%, or 2 MB to 200 MB) are made up from the name. The answer carries ref's own name only: a tag, and the
 // repository@digest it resolves to.
 func resolve(ref string) *image {
 	repo, tag, digest := splitRef(ref)
@@ -96,6 +96,9 @@ func resolve(ref string) *image {
 	}
 	if k != nil {
 		img.user, img.def, img.entrypoint = k.User, k.Default, k.Entrypoint
+		if k.Size != 0 { // the repository's size, within 5%
+			img.size = k.Size / 100 * (95 + binary.BigEndian.Uint64(sum[8:16])%11)
+		}
 	}
 	if known != nil {
 		if known.ID != "" {

@@ -31,6 +31,12 @@ type KnownRepository struct {
 	// Images are the tags whose image is known. Another tag still pulls,
 	// with an image ID made up from its name.
 	Images []KnownImage
+	// Size is about the size of its images in bytes, as `crictl images`
+	// shows a typical tag's (the compressed layers, as containerd counts
+	// them): a tag whose image is not in Images has this size, within 5%
+	// (made up from its name). Zero: made up from the name, 2 MB to 200 MB.
+	// The sizes make a few pulls fill a small image filesystem.
+	Size uint64
 	// Entrypoint is the image configuration's ENTRYPOINT (with its CMD
 	// folded in when the image has one): a container given no command
 	// runs it, followed by its args, as containerd does. Empty: a
@@ -89,6 +95,7 @@ func critestImage(name, user string, tagGroups ...[]string) KnownRepository {
 var KnownImages = []KnownRepository{
 	{
 		Names:      []string{"docker.io/library/nginx"},
+		Size:       72_000_000,
 		Entrypoint: []string{"nginx", "-g", "daemon off;"},
 		Default: ImageDefault{
 			What: "serves HTTP until stopped; exits 0 on SIGTERM (a container given no command runs the nginx server command, Entrypoint)",
@@ -101,30 +108,36 @@ while true; do sleep 3600; done`,
 	// the servers they run (shell_servers.go).
 	{
 		Names:      []string{"registry.k8s.io/e2e-test-images/agnhost"},
-		Default:    ImageDefault{What: "agnhost: the Kubernetes e2e tests' many-purpose server; the mock runs its liveness subcommand (HTTP :8080 /healthz, 200 for 10 s, then 500)"},
+		Size:       51_000_000,
+		Default:    ImageDefault{What: "agnhost: the Kubernetes e2e tests' many-purpose server; the mock runs its liveness subcommand (HTTP :8080 /healthz, 200 for 10 s, then 500) and its stress subcommand (memory growing step by step)"},
 		Entrypoint: []string{"/agnhost"},
 	},
 	{
 		Names:      []string{"registry.k8s.io/goproxy"},
+		Size:       2_600_000,
 		Default:    ImageDefault{What: "an HTTP proxy on :8080 (TCP probes' example)"},
 		Entrypoint: []string{"/goproxy"},
 	},
 	{
 		Names:   []string{"registry.k8s.io/etcd"},
+		Size:    57_000_000,
 		Default: ImageDefault{What: "etcd: run as /usr/local/bin/etcd, it serves the gRPC health service on its client port (2379)"},
 	},
 	{
 		Names:   []string{"docker.io/library/httpd"},
+		Size:    58_000_000,
 		Default: ImageDefault{What: "serves HTTP until stopped; exits 0 on SIGTERM", Script: httpdScript},
 	},
 	{
 		Names:   []string{"registry.k8s.io/e2e-test-images/httpd"},
+		Size:    40_000_000,
 		Default: ImageDefault{What: "the Kubernetes e2e tests' httpd: as docker.io/library/httpd", Script: httpdScript},
 	},
 	{
 		// The sandbox image. k8s.gcr.io is the registry's name before 2023;
 		// it serves the same images.
 		Names:   []string{"registry.k8s.io/pause", "k8s.gcr.io/pause"},
+		Size:    320_000,
 		Default: ImageDefault{What: "the sandbox's placeholder process: sleeps until stopped; exits 0 on SIGTERM", Script: runUntilStopped},
 		User:    "65535:65535", // its Dockerfile (kubernetes build/pause) says USER 65535:65535
 		Images: []KnownImage{
@@ -136,15 +149,16 @@ while true; do sleep 3600; done`,
 				ID:     "sha256:873ed75102791e5b0b8a7fcd41606c92fcec98d56d05ead4ac5131650004c136"},
 		},
 	},
-	{Names: []string{"docker.io/library/busybox"}, Default: busyboxSh},
-	{Names: []string{"registry.k8s.io/e2e-test-images/busybox"}, Default: busyboxSh},
-	{Names: []string{"registry.k8s.io/busybox"}, Default: busyboxSh},
-	{Names: []string{"docker.io/library/alpine"}, Default: busyboxSh},
+	{Names: []string{"docker.io/library/busybox"}, Default: busyboxSh, Size: 2_200_000},
+	{Names: []string{"registry.k8s.io/e2e-test-images/busybox"}, Default: busyboxSh, Size: 2_200_000},
+	{Names: []string{"registry.k8s.io/busybox"}, Default: busyboxSh, Size: 1_300_000},
+	{Names: []string{"docker.io/library/alpine"}, Default: busyboxSh, Size: 3_600_000},
 	{
 		// The Kubernetes docs' "Assign Memory Resources to Containers and
 		// Pods" runs it with command stress and --vm args (see stress in
 		// shell_limits.go: it accounts the bytes, it does not allocate them).
 		Names:   []string{"docker.io/polinux/stress"},
+		Size:    4_000_000,
 		Default: ImageDefault{What: "stress(1) with no arguments: prints that no hogs were requested and exits 1", Script: "stress"},
 	},
 

@@ -62,6 +62,7 @@ type Runtime struct {
 	pullLatency   time.Duration
 	pullBandwidth int64
 	podPidsLimit  int64
+	memory        int64    // Config.MemoryCapacity
 	mountRoots    []string // Config.MountRoots, clean
 
 	mu         sync.Mutex
@@ -128,6 +129,11 @@ type Config struct {
 	// execs, their utilities and background jobs. 0 is
 	// DefaultPodPidsLimit, -1 unlimited.
 	PodPidsLimit int64
+	// MemoryCapacity is the node's memory in bytes (the mock machine's,
+	// nodestatus.MockMachine): a container whose config sets no memory
+	// limit is OOM-killed past it, as the node's memory bounds a real one.
+	// 0: DefaultContainerMemory bounds it.
+	MemoryCapacity int64
 	// PodNetwork makes the sandboxes' IPs reachable from the host, in a
 	// network namespace of the runtime's own (mylib/fakeruntime/podnet),
 	// so that the images' servers answer probes and curl. It needs root;
@@ -185,6 +191,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		pullLatency:   max(cfg.PullLatency, 0),
 		pullBandwidth: max(cfg.PullBandwidth, 0),
 		podPidsLimit:  cfg.PodPidsLimit,
+		memory:        max(cfg.MemoryCapacity, 0),
 		mountRoots:    roots,
 		stateDir:      cfg.StateDir,
 		sandboxes:     map[string]*sandbox{},

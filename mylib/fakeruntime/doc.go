@@ -38,8 +38,10 @@
 // container runs at most Config.PodPidsLimit processes (script, execs,
 // utilities, background jobs; DefaultPodPidsLimit), is OOMKilled (137)
 // past its memory limit (LinuxContainerResources.MemoryLimitInBytes, else
-// DefaultContainerMemory), counted from its shell variables, its writable
-// layer and what the stress utility holds, and may nest only so deep
+// the node's Config.MemoryCapacity, else DefaultContainerMemory), counted
+// from its shell variables, its writable layer and what the stress
+// utilities hold (stress --vm; agnhost stress, which grows step by step),
+// and may nest only so deep
 // (maxStackFrames); a panic in the interpreter ends only the script it ran
 // (exit 2, "sh: internal error: …"). What the interpreter would ask the
 // host ($HOME, ~user, pwd -P, . and source, its TMPDIR) is answered from

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
@@ -41,8 +42,9 @@ import (
 const DefaultPodPidsLimit = 1024
 
 // DefaultContainerMemory is the memory limit of a container whose config
-// sets none. On a real node such a container is bounded by the node's
-// allocatable memory; here nothing but the runtime's own process would
+// sets none, when the runtime is not told the node's memory
+// (Config.MemoryCapacity). On a real node such a container is bounded by
+// the node's memory; here nothing but the runtime's own process would
 // bound it: the default keeps one container from taking the node (and
 // every other container) down with it.
 const DefaultContainerMemory = 512 << 20
@@ -500,4 +502,83 @@ func (b *boundedInput) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += n
 	return n, err
+}
+
+// agnhostStress is agnhost's stress subcommand, the memory hog of the
+// Kubernetes e2e node tests' eviction pods:
+//
+//	agnhost stress --mem-alloc-size 12Mi --mem-alloc-sleep 10s --mem-total 1Gi
+//
+// takes --mem-alloc-size more memory (default 4Ki), then waits
+// --mem-alloc-sleep (default 1ms, on the runtime's clock), until one more
+// step would pass --mem-total (default 0), and holds it all until the
+// container is stopped: its working set grows step by step. The sizes are
+// quantities (12Mi, 100M, 1073741824). As stress --vm, it counts its bytes
+// against the container's memory (it is OOM-killed past the limit), it
+// does not allocate them; and it burns no CPU: --cpus is refused (stress
+// --cpu N burns). Like the Go program it is, it exits on SIGTERM.
+func (p *proc) agnhostStress(ctx context.Context, hc interp.HandlerContext, args []string) error {
+	opts := map[string]string{"mem-total": "0", "mem-alloc-size": "4Ki", "mem-alloc-sleep": "1ms", "cpus": "0"}
+	for i := 0; i < len(args); i++ {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if _, known := opts[name]; !known || !strings.HasPrefix(args[i], "-") {
+			fmt.Fprintf(hc.Stderr, "Error: unknown flag: %s (the mock's agnhost stress knows --mem-total, --mem-alloc-size, --mem-alloc-sleep)\n", args[i])
+			return interp.NewExitStatus(1)
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				fmt.Fprintf(hc.Stderr, "Error: flag needs an argument: %s\n", args[i])
+				return interp.NewExitStatus(1)
+			}
+			i++
+			val = args[i]
+		}
+		opts[name] = val
+	}
+	total, err1 := resource.ParseQuantity(opts["mem-total"])
+	step, err2 := resource.ParseQuantity(opts["mem-alloc-size"])
+	pause, err3 := time.ParseDuration(opts["mem-alloc-sleep"])
+	if err := errors.Join(err1, err2, err3); err != nil || total.Sign() < 0 || step.Sign() < 0 || pause < 0 {
+		fmt.Fprintf(hc.Stderr, "Error: invalid argument: %v\n", err)
+		return interp.NewExitStatus(1)
+	}
+	if opts["cpus"] != "0" {
+		fmt.Fprintln(hc.Stderr, "Error: the mock's agnhost stress burns no CPU (--cpus): use stress --cpu N")
+		return interp.NewExitStatus(1)
+	}
+	logf := func(format string, a ...any) { // klog's header, as agnhost logs
+		fmt.Fprintf(hc.Stderr, "I%s       1 stress.go] %s\n", p.clock.Now().UTC().Format("0102 15:04:05.000000"), fmt.Sprintf(format, a...))
+	}
+	logf("Allocating %q memory, in %q chunks, with a %v sleep between allocations", total.String(), step.String(), pause)
+	var held int64
+	defer func() { p.running.stress.Add(-held) }()
+	defer p.running.cpu.idle()() // it sleeps between steps, then waits
+	wait := func(d time.Duration) error {
+		var expired <-chan time.Time
+		if d >= 0 {
+			timer := p.clock.NewTimer(d)
+			defer timer.Stop()
+			expired = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.term:
+			return interp.NewExitStatus(ExitCodeSIGTERM)
+		case <-expired:
+			return nil
+		}
+	}
+	for n := step.Value(); n > 0 && held+n <= total.Value(); {
+		p.running.stress.Add(n)
+		held += n
+		if p.running.charge(p.rootUsage(), varsSize(hc)) {
+			return errOOM
+		}
+		if err := wait(pause); err != nil {
+			return err
+		}
+	}
+	logf("Allocated %q memory", total.String())
+	return wait(-1) // select {}: until stopped
 }

@@ -6,6 +6,7 @@ package fakeruntime
 // (Config.PodNetwork; mylib/fakeruntime/podnet) until the container is stopped:
 //
 //	agnhost liveness      HTTP :8080, /healthz 200 "ok" for the first 10 s after it started, then 500 "error: <seconds>" (as agnhost's)
+//	agnhost stress        not a server: the e2e tests' memory hog, growing step by step (agnhostStress, shell_limits.go)
 //	goproxy               TCP :8080 (an HTTP proxy in the real image; here it answers 200 to any request)
 //	nginx                 HTTP :80, the welcome page
 //	etcd                  gRPC on the port of --listen-client-urls (default 2379): the grpc.health.v1 service, SERVING
@@ -130,8 +131,11 @@ func (p *proc) server(ctx context.Context, hc interp.HandlerContext, name string
 	}
 	switch name {
 	case "agnhost":
+		if len(args) > 0 && args[0] == "stress" {
+			return p.agnhostStress(ctx, hc, args[1:]), true
+		}
 		if len(args) == 0 || args[0] != "liveness" {
-			fmt.Fprintln(hc.Stderr, "agnhost: the mock runtime implements only: agnhost liveness")
+			fmt.Fprintln(hc.Stderr, "agnhost: the mock runtime implements only: agnhost liveness, agnhost stress")
 			return interp.NewExitStatus(1), true
 		}
 		started := p.clock.Now()

@@ -135,8 +135,9 @@ type StatsProvider interface {
 // KubeletConfiguration (defaulted: kubeletconfig.SetDefaults) and its
 // Dependencies, both halves, built by New. From kubeCfg it reads maxPods,
 // port, nodeStatusUpdateFrequency, nodeStatusReportFrequency,
-// nodeLeaseDurationSeconds, podLogsDir and, with ContainerLogRotation, the
-// containerLog* fields.
+// nodeLeaseDurationSeconds, podLogsDir, with ContainerLogRotation the
+// containerLog* fields, and with Eviction the eviction*, imageGC*,
+// image*GCAge and image pull fields.
 func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Dependencies, opts MainOptions) (*Kubelet, error) {
 	if kubeCfg == nil || kubeDeps == nil {
 		return nil, errors.New("kubelet: NewMainKubelet needs a KubeletConfiguration and Dependencies")
@@ -179,10 +180,18 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
 		Metrics: kubeDeps.Metrics,
 	}
+	if opts.Eviction {
+		ec, err := evictionConfigFrom(kubeCfg, kubeDeps.StatsProvider, opts.ImageGCPeriod)
+		if err != nil {
+			return nil, err
+		}
+		pods.Eviction = ec
+	}
 	return New(Config{Client: kubeDeps.KubeClient, NodeName: opts.NodeName, Clock: kubeDeps.Clock,
 		Node: &NodeConfig{
-			Annotations:               opts.Annotations,
-			Status:                    &NodeStatusOptions{RootDir: opts.RootDirectory, MaxPods: int(kubeCfg.MaxPods), NodeIP: opts.NodeIP, Port: kubeCfg.Port},
+			Annotations: opts.Annotations,
+			Status: &NodeStatusOptions{RootDir: opts.RootDirectory, MaxPods: int(kubeCfg.MaxPods), NodeIP: opts.NodeIP, Port: kubeCfg.Port,
+				MockMachine: opts.MockMachine},
 			NodeStatusUpdateFrequency: kubeCfg.NodeStatusUpdateFrequency.Duration, NodeStatusReportFrequency: kubeCfg.NodeStatusReportFrequency.Duration,
 			LeaseDurationSeconds: kubeCfg.NodeLeaseDurationSeconds,
 			HeartbeatClient:      kubeDeps.HeartbeatClient, OnHeartbeatFailure: kubeDeps.OnHeartbeatFailure,

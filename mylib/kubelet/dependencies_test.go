@@ -2,21 +2,27 @@ package kubelet
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"mykubelet/mylib/config"
+	"mykubelet/mylib/eviction"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kubeletconfig"
 	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/nodestatus"
 )
 
 // criDeps are Dependencies with the mock runtime's CRI clients.
@@ -62,4 +68,41 @@ func TestNewMainKubeletNeedsItsParts(t *testing.T) {
 	opts.ContainerLogRotation = true
 	_, err = NewMainKubelet(&kubeletv1beta1.KubeletConfiguration{}, deps, opts)
 	assert.ErrorContains(t, err, "needs a defaulted KubeletConfiguration")
+}
+
+// TestNewMainKubeletWithEvictionBuildsTheManagers: MainOptions.Eviction
+// reads the KubeletConfiguration's eviction and image fields into the
+// managers, and the mock machine's sizes reach the node's capacity.
+func TestNewMainKubeletWithEvictionBuildsTheManagers(t *testing.T) {
+	em, ig := useFakeManagers(t)
+	old := parseThresholdConfig
+	parseThresholdConfig = func(hard, _, _, _ map[string]string) ([]eviction.Threshold, error) {
+		return []eviction.Threshold{{Signal: eviction.Signal(strings.Join(slices.Sorted(maps.Keys(hard)), ","))}}, nil
+	}
+	t.Cleanup(func() { parseThresholdConfig = old })
+	clk := testingclock.NewFakeClock(t0)
+	kc := &kubeletv1beta1.KubeletConfiguration{PodLogsDir: t.TempDir(),
+		EvictionHard: map[string]string{"memory.available": "100Mi"}, EvictionPressureTransitionPeriod: metav1.Duration{Duration: 30 * time.Second}}
+	kubeletconfig.SetDefaults(kc)
+	deps := criDeps(t, clk, config.NewPodConfig(clk))
+	opts := MainOptions{NodeName: "n1", RootDirectory: t.TempDir(), RunContainers: true, Admit: true, Eviction: true,
+		ImageGCPeriod: time.Minute, MockMachine: nodestatus.MockMachine{MemoryCapacity: 1 << 30}}
+	_, err := NewMainKubelet(kc, deps, opts)
+	assert.EqualError(t, err, "kubelet: MainOptions.Eviction needs Dependencies.StatsProvider")
+
+	deps.StatsProvider = fakeStats{}
+	kl, err := NewMainKubelet(kc, deps, opts)
+	require.NoError(t, err)
+	require.NotNil(t, kl.nodePressure)
+	assert.Equal(t, time.Minute, kl.nodePressure.imageGCPeriod)
+	assert.Equal(t, eviction.MonitoringInterval, kl.nodePressure.monitoringInterval)
+	assert.Equal(t, eviction.Config{PressureTransitionPeriod: 30 * time.Second,
+		Thresholds: []eviction.Threshold{{Signal: "memory.available"}}}, em.config)
+	assert.Equal(t, 85, ig.policy.HighThresholdPercent)
+
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	for _, s := range kl.node.setters {
+		require.NoError(t, s(context.Background(), node))
+	}
+	assert.Equal(t, "1Gi", node.Status.Capacity.Memory().String(), "the mock machine's memory")
 }

@@ -34,6 +34,12 @@
 //     (mylib/metrics) for /metrics and /metrics/probes: the CRI calls, the
 //     PLEG's relists, the pod workers' syncs, the probes, the sandboxes and
 //     containers started, and the pod start SLI.
+//   - PodsConfig.Eviction (kubelet_eviction.go), with RunContainers and
+//     Admit: the eviction manager (mylib/eviction) sets the node's
+//     MemoryPressure, DiskPressure and PIDPressure conditions, refuses
+//     pods under pressure and evicts one pod at a time through the pod
+//     workers (killPodNow: the pod ends Failed, reason Evicted); the image
+//     GC manager (mylib/images) deletes unused images.
 //
 // Run runs both. Wiring:
 //
@@ -60,6 +66,7 @@
 // HandlePodCleanups,
 // updateRuntimeUp), pkg/kubelet/runtime.go (runtimeState),
 // pkg/kubelet/volume_host.go and kubelet_volumes.go (the volumes),
+// pkg/kubelet/pod_workers.go (killPodNow),
 // pkg/kubelet/kubelet_node_status.go and cmd/kubelet/app/server.go (the
 // clients and their rates).
 //

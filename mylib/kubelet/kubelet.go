@@ -254,6 +254,9 @@ type Kubelet struct {
 	// metrics records the kubelet's series (kubelet_metrics.go); nil
 	// records none.
 	metrics *metrics.Metrics
+	// nodePressure: the eviction manager and the image GC manager; nil
+	// unless Config.Pods.Eviction (kubelet_eviction.go).
+	nodePressure *nodePressure
 }
 
 // New checks cfg and returns a Kubelet (upstream: NewMainKubelet).
@@ -309,6 +312,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	}
 	if cfg.Admit && !cfg.RunContainers {
 		return errAdmitNeedsRunContainers
+	}
+	if cfg.Eviction != nil && (!cfg.RunContainers || !cfg.Admit) {
+		return errEvictionNeeds
 	}
 	if cfg.Volumes && !cfg.RunContainers {
 		return errors.New("kubelet: Config.Pods.Volumes needs RunContainers (volumes are for containers)")
@@ -421,7 +427,13 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 			return err
 		}
 	}
-	return kl.newLifecycle(cfg, manager)
+	if err := kl.newLifecycle(cfg, manager); err != nil {
+		return err
+	}
+	if cfg.Eviction != nil {
+		return kl.newNodePressure(cfg, manager)
+	}
+	return nil
 }
 
 // Run runs the halves Config set up, side by side, until ctx ends or the
@@ -473,6 +485,8 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 			wg.Go(func() { r.Run(ctx) }) // drops expired tokens
 		}
 	}
+	// Upstream: in initializeRuntimeDependentModules and StartGarbageCollection.
+	kl.runNodePressure(ctx, &wg)
 	var plegCh <-chan *pleg.PodLifecycleEvent // nil without workers: never ready
 	if kl.pleg != nil {
 		plegCh = kl.pleg.Watch()
@@ -763,10 +777,11 @@ func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType
 	return false, nil
 }
 
-// SyncTerminatingPod would stop the containers within gracePeriod seconds.
-func (kl *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64) error {
+// SyncTerminatingPod would stop the containers within gracePeriod seconds
+// (podStatusFn, the eviction's, applies only when it does).
+func (kl *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64, podStatusFn podworkers.PodStatusFunc) error {
 	if kl.containerRuntime != nil {
-		return kl.syncTerminatingPod(ctx, pod, podStatus, gracePeriod)
+		return kl.syncTerminatingPod(ctx, pod, podStatus, gracePeriod, podStatusFn)
 	}
 	kl.printf("syncTerminatingPod %s/%s: would stop containers %v within %ds", pod.Namespace, pod.Name, containerNames(pod), *gracePeriod)
 	return nil

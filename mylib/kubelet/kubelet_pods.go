@@ -175,14 +175,16 @@ func generateAPIPodStatusProbed(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 	all := append(append([]v1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
 	s.Phase = getPhase(pod, all, podIsTerminal)
 
-	// A terminal phase is final.
-	if !isTerminalPhase(s.Phase) {
-		switch {
-		case isTerminalPhase(oldPodStatus.Phase):
-			s.Phase = oldPodStatus.Phase
-		case isTerminalPhase(pod.Status.Phase):
-			s.Phase = pod.Status.Phase
-		}
+	// A terminal phase is final. Unlike upstream, which lets the runtime's
+	// word turn a Failed pod Succeeded, an old terminal phase also wins
+	// over a new one: an evicted pod whose container exits 0 on SIGTERM
+	// stays Failed (reason Evicted) rather than lose its reason.
+	switch {
+	case isTerminalPhase(oldPodStatus.Phase):
+		s.Phase = oldPodStatus.Phase
+	case isTerminalPhase(s.Phase):
+	case isTerminalPhase(pod.Status.Phase):
+		s.Phase = pod.Status.Phase
 	}
 	if s.Phase == oldPodStatus.Phase {
 		s.Reason, s.Message = oldPodStatus.Reason, oldPodStatus.Message
@@ -201,6 +203,13 @@ func generateAPIPodStatusProbed(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 		status.GenerateContainersReadyCondition(pod, all, s.Phase),
 		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 	)
+	// The DisruptionTarget condition an eviction set is kept, as upstream:
+	// it comes from a one-time event, not from the containers.
+	for _, c := range oldPodStatus.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			s.Conditions = replaceOrAppendPodCondition(s.Conditions, c)
+		}
+	}
 
 	if len(hostIPs) > 0 {
 		s.HostIP = hostIPs[0]
@@ -215,6 +224,17 @@ func generateAPIPodStatusProbed(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 		}
 	}
 	return *s
+}
+
+// replaceOrAppendPodCondition puts c in conds, in place of one of its type.
+func replaceOrAppendPodCondition(conds []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {
+	for i := range conds {
+		if conds[i].Type == c.Type {
+			conds[i] = c
+			return conds
+		}
+	}
+	return append(conds, c)
 }
 
 // convertStatusToAPIStatus fills IPs, QoS class and the container statuses.

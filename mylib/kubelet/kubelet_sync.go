@@ -22,6 +22,7 @@ import (
 	"mykubelet/mylib/events"
 	"mykubelet/mylib/kubetypes"
 	kubepod "mykubelet/mylib/pod"
+	"mykubelet/mylib/podworkers"
 )
 
 // syncPod is SyncPod for real: the pod's API status first (so a pod that
@@ -168,14 +169,21 @@ func (kl *Kubelet) getPullSecretsForPod(ctx context.Context, pod *v1.Pod) []v1.S
 }
 
 // syncTerminatingPod is SyncTerminatingPod for real: write the status the
-// pod has while it stops, stop every container and the sandbox within
-// gracePeriod seconds, check that nothing runs, and write the status of
-// the stopped pod.
-func (kl *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64) error {
+// pod has while it stops (changed by podStatusFn, if any: an evicted pod's
+// phase Failed, reason Evicted, DisruptionTarget condition), stop every
+// container and the sandbox within gracePeriod seconds, check that nothing
+// runs, and write the status of the stopped pod (which keeps the evicted
+// phase, reason and condition: apiPodStatus starts from the status
+// manager's).
+func (kl *Kubelet) syncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64, podStatusFn podworkers.PodStatusFunc) error {
 	if kl.probeManager != nil {
 		kl.probeManager.StopLivenessAndStartup(pod) // its containers stop anyway
 	}
-	kl.setPodStatus(pod, kl.apiPodStatus(pod, podStatus, false))
+	apiPodStatus := kl.apiPodStatus(pod, podStatus, false)
+	if podStatusFn != nil {
+		podStatusFn(&apiPodStatus)
+	}
+	kl.setPodStatus(pod, apiPodStatus)
 	running := kubecontainer.ConvertPodStatusToRunningPod(kl.containerRuntime.Type(), podStatus)
 	if err := kl.containerRuntime.KillPod(ctx, pod, running, gracePeriod); err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", pod.Namespace, pod.Name, err)

@@ -38,8 +38,9 @@ type NodeStatusOptions struct {
 
 // defaultNodeStatusFuncs are the setters in the order of upstream's
 // defaultNodeStatusFuncs (Ready last): the runtime's version comes from
-// the CRI, and Ready follows the runtime's health (RuntimeErrors) when the
-// Kubelet has a pod half.
+// the CRI, Ready follows the runtime's health (RuntimeErrors) when the
+// Kubelet has a pod half, and the pressure conditions follow the eviction
+// manager (never pressure without one).
 func (kl *Kubelet) defaultNodeStatusFuncs(o NodeStatusOptions) []nodestatus.Setter {
 	if o.MaxPods == 0 {
 		o.MaxPods = nodestatus.DefaultMaxPods
@@ -47,7 +48,7 @@ func (kl *Kubelet) defaultNodeStatusFuncs(o NodeStatusOptions) []nodestatus.Sett
 	if o.Port == 0 {
 		o.Port = nodestatus.DefaultKubeletPort
 	}
-	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(o.RootDir) })
+	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachineOf(o.RootDir, o.MockMachine) })
 	runtimeVersion := func(ctx context.Context) (string, error) {
 		if kl.cri == nil {
 			return o.RuntimeVersion, nil // no runtime: what we were told, if anything
@@ -60,9 +61,9 @@ func (kl *Kubelet) defaultNodeStatusFuncs(o NodeStatusOptions) []nodestatus.Sett
 		nodestatus.VersionInfo(machineInfo, runtimeVersion, KubeletVersion),
 		nodestatus.DaemonEndpoints(o.Port),
 		nodestatus.GoRuntime(),
-		nodestatus.MemoryPressureCondition(kl.clock.Now, nodestatus.NoPressure),
-		nodestatus.DiskPressureCondition(kl.clock.Now, nodestatus.NoPressure),
-		nodestatus.PIDPressureCondition(kl.clock.Now, nodestatus.NoPressure),
+		nodestatus.MemoryPressureCondition(kl.clock.Now, kl.isUnderMemoryPressure),
+		nodestatus.DiskPressureCondition(kl.clock.Now, kl.isUnderDiskPressure),
+		nodestatus.PIDPressureCondition(kl.clock.Now, kl.isUnderPIDPressure),
 		nodestatus.ReadyCondition(kl.clock.Now, kl.RuntimeErrors, nodestatus.RequiredCapacities),
 	}
 }

@@ -36,6 +36,11 @@ var Supported = []string{
 	"authentication.anonymous.enabled",
 	"authorization.mode",
 	"authorization.webhook.cacheAuthorizedTTL", "authorization.webhook.cacheUnauthorizedTTL",
+	// Node pressure: the eviction manager, the image GC manager, the pulls.
+	"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim",
+	"evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod",
+	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "imageMinimumGCAge", "imageMaximumGCAge",
+	"serializeImagePulls", "maxParallelImagePulls", "registryPullQPS", "registryBurst",
 }
 
 var codecs = func() serializer.CodecFactory {

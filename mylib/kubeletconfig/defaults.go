@@ -34,7 +34,33 @@ const (
 	DefaultContainerLogMaxFiles        = logs.DefaultContainerLogMaxFiles
 	DefaultContainerLogMaxWorkers      = logs.DefaultContainerLogMaxWorkers
 	DefaultContainerLogMonitorInterval = logs.DefaultContainerLogMonitorInterval
+
+	// Node pressure (the eviction manager, the image GC manager, the
+	// image pulls). evictionMaxPodGracePeriod and imageMaximumGCAge
+	// default to 0: a pod evicted on a soft threshold gets no grace
+	// period, and no image is collected by age alone.
+	DefaultEvictionPressureTransitionPeriod = 5 * time.Minute
+	DefaultImageGCHighThresholdPercent      = 85
+	DefaultImageGCLowThresholdPercent       = 80
+	DefaultImageMinimumGCAge                = 2 * time.Minute
+	DefaultRegistryPullQPS                  = 5
+	DefaultRegistryBurst                    = 10
 )
+
+// DefaultEvictionHard is upstream's evictionHard on Linux
+// (pkg/kubelet/eviction/defaults_linux.go, v1.37), applied when the
+// configuration sets none; a new map at each call, so a caller may change
+// it. As upstream, an evictionHard that is set replaces it whole: the
+// signals it leaves out have no hard threshold.
+func DefaultEvictionHard() map[string]string {
+	return map[string]string{
+		"memory.available":   "100Mi",
+		"nodefs.available":   "10%",
+		"nodefs.inodesFree":  "5%",
+		"imagefs.available":  "15%",
+		"imagefs.inodesFree": "5%",
+	}
+}
 
 // SetDefaults fills in what kc leaves unset, as upstream's
 // SetDefaults_KubeletConfiguration does for these fields. As there,
@@ -108,5 +134,40 @@ func SetDefaults(kc *kubeletv1beta1.KubeletConfiguration) {
 	}
 	if kc.ContainerLogMonitorInterval == nil {
 		kc.ContainerLogMonitorInterval = &metav1.Duration{Duration: DefaultContainerLogMonitorInterval}
+	}
+	SetNodePressureDefaults(kc)
+}
+
+// SetNodePressureDefaults fills in the eviction, image GC and image pull
+// fields kc leaves unset, as upstream: evictionHard (DefaultEvictionHard;
+// upstream sets it when it loads the file, in cmd/kubelet/app), the
+// transition period, the GC thresholds and minimum age, the registry's
+// rate; serializeImagePulls is true unless maxParallelImagePulls asks for
+// 2 or more pulls at once. SetDefaults calls it; a program that completes
+// a configuration of its own (app.NodePressureFlags) calls it alone.
+func SetNodePressureDefaults(kc *kubeletv1beta1.KubeletConfiguration) {
+	if kc.EvictionHard == nil {
+		kc.EvictionHard = DefaultEvictionHard()
+	}
+	if kc.EvictionPressureTransitionPeriod.Duration == 0 {
+		kc.EvictionPressureTransitionPeriod.Duration = DefaultEvictionPressureTransitionPeriod
+	}
+	if kc.ImageMinimumGCAge.Duration == 0 {
+		kc.ImageMinimumGCAge.Duration = DefaultImageMinimumGCAge
+	}
+	if kc.ImageGCHighThresholdPercent == nil {
+		kc.ImageGCHighThresholdPercent = ptr.To[int32](DefaultImageGCHighThresholdPercent)
+	}
+	if kc.ImageGCLowThresholdPercent == nil {
+		kc.ImageGCLowThresholdPercent = ptr.To[int32](DefaultImageGCLowThresholdPercent)
+	}
+	if kc.SerializeImagePulls == nil {
+		kc.SerializeImagePulls = ptr.To(kc.MaxParallelImagePulls == nil || *kc.MaxParallelImagePulls < 2)
+	}
+	if kc.RegistryPullQPS == nil {
+		kc.RegistryPullQPS = ptr.To[int32](DefaultRegistryPullQPS)
+	}
+	if kc.RegistryBurst == 0 {
+		kc.RegistryBurst = DefaultRegistryBurst
 	}
 }

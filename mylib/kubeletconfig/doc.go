@@ -18,5 +18,14 @@
 //   - Flags are Go's flag package, not pflag, as everywhere in this
 //     repository; only the flags listed in AddFlags exist.
 //   - The defaults are applied to the published v1beta1 type itself; there
-//     is no internal type and no conversion.
+//     is no internal type and no conversion. evictionHard's default
+//     (DefaultEvictionHard) is set by SetDefaults, where upstream sets it
+//     when it loads the file; mergeDefaultEvictionSettings is not
+//     supported: a set evictionHard replaces the default whole.
+//   - The eviction thresholds are checked here (ValidateNodePressure), so a
+//     bad one is refused with the file's other mistakes; upstream finds it
+//     when the kubelet starts (eviction.ParseThresholdConfig).
+//   - Two flags are the course's: --max-parallel-image-pulls (upstream has
+//     only the field) and --minimum-image-gc-age, another name for
+//     upstream's --minimum-image-ttl-duration.
 package kubeletconfig

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -31,8 +32,9 @@ type Flags struct {
 	// the hostname.
 	HostnameOverride string
 
-	fs     *flag.FlagSet
-	values kubeletv1beta1.KubeletConfiguration // where the configuration's flags land
+	fs       *flag.FlagSet
+	values   kubeletv1beta1.KubeletConfiguration // where the configuration's flags land
+	pressure *PressureFlags                      // the eviction, image GC and pull flags
 }
 
 // configFlags copy a configuration flag's value from the flags' copy to
@@ -49,8 +51,9 @@ var configFlags = map[string]func(to, from *kubeletv1beta1.KubeletConfiguration)
 	"address":           func(to, from *kubeletv1beta1.KubeletConfiguration) { to.Address = from.Address },
 }
 
-// AddFlags registers the flags on fs, with upstream's names, and returns
-// where they land. Call KubeletConfiguration after fs.Parse.
+// AddFlags registers the flags on fs, with upstream's names, the node
+// pressure flags among them (AddNodePressureFlags), and returns where they
+// land. Call KubeletConfiguration after fs.Parse.
 func AddFlags(fs *flag.FlagSet) *Flags {
 	f := &Flags{fs: fs}
 	fs.StringVar(&f.ConfigFile, "config", "", "the kubelet's KubeletConfiguration file ("+APIVersion+"); flags given on the command line win over it")
@@ -81,6 +84,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 		return nil
 	})
 	fs.StringVar(&v.Address, "address", DefaultAddress, "the IP the kubelet API listens on (config: address)")
+	f.pressure = AddNodePressureFlags(fs)
 	return f
 }
 
@@ -105,6 +109,7 @@ func (f *Flags) KubeletConfiguration() (*kubeletv1beta1.KubeletConfiguration, er
 			set(kc, &f.values)
 		}
 	})
+	f.pressure.ApplyTo(kc)
 	if err := Validate(kc); err != nil {
 		where := "flags"
 		if f.ConfigFile != "" {
@@ -139,5 +144,21 @@ func Validate(kc *kubeletv1beta1.KubeletConfiguration) error {
 	mode := kc.Authorization.Mode
 	check(mode == kubeletv1beta1.KubeletAuthorizationModeWebhook || mode == kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow,
 		"authorization.mode %q: want Webhook or AlwaysAllow", mode)
-	return errors.Join(errs...)
+	if err := ValidateNodePressure(kc); err != nil {
+		errs = append(errs, err)
+	}
+	return oneLine(errs)
+}
+
+// oneLine joins errs into one error of one line ("; " between them), nil
+// when there are none: a program prints it as its one line.
+func oneLine(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = strings.ReplaceAll(err.Error(), "\n", "; ")
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }

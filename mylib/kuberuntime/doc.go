@@ -13,7 +13,8 @@
 //     container's mounts and its termination-message file), the
 //     container's start and stop, its termination message after it exits
 //     (the file, or the log's tail), images by imagePullPolicy with the
-//     pod's imagePullSecrets as auth;
+//     pod's imagePullSecrets as auth (mylib/images' image manager: pull
+//     back-off, serial or parallel pulls, SetImagePullConfig);
 //   - labels.go: the labels and annotations written on sandboxes and
 //     containers and read back by GetPodStatus;
 //   - kuberuntime_backoff.go: CrashLoopBackOff (NewCrashLoopBackOff,
@@ -44,7 +45,7 @@
 //   - the container hash is FNV-32a of the spec's JSON, not upstream's
 //     encoding, so it differs from a real kubelet's (only this kubelet reads it);
 //   - pull secrets match a registry by exact host (upstream's keyring also
-//     knows globs and path prefixes), and image pulls have no back-off;
+//     knows globs and path prefixes);
 //   - init containers that completed are not pruned early (upstream's
 //     pruneInitContainersBeforeStart); the garbage collector removes them.
 package kuberuntime

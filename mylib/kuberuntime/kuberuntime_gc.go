@@ -11,6 +11,10 @@ package kuberuntime
 //     `kubectl logs --previous` reads), and its dead sandboxes but the newest;
 //   - if MaxContainers is set, more until the node is under it.
 //
+// When disk is short, the eviction manager's DeleteAllUnusedContainers
+// also removes everything a terminated pod left (an evicted one, not
+// deleted), the container the policy would keep too.
+//
 // A container is evictable once it is not running and is older than
 // MinAge. A sandbox that is ready or still holds a container is never
 // removed.
@@ -115,6 +119,10 @@ type ContainerGC struct {
 	// Report, if set before Run, is called after each collection that
 	// removed something, with how many containers and sandboxes went.
 	Report func(containers, sandboxes int)
+	// AllSourcesReady, if set before use, is what DeleteAllUnusedContainers
+	// asks (Run is given its own); nil: not ready, so only the dead
+	// containers beyond the policy's limits go.
+	AllSourcesReady func() bool
 }
 
 // NewContainerGC returns a collector of m's runtime. The policy's MinAge
@@ -371,10 +379,11 @@ func (cgc *ContainerGC) removeSandbox(ctx context.Context, id string) error {
 }
 
 // DeleteAllUnusedContainers removes every dead container and sandbox the
-// collector may, those of pods terminated but not yet deleted too
-// (upstream's ContainerGC.DeleteAllUnusedContainers, the eviction
-// manager's reclaim). SEAM: the kubelet helper writes it (on the
-// collector type, if it is not this one).
-func (m *Manager) DeleteAllUnusedContainers(ctx context.Context) error {
-	return nil
+// collector may, those of pods terminated but not yet deleted too, all of
+// them whatever MaxPerPodContainer says (upstream's
+// ContainerGC.DeleteAllUnusedContainers, GarbageCollect with
+// evictNonDeletedPods: the eviction manager's reclaim when disk is short).
+func (cgc *ContainerGC) DeleteAllUnusedContainers(ctx context.Context) error {
+	ready := cgc.AllSourcesReady != nil && cgc.AllSourcesReady()
+	return cgc.GarbageCollect(ctx, ready, true)
 }

@@ -234,3 +234,37 @@ func TestGCPolicyFlagsAreTheKubeletsWithItsDefaults(t *testing.T) {
 	err := fs.Parse([]string{"--minimum-container-ttl-duration=-1s"})
 	assert.EqualError(t, err, `invalid value "-1s" for flag -minimum-container-ttl-duration: must not be negative`)
 }
+
+// TestDeleteAllUnusedContainersRemovesWhatATerminatedPodLeft is the
+// eviction manager's reclaim: a pod terminated but not deleted (an evicted
+// one) loses every dead container and its sandbox, the one GarbageCollect
+// keeps for kubectl logs --previous too; before the sources are ready,
+// only what the policy allows goes.
+func TestDeleteAllUnusedContainersRemovesWhatATerminatedPodLeft(t *testing.T) {
+	f := newSyncFixture(t)
+	crashLoop(t, f, 3)
+	st := f.status(t, webPod())
+	require.NoError(t, f.m.KillPod(context.Background(), webPod(), kubecontainer.ConvertPodStatusToRunningPod(f.m.Type(), st), nil))
+	running, dead := listContainers(t, f)
+	require.Equal(t, 0, running)
+	require.Equal(t, 4, dead)
+
+	states := podStates{terminated: map[types.UID]bool{webPod().UID: true}}
+	gc, err := NewContainerGC(f.m, states, DefaultGCPolicy())
+	require.NoError(t, err)
+	require.NoError(t, gc.GarbageCollect(context.Background(), true, false))
+	_, dead = listContainers(t, f)
+	require.Equal(t, 1, dead, "the periodic collection keeps one of a pod not deleted")
+
+	require.NoError(t, gc.DeleteAllUnusedContainers(context.Background()), "AllSourcesReady unset: not ready")
+	_, dead = listContainers(t, f)
+	assert.Equal(t, 1, dead, "before the sources are ready a terminated pod keeps its last container")
+
+	gc.AllSourcesReady = func() bool { return true }
+	require.NoError(t, gc.DeleteAllUnusedContainers(context.Background()))
+	_, dead = listContainers(t, f)
+	assert.Equal(t, 0, dead, "every dead container of the terminated pod goes, whatever MaxPerPodContainer says")
+	sandboxes, err := f.m.rs.ListPodSandbox(context.Background(), &runtimeapi.ListPodSandboxRequest{})
+	require.NoError(t, err)
+	assert.Empty(t, sandboxes.Items, "and its sandbox")
+}

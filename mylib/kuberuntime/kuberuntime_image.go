@@ -4,41 +4,71 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
-	"time"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
-	"mykubelet/mylib/events"
 	"mykubelet/mylib/images"
 )
 
 // The image errors; their text is the waiting reason a container's status
-// shows (upstream pkg/kubelet/images/types.go).
+// shows. They are mylib/images' (upstream pkg/kubelet/images/types.go),
+// named here too for this package's callers.
 var (
-	ErrImagePullBackOff = errors.New("ImagePullBackOff")
-	ErrImageInspect     = errors.New("ImageInspectError")
-	ErrImagePull        = errors.New("ErrImagePull")
-	ErrImageNeverPull   = errors.New("ErrImageNeverPull")
-	ErrInvalidImageName = errors.New("InvalidImageName")
+	ErrImagePullBackOff = images.ErrImagePullBackOff
+	ErrImageInspect     = images.ErrImageInspect
+	ErrImagePull        = images.ErrImagePull
+	ErrImageNeverPull   = images.ErrImageNeverPull
+	ErrInvalidImageName = images.ErrInvalidImageName
 )
 
-// applyDefaultImageTag adds ":latest" to an image with neither tag nor
-// digest, as the kubelet does before asking the runtime.
-func applyDefaultImageTag(image string) (string, error) {
-	if image == "" || strings.ContainsAny(image, " \t\n") || strings.HasSuffix(image, "/") {
-		return "", fmt.Errorf("invalid image name %q", image)
+// imagePulls is the Manager's image manager (upstream's
+// kubeGenericRuntimeManager.imagePuller), built on first use with
+// images.DefaultPullConfig, rebuilt by SetImagePullConfig. The back-off
+// outlives a rebuild.
+type imagePulls struct {
+	mu      sync.Mutex
+	manager images.ImageManager
+	backOff *flowcontrol.Backoff
+}
+
+// imageManager returns the image manager, building it the first time.
+func (m *Manager) imageManager() images.ImageManager {
+	m.imagePulls.mu.Lock()
+	defer m.imagePulls.mu.Unlock()
+	if m.imagePulls.manager == nil {
+		m.imagePulls.manager = m.newImageManagerLocked(images.DefaultPullConfig())
 	}
-	if strings.Contains(image, "@") {
-		return image, nil // pinned by digest
+	return m.imagePulls.manager
+}
+
+func (m *Manager) newImageManagerLocked(c images.PullConfig) images.ImageManager {
+	if m.imagePulls.backOff == nil {
+		clk := m.clock
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		m.imagePulls.backOff = images.NewImageBackOff(clk)
 	}
-	if last := image[strings.LastIndex(image, "/")+1:]; !strings.Contains(last, ":") {
-		return image + ":latest", nil
+	return images.NewImageManager(m.recorder, m, m.imagePulls.backOff, c)
+}
+
+// SetImagePullConfig sets how the manager pulls images (serial or
+// parallel, the registry QPS); before it is called, images.DefaultPullConfig.
+// A pull under way finishes under the old configuration.
+func (m *Manager) SetImagePullConfig(c images.PullConfig) error {
+	if err := c.Validate(); err != nil {
+		return err
 	}
-	return image, nil
+	m.imagePulls.mu.Lock()
+	defer m.imagePulls.mu.Unlock()
+	m.imagePulls.manager = m.newImageManagerLocked(c)
+	return nil
 }
 
 // imagePullPolicy is the container's policy, defaulted as the API server
@@ -55,63 +85,36 @@ func imagePullPolicy(container *v1.Container) v1.PullPolicy {
 	return v1.PullIfNotPresent
 }
 
-func shouldPullImage(policy v1.PullPolicy, present bool) bool {
-	switch policy {
-	case v1.PullNever:
-		return false
-	case v1.PullAlways:
-		return true
-	}
-	return !present
-}
-
 // EnsureImageExists pulls the container's image if its pull policy asks
 // for it and returns the image's reference (its ID), recording Pulling,
-// Pulled and the failures as events on ref. pullSecrets are tried in turn
+// Pulled and the failures as events on ref (images.ImageManager; the pod
+// is ref's: its UID keys the pull back-off). pullSecrets are tried in turn
 // for the image's registry, then no credentials.
 func (m *Manager) EnsureImageExists(ctx context.Context, ref *v1.ObjectReference, container *v1.Container, pullSecrets []v1.Secret, sandboxConfig *runtimeapi.PodSandboxConfig) (imageRef, message string, err error) {
-	image, err := applyDefaultImageTag(container.Image)
-	if err != nil {
-		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", container.Image, err)
-		m.event(ref, v1.EventTypeWarning, events.FailedToInspectImage, msg)
-		return "", msg, ErrInvalidImageName
+	pod := &v1.Pod{}
+	if ref != nil {
+		pod.ObjectMeta = metav1.ObjectMeta{UID: ref.UID, Name: ref.Name, Namespace: ref.Namespace}
 	}
-	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: container.Image}
-	st, err := m.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
-	if err != nil {
-		msg := fmt.Sprintf("Failed to inspect image %q: %v", image, err)
-		m.event(ref, v1.EventTypeWarning, events.FailedToInspectImage, msg)
-		return "", msg, ErrImageInspect
-	}
-	present := st.GetImage().GetId() != ""
-	if !shouldPullImage(imagePullPolicy(container), present) {
-		if present {
-			m.event(ref, v1.EventTypeNormal, events.PulledImage, fmt.Sprintf("Container image %q already present on machine", image))
-			return st.Image.Id, "", nil
-		}
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
-		m.event(ref, v1.EventTypeWarning, events.ErrImageNeverPullPolicy, msg)
-		return "", msg, ErrImageNeverPull
-	}
-
-	m.event(ref, v1.EventTypeNormal, events.PullingImage, fmt.Sprintf("Pulling image %q", image))
-	start := m.clock.Now()
-	imageRef, err = m.pullImage(ctx, spec, credentialsFor(image, pullSecrets), sandboxConfig)
-	if err != nil {
-		msg := fmt.Sprintf("Failed to pull image %q: %v", image, err)
-		m.event(ref, v1.EventTypeWarning, events.FailedToPullImage, msg)
-		return "", msg, ErrImagePull
-	}
-	m.event(ref, v1.EventTypeNormal, events.PulledImage, fmt.Sprintf("Successfully pulled image %q in %v",
-		image, m.clock.Since(start).Round(time.Millisecond)))
-	return imageRef, "", nil
+	return m.imageManager().EnsureImageExists(ctx, ref, pod, container.Image, pullSecrets, sandboxConfig, imagePullPolicy(container))
 }
 
-// pullImage tries each credential, then none; it returns the last error.
-func (m *Manager) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+// GetImageRef returns the image's ID, or "" if the runtime does not have
+// it (upstream's kubeGenericRuntimeManager.GetImageRef).
+func (m *Manager) GetImageRef(ctx context.Context, image *runtimeapi.ImageSpec) (string, error) {
+	st, err := m.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
+	if err != nil {
+		return "", err
+	}
+	return st.GetImage().GetId(), nil
+}
+
+// PullImage pulls the image with each credential of pullSecrets for its
+// registry in turn, then none, and returns the image's reference, or the
+// last error (upstream's kubeGenericRuntimeManager.PullImage).
+func (m *Manager) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, pullSecrets []v1.Secret, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	var lastErr error
-	for _, auth := range append(auths, nil) {
-		resp, err := m.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, Auth: auth, SandboxConfig: sandboxConfig})
+	for _, auth := range append(credentialsFor(image.GetImage(), pullSecrets), nil) {
+		resp, err := m.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image, Auth: auth, SandboxConfig: sandboxConfig})
 		if err == nil {
 			return resp.ImageRef, nil
 		}
@@ -186,11 +189,4 @@ func registryHost(key string) string {
 		return "docker.io"
 	}
 	return key
-}
-
-// SetImagePullConfig sets how the manager pulls images (serial or
-// parallel, the registry QPS); before it is called, images.DefaultPullConfig.
-// SEAM: the images helper writes it.
-func (m *Manager) SetImagePullConfig(c images.PullConfig) error {
-	return nil
 }

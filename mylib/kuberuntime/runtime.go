@@ -84,6 +84,7 @@ type Manager struct {
 	runtimeHandler   string
 	livenessManager  ProbeResults // nil: no probes
 	startupManager   ProbeResults
+	imagePulls       imagePulls // the image manager (kuberuntime_image.go)
 }
 
 // Dial opens a gRPC connection to a CRI endpoint: "unix:///path/to.sock" or

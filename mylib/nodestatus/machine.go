@@ -122,3 +122,22 @@ type MockMachine struct {
 
 // IsZero reports whether m changes nothing (the host's figures throughout).
 func (m MockMachine) IsZero() bool { return m == MockMachine{} }
+
+// ReadMachineOf is ReadMachine with the mock machine's set sizes in place
+// of the host's: MemoryCapacity and EphemeralStorageCapacity (the nodefs).
+// The image filesystem is not part of a node's capacity (upstream's node
+// status has no imagefs figure either); it shows in the summary only. A
+// zero mock is ReadMachine.
+func ReadMachineOf(rootDir string, mock MockMachine) (*Machine, error) {
+	m, err := ReadMachine(rootDir)
+	if err != nil {
+		return nil, err
+	}
+	if mock.MemoryCapacity > 0 {
+		m.MemoryCapacity = mock.MemoryCapacity
+	}
+	if mock.NodeFsCapacity > 0 {
+		m.EphemeralStorageCapacity = mock.NodeFsCapacity
+	}
+	return m, nil
+}

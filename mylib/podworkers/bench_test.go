@@ -30,7 +30,7 @@ func (c *countingSyncer) SyncPod(_ context.Context, _ kubetypes.SyncPodType, pod
 	return false, nil
 }
 
-func (c *countingSyncer) SyncTerminatingPod(context.Context, *v1.Pod, *kubecontainer.PodStatus, *int64) error {
+func (c *countingSyncer) SyncTerminatingPod(context.Context, *v1.Pod, *kubecontainer.PodStatus, *int64, PodStatusFunc) error {
 	return nil
 }
 

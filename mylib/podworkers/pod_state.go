@@ -7,16 +7,15 @@ import "k8s.io/apimachinery/pkg/types"
 // the one place that knows whether a pod is still wanted, terminating or
 // done. A pod no worker knows is unwanted only once SyncKnownPods has run
 // (upstream's podsSynced): before that it may just not have arrived yet.
-//
-// Unlike upstream there is no eviction, so "evicted" never counts.
 
 // ShouldPodContentBeRemoved tells whether everything a pod left (dead
-// containers, sandboxes, logs) may go: it was deleted and has terminated.
+// containers, sandboxes, logs) may go: it was evicted, or it was deleted
+// and has terminated.
 func (p *podWorkers) ShouldPodContentBeRemoved(uid types.UID) bool {
 	p.podLock.Lock()
 	defer p.podLock.Unlock()
 	if s, ok := p.podSyncStatuses[uid]; ok {
-		return s.deleted && s.IsTerminated()
+		return s.evicted || (s.deleted && s.IsTerminated())
 	}
 	return p.podsSynced
 }
@@ -28,6 +27,19 @@ func (p *podWorkers) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
 	defer p.podLock.Unlock()
 	if s, ok := p.podSyncStatuses[uid]; ok {
 		return s.IsTerminated()
+	}
+	return p.podsSynced
+}
+
+// ShouldPodBeFinished tells whether the pod's worker is done with it
+// (SyncTerminatedPod succeeded): the eviction manager waits for this
+// before it evicts again (upstream's ShouldPodBeFinished, the Kubelet's
+// PodIsFinished).
+func (p *podWorkers) ShouldPodBeFinished(uid types.UID) bool {
+	p.podLock.Lock()
+	defer p.podLock.Unlock()
+	if s, ok := p.podSyncStatuses[uid]; ok {
+		return s.finished
 	}
 	return p.podsSynced
 }

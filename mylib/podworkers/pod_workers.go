@@ -21,8 +21,7 @@
 //
 // Upstream: pkg/kubelet/pod_workers.go (podWorkers, UpdatePod,
 // podWorkerLoop, completeWork, SyncKnownPods). This version leaves out
-// runtime-only pods, static-pod start ordering, eviction and in-place
-// resize.
+// runtime-only pods, static-pod start ordering and in-place resize.
 package podworkers
 
 import (
@@ -84,8 +83,23 @@ func (s PodWorkerState) String() string {
 	return "unknown"
 }
 
-// KillPodOptions are the options of a termination.
+// PodStatusFunc changes the status a pod has while it terminates (the
+// eviction manager's: phase Failed, reason Evicted, a DisruptionTarget
+// condition).
+type PodStatusFunc func(podStatus *v1.PodStatus)
+
+// KillPodOptions are the options of a termination (upstream's, whole).
 type KillPodOptions struct {
+	// CompletedCh is closed once the pod has terminated (its containers
+	// stopped): at once if it already has, and also if the update finds the
+	// pod not terminating (the kill was refused). killPodNow waits on it.
+	CompletedCh chan<- struct{}
+	// Evict: the pod is evicted, so its content may be removed once it has
+	// terminated, though it is not deleted (ShouldPodContentBeRemoved).
+	Evict bool
+	// PodStatusFunc, if set, is applied to the status SyncTerminatingPod
+	// writes before it stops the containers; the last one given wins.
+	PodStatusFunc PodStatusFunc
 	// PodTerminationGracePeriodSecondsOverride shortens the grace period.
 	PodTerminationGracePeriodSecondsOverride *int64
 }
@@ -106,8 +120,10 @@ type PodSyncer interface {
 	// SyncPod makes the pod run as specified. isTerminal reports that the
 	// pod has finished (succeeded or failed) and should terminate.
 	SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, mirrorPod *v1.Pod, podStatus *kubecontainer.PodStatus) (isTerminal bool, err error)
-	// SyncTerminatingPod stops the pod's containers within gracePeriod seconds.
-	SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64) error
+	// SyncTerminatingPod stops the pod's containers within gracePeriod
+	// seconds; podStatusFn, if not nil, changes the status it writes
+	// (KillPodOptions.PodStatusFunc).
+	SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64, podStatusFn PodStatusFunc) error
 	// SyncTerminatedPod releases what the pod held, once nothing runs.
 	SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error
 }
@@ -150,7 +166,13 @@ type podSyncStatus struct {
 	terminatedAt  time.Time         // SyncTerminatingPod succeeded
 	gracePeriod   int64             // for SyncTerminatingPod, only ever decreasing
 	deleted       bool              // the pod was deleted (or orphaned)
+	evicted       bool              // a kill with KillPodOptions.Evict
 	finished      bool              // SyncTerminatedPod succeeded; the worker has exited
+	// notifyPostTerminating are closed, and statusPostTerminating
+	// dropped, once SyncTerminatingPod succeeds (KillPodOptions'
+	// CompletedCh and PodStatusFunc).
+	notifyPostTerminating []chan<- struct{}
+	statusPostTerminating []PodStatusFunc
 }
 
 func (s *podSyncStatus) IsTerminationRequested() bool { return !s.terminatingAt.IsZero() }
@@ -260,6 +282,9 @@ func (p *podWorkers) UpdatePod(ctx context.Context, options UpdatePodOptions) {
 	}
 	if status.finished {
 		klog.V(4).InfoS("Pod is finished processing, no further updates", "pod", klog.KObj(pod), "podUID", uid)
+		// Unlike upstream, which leaves it to time out, a kill of a pod
+		// already finished is answered at once: it has terminated.
+		closeCompleted(options.KillPodOptions)
 		return
 	}
 
@@ -282,12 +307,28 @@ func (p *podWorkers) UpdatePod(ctx context.Context, options UpdatePodOptions) {
 	}
 	// Once terminating, every update is a kill whose grace period can only shrink.
 	gracePeriodShortened := false
-	if status.IsTerminationRequested() && !status.IsTerminated() {
+	switch {
+	case status.IsTerminated(): // nothing left to kill: a waiting killer is told so
+		closeCompleted(options.KillPodOptions)
+		options.KillPodOptions = nil
+	case status.IsTerminationRequested():
+		if o := options.KillPodOptions; o != nil {
+			if o.CompletedCh != nil {
+				status.notifyPostTerminating = append(status.notifyPostTerminating, o.CompletedCh)
+			}
+			if o.PodStatusFunc != nil {
+				status.statusPostTerminating = append(status.statusPostTerminating, o.PodStatusFunc)
+			}
+			if o.Evict {
+				status.evicted = true
+			}
+		}
 		before := status.gracePeriod
 		status.gracePeriod = effectiveGracePeriod(status.gracePeriod, pod, options.KillPodOptions)
 		gracePeriodShortened = before > 0 && status.gracePeriod < before
 		options.KillPodOptions = &KillPodOptions{PodTerminationGracePeriodSecondsOverride: ptr(status.gracePeriod)}
-	} else {
+	default: // a sync: kill options mean nothing here
+		closeCompleted(options.KillPodOptions)
 		options.KillPodOptions = nil
 	}
 
@@ -306,6 +347,13 @@ func (p *podWorkers) UpdatePod(ctx context.Context, options UpdatePodOptions) {
 		// Stop a running SyncPod early; or a running SyncTerminatingPod,
 		// which starts again with the shorter grace period (a second delete).
 		status.cancelFn()
+	}
+}
+
+// closeCompleted closes the kill's CompletedCh, if any.
+func closeCompleted(o *KillPodOptions) {
+	if o != nil && o.CompletedCh != nil {
+		close(o.CompletedCh)
 	}
 }
 
@@ -334,6 +382,8 @@ func effectiveGracePeriod(current int64, pod *v1.Pod, opts *KillPodOptions) int6
 type podWork struct {
 	WorkType PodWorkerState
 	Options  UpdatePodOptions
+	// podStatusFn is the terminating pod's PodStatusFunc, if any.
+	podStatusFn PodStatusFunc
 }
 
 // startPodSync takes the pending update for the worker.
@@ -355,6 +405,12 @@ func (p *podWorkers) startPodSync(parentCtx context.Context, uid types.UID) (con
 		work.Options.KillPodOptions = &KillPodOptions{PodTerminationGracePeriodSecondsOverride: ptr(status.gracePeriod)}
 	}
 	status.activeUpdate = &work.Options
+	if work.WorkType == TerminatingPod { // upstream's acknowledgeTerminating: the last status function wins
+		work.podStatusFn = nil
+		if n := len(status.statusPostTerminating); n > 0 {
+			work.podStatusFn = status.statusPostTerminating[n-1]
+		}
+	}
 	if status.ctx == nil || status.ctx.Err() != nil {
 		status.ctx, status.cancelFn = context.WithCancel(parentCtx)
 	}
@@ -393,7 +449,7 @@ func (p *podWorkers) podWorkerLoop(parentCtx context.Context, uid types.UID, pod
 			case TerminatedPod:
 				err = p.syncer.SyncTerminatedPod(ctx, pod, status)
 			case TerminatingPod:
-				err = p.syncer.SyncTerminatingPod(ctx, pod, status, work.Options.KillPodOptions.PodTerminationGracePeriodSecondsOverride)
+				err = p.syncer.SyncTerminatingPod(ctx, pod, status, work.Options.KillPodOptions.PodTerminationGracePeriodSecondsOverride, work.podStatusFn)
 			default:
 				isTerminal, err = p.syncer.SyncPod(ctx, work.Options.UpdateType, pod, work.Options.MirrorPod, status)
 			}
@@ -458,6 +514,10 @@ func (p *podWorkers) completeTerminating(uid types.UID) {
 	defer p.podLock.Unlock()
 	if s, ok := p.podSyncStatuses[uid]; ok {
 		s.terminatedAt = p.clock.Now()
+		for _, ch := range s.notifyPostTerminating {
+			close(ch) // killPodNow returns
+		}
+		s.notifyPostTerminating, s.statusPostTerminating = nil, nil
 		p.requeueLastPodUpdate(uid, s)
 	}
 }

@@ -27,6 +27,8 @@ type call struct {
 	UpdateType  kubetypes.SyncPodType
 	GracePeriod int64
 	Status      *kubecontainer.PodStatus
+	// Applied is what the PodStatusFunc did to an empty status (terminating calls).
+	Applied v1.PodStatus
 }
 
 type fakeSyncer struct {
@@ -62,8 +64,12 @@ func (f *fakeSyncer) SyncPod(ctx context.Context, t kubetypes.SyncPodType, pod, 
 	return f.record(ctx, call{Kind: "sync", UID: pod.UID, Version: pod.Labels["v"], UpdateType: t, Status: s})
 }
 
-func (f *fakeSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, s *kubecontainer.PodStatus, gp *int64) error {
-	_, err := f.record(ctx, call{Kind: "terminating", UID: pod.UID, Version: pod.Labels["v"], GracePeriod: *gp, Status: s})
+func (f *fakeSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, s *kubecontainer.PodStatus, gp *int64, fn PodStatusFunc) error {
+	var applied v1.PodStatus
+	if fn != nil {
+		fn(&applied)
+	}
+	_, err := f.record(ctx, call{Kind: "terminating", UID: pod.UID, Version: pod.Labels["v"], GracePeriod: *gp, Status: s, Applied: applied})
 	return err
 }
 

@@ -2,7 +2,9 @@ package stats
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"mykubelet/mylib/kuberuntime"
 )
 
 // defaultCachePeriod is how long a container's CPU reading is kept
@@ -28,18 +32,24 @@ type cpuUsageRecord struct {
 // listPodStats is each running pod's full stats, from the runtime's
 // ListPodSandboxStats (upstream's listPodStatsStrictlyFromCRI) and the
 // disk (volumes, logs). rootFs is the nodefs; nil leaves capacities out.
-func (p *Provider) listPodStats(ctx context.Context, updateCPUNanoCoreUsage bool, rootFs *fsInfo) ([]statsapi.PodStats, error) {
+// On the mock machine's nodefs (rootFs.isMock) it also returns what the
+// node's pods use of it (see mockNodeFsUsage); else a zero diskUsage.
+func (p *Provider) listPodStats(ctx context.Context, updateCPUNanoCoreUsage bool, rootFs *fsInfo) ([]statsapi.PodStats, diskUsage, error) {
+	var nodeFs diskUsage
 	containers, sandboxes, pods, err := p.getPodAndContainerMaps(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nodeFs, err
 	}
 	resp, err := p.cfg.Runtime.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: &runtimeapi.PodSandboxStatsFilter{}})
 	if err != nil {
-		return nil, fmt.Errorf("failed to list pod sandbox stats: %w", err)
+		return nil, nodeFs, fmt.Errorf("failed to list pod sandbox stats: %w", err)
 	}
 	now := p.cfg.Clock.Now()
 	fsByMountpoint := map[string]*fsInfo{}
 	out := make([]statsapi.PodStats, 0, len(sandboxes))
+	if rootFs.isMock() {
+		nodeFs = p.mockNodeFsUsage(resp.GetStats())
+	}
 	for _, sst := range resp.GetStats() {
 		sandbox, ok := sandboxes[sst.GetAttributes().GetId()]
 		if !ok {
@@ -62,12 +72,51 @@ func (p *Provider) listPodStats(ctx context.Context, updateCPUNanoCoreUsage bool
 		addCRIPodCPUStats(ps, sst)
 		addCRIPodMemoryStats(ps, sst)
 		addCRIPodProcessStats(ps, sst)
-		p.makePodStorageStats(ps, pod, rootFs, now)
+		local := p.makePodStorageStats(ps, pod, rootFs, now)
+		if rootFs.isMock() {
+			nodeFs.bytes, nodeFs.inodes = nodeFs.bytes+local.bytes, nodeFs.inodes+local.inodes
+		}
 		out = append(out, *ps)
 	}
 	p.cleanupOutdatedCaches()
 	sortPods(out)
-	return out, nil
+	return out, nodeFs, nil
+}
+
+// mockNodeFsUsage is what the node's containers use of the mock machine's
+// nodefs, from every sandbox the runtime lists (the pods this kubelet
+// knows or not, ready or not): the writable layers of all their
+// containers, running or dead (the mock runtime lists a dead container
+// until it is removed), and their pods' log directories (every attempt of
+// every container). The pods' local ephemeral volumes and etc-hosts files
+// are added by listPodStats, for the pods it reports. The mock machine is
+// the runtime's machine: kubelets that share one runtime each count all.
+func (p *Provider) mockNodeFsUsage(stats []*runtimeapi.PodSandboxStats) diskUsage {
+	var d diskUsage
+	logDirs := map[string]bool{}
+	for _, sst := range stats {
+		for _, cst := range sst.GetLinux().GetContainers() {
+			if wl := cst.GetWritableLayer(); wl != nil {
+				d.bytes += wl.GetUsedBytes().GetValue()
+				d.inodes += wl.GetInodesUsed().GetValue()
+			}
+		}
+		m := sst.GetAttributes().GetMetadata()
+		if m.GetUid() == "" {
+			continue
+		}
+		dir := kuberuntime.BuildPodLogsDirectory(p.cfg.PodLogsDirectory, m.GetNamespace(), m.GetName(), types.UID(m.GetUid()))
+		if logDirs[dir] {
+			continue
+		}
+		logDirs[dir] = true
+		if b, i, err := du(dir); err == nil {
+			d.bytes, d.inodes = d.bytes+b, d.inodes+i
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			klog.V(4).InfoS("Unable to measure a pod's logs", "path", dir, "err", err)
+		}
+	}
+	return d
 }
 
 // listPodCPUAndMemoryStats is each running pod's CPU and memory
@@ -223,7 +272,9 @@ func (p *Provider) makeContainerStats(st *runtimeapi.ContainerStats, c *runtimea
 		cs.Rootfs.Time = metav1.NewTime(time.Unix(0, wl.GetTimestamp()))
 		cs.Rootfs.UsedBytes = value(wl.GetUsedBytes())
 		cs.Rootfs.InodesUsed = value(wl.GetInodesUsed())
-		if mp := wl.GetFsId().GetMountpoint(); mp != "" {
+		if rootFs.isMock() { // the mock machine's writable layers are on its nodefs
+			rootFs.capacityInto(cs.Rootfs)
+		} else if mp := wl.GetFsId().GetMountpoint(); mp != "" {
 			fi, seen := fsByMountpoint[mp]
 			if !seen {
 				if got, err := statfs(mp, now); err == nil {
@@ -353,7 +404,9 @@ func (p *Provider) cleanupOutdatedCaches() {
 
 // ImageFsStats is the runtime's image filesystem (ImageFsInfo) with its
 // capacity when its mountpoint is on this node; upstream answers it for
-// the containers' filesystem too.
+// the containers' filesystem too. With the mock machine's
+// ImageFsCapacity, the capacity is that, the used bytes the images' sizes
+// (the runtime's figure), and the inodes mockBytesPerInode's.
 func (p *Provider) ImageFsStats(ctx context.Context) (imageFs, containerFs *statsapi.FsStats, err error) {
 	resp, err := p.cfg.Images.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 	if err != nil {
@@ -362,13 +415,17 @@ func (p *Provider) ImageFsStats(ctx context.Context) (imageFs, containerFs *stat
 	if len(resp.GetImageFilesystems()) == 0 {
 		return nil, nil, fmt.Errorf("imageFs information is unavailable")
 	}
-	fs := resp.GetImageFilesystems()[0]
+	imgFs := resp.GetImageFilesystems()[0]
 	imageFs = &statsapi.FsStats{
-		Time:       metav1.NewTime(time.Unix(0, fs.GetTimestamp())),
-		UsedBytes:  value(fs.GetUsedBytes()),
-		InodesUsed: value(fs.GetInodesUsed()),
+		Time:       metav1.NewTime(time.Unix(0, imgFs.GetTimestamp())),
+		UsedBytes:  value(imgFs.GetUsedBytes()),
+		InodesUsed: value(imgFs.GetInodesUsed()),
 	}
-	if mp := fs.GetFsId().GetMountpoint(); mp != "" {
+	if c := p.cfg.MockMachine.ImageFsCapacity; c > 0 {
+		fi := newMockFs(uint64(c), p.cfg.Clock.Now())
+		fi.capacityInto(imageFs)
+		fi.settle(deref(imageFs.UsedBytes), deref(imageFs.InodesUsed))
+	} else if mp := imgFs.GetFsId().GetMountpoint(); mp != "" {
 		if fi, err := statfs(mp, p.cfg.Clock.Now()); err == nil {
 			fi.capacityInto(imageFs)
 		} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -15,6 +16,7 @@ import (
 
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
+	"mykubelet/mylib/nodestatus"
 )
 
 // TestTheMockRuntimesFiguresReachTheSummary reads the seeded mock runtime
@@ -95,6 +97,58 @@ func TestTheMockRuntimesFiguresReachTheSummary(t *testing.T) {
 	}
 	if s.Node.Runtime.ImageFs.UsedBytes == nil || *s.Node.Runtime.ImageFs.UsedBytes == 0 {
 		t.Errorf("imagefs = %+v, want the seeded images' bytes", s.Node.Runtime.ImageFs)
+	}
+}
+
+// TestAGrowingPodFillsTheMockMachinesMemory: the e2e tests' memory hog
+// (agnhost stress) in the mock runtime, read over its CRI socket by a
+// provider with a mock machine of 100 MiB: the node's available memory
+// goes down one step at a time, as the eviction manager would see it.
+func TestAGrowingPodFillsTheMockMachinesMemory(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(t0)
+	rt := fakeruntime.New(clk)
+	t.Cleanup(func() { rt.Close() })
+	hog := fakeruntime.SeedPod{Namespace: "default", Name: "hog", UID: "uid-hog", Container: "hog",
+		Image:   "registry.k8s.io/e2e-test-images/agnhost:2.53",
+		Command: []string{"/agnhost", "stress", "--mem-alloc-size", "20Mi", "--mem-alloc-sleep", "10s", "--mem-total", "1Gi"}}
+	if err := rt.RunPod(ctx, hog); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient("unix://"+fakeruntimetest.Serve(t, rt), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	pods := []*v1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: hog.Name, Namespace: hog.Namespace, UID: types.UID(hog.UID)}}}
+	p, err := NewProvider(Config{NodeName: "node-a", Runtime: runtimeapi.NewRuntimeServiceClient(conn), Images: runtimeapi.NewImageServiceClient(conn),
+		Pods: func() []*v1.Pod { return pods }, RootDirectory: t.TempDir(), PodLogsDirectory: t.TempDir(),
+		MemoryCapacity: func() int64 { return 64 * gib }, Clock: clk,
+		MockMachine: nodestatus.MockMachine{MemoryCapacity: 100 * mib}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	available := func() uint64 {
+		s, err := p.Get(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return val(t, "available", s.Node.Memory.AvailableBytes)
+	}
+	for step := uint64(1); step <= 6; step++ {
+		// Each step: 20 MiB more, less the hog's few bytes of variables.
+		want := sub(100*mib, step*20*mib)
+		deadline := time.Now().Add(30 * time.Second)
+		for got := available(); got > want || (step < 6 && !clk.HasWaiters()); got = available() {
+			if time.Now().After(deadline) {
+				t.Fatalf("step %d: available %d, want at most %d and the hog waiting", step, got, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if got := available(); got+mib < want {
+			t.Fatalf("step %d: available %d, want about %d", step, got, want)
+		}
+		clk.Step(10 * time.Second)
 	}
 }
 

@@ -29,6 +29,35 @@ type fsInfo struct {
 	time                       time.Time
 	capacity, available, usage uint64
 	inodes, inodesFree         uint64
+
+	// mock: the mock machine's filesystem (newMockFs), whose usage is
+	// known only once the pods are counted; given are the FsStats that
+	// got its capacity meanwhile, whose available figures settle fills.
+	mock  bool
+	given []*statsapi.FsStats
+}
+
+// mockBytesPerInode is the mock filesystems' inode ratio: one inode per
+// 16 KiB, mke2fs's default for ext4. The mock machine has no disk to ask,
+// so its inode count is its capacity divided by it.
+const mockBytesPerInode = 16 << 10
+
+// newMockFs is a mock machine's filesystem of capacity bytes: nothing
+// used yet (settle says what is).
+func newMockFs(capacity uint64, now time.Time) *fsInfo {
+	inodes := capacity / mockBytesPerInode
+	return &fsInfo{time: now, mock: true, capacity: capacity, available: capacity, inodes: inodes, inodesFree: inodes}
+}
+
+// settle sets a mock filesystem's usage (available: capacity - used, never
+// negative; likewise the free inodes) and writes the available figures
+// into every FsStats that got its capacity.
+func (f *fsInfo) settle(used, inodesUsed uint64) {
+	f.usage, f.available = used, sub(f.capacity, used)
+	f.inodesFree = sub(f.inodes, inodesUsed)
+	for _, s := range f.given {
+		s.AvailableBytes, s.InodesFree = ptr(f.available), ptr(f.inodesFree)
+	}
 }
 
 // statfs measures the filesystem that holds path.
@@ -64,6 +93,23 @@ func (f *fsInfo) fsStats(withUsage bool) *statsapi.FsStats {
 func (f *fsInfo) capacityInto(s *statsapi.FsStats) {
 	s.CapacityBytes, s.AvailableBytes = ptr(f.capacity), ptr(f.available)
 	s.Inodes, s.InodesFree = ptr(f.inodes), ptr(f.inodesFree)
+	if f.mock {
+		f.given = append(f.given, s)
+	}
+}
+
+// isMock reports whether f is a mock machine's filesystem.
+func (f *fsInfo) isMock() bool { return f != nil && f.mock }
+
+// diskUsage is bytes and inodes used on a filesystem.
+type diskUsage struct{ bytes, inodes uint64 }
+
+// add adds an FsStats's used figures (nil: none).
+func (d *diskUsage) add(s *statsapi.FsStats) {
+	if s != nil {
+		d.bytes += deref(s.UsedBytes)
+		d.inodes += deref(s.InodesUsed)
+	}
 }
 
 // du is the disk usage under path (bytes in blocks, as du(1), and the
@@ -139,11 +185,18 @@ func (p *Provider) containerLogStats(pod *v1.Pod, container string, rootFs *fsIn
 // makePodStorageStats is the pod's volumes and its ephemeral storage:
 // its containers' writable layers and logs, its local ephemeral volumes
 // (emptyDir on disk, configMap, gitRepo), its own log files and its
-// etc-hosts file (upstream's makePodStorageStats).
-func (p *Provider) makePodStorageStats(ps *statsapi.PodStats, pod *v1.Pod, rootFs *fsInfo, now time.Time) {
-	ephemeral, persistent := p.podVolumeStats(pod, now)
+// etc-hosts file (upstream's makePodStorageStats). It returns what of it
+// is neither a container's writable layer nor a log: its local ephemeral
+// volumes and etc-hosts file.
+func (p *Provider) makePodStorageStats(ps *statsapi.PodStats, pod *v1.Pod, rootFs *fsInfo, now time.Time) (local diskUsage) {
+	ephemeral, persistent := p.podVolumeStats(pod, rootFs, now)
 	if len(ephemeral)+len(persistent) > 0 {
 		ps.VolumeStats = append(append([]statsapi.VolumeStats{}, ephemeral...), persistent...)
+		if rootFs.isMock() { // in place: settle fills these very FsStats
+			for i := range ephemeral {
+				rootFs.capacityInto(&ps.VolumeStats[i].FsStats)
+			}
+		}
 	}
 	podLogs, err := filesStats(kuberuntime.BuildPodLogsDirectory(p.cfg.PodLogsDirectory, pod.Namespace, pod.Name, pod.UID), rootFs, now)
 	if err != nil {
@@ -158,11 +211,19 @@ func (p *Provider) makePodStorageStats(ps *statsapi.PodStats, pod *v1.Pod, rootF
 		}
 	}
 	ps.EphemeralStorage = calcEphemeralStorage(ps.Containers, ephemeral, rootFs, podLogs, etcHosts, now)
+	for i := range ephemeral {
+		local.add(&ephemeral[i].FsStats)
+	}
+	local.add(etcHosts)
+	return local
 }
 
 // podVolumeStats measures each mounted volume of the pod, split as
 // upstream's volumeStatCalculator: local ephemeral ones, then the others.
-func (p *Provider) podVolumeStats(pod *v1.Pod, now time.Time) (ephemeral, persistent []statsapi.VolumeStats) {
+// On a mock nodefs (rootFs) the local ephemeral ones are left without a
+// capacity: the caller gives them the mock's, they are on the node's
+// filesystem.
+func (p *Provider) podVolumeStats(pod *v1.Pod, rootFs *fsInfo, now time.Time) (ephemeral, persistent []statsapi.VolumeStats) {
 	if p.cfg.Volumes == nil {
 		return nil, nil
 	}
@@ -177,16 +238,19 @@ func (p *Provider) podVolumeStats(pod *v1.Pod, now time.Time) (ephemeral, persis
 			continue
 		}
 		vs := statsapi.VolumeStats{Name: vol.Name, FsStats: statsapi.FsStats{Time: metav1.NewTime(now), UsedBytes: &used, InodesUsed: &inodesUsed}}
-		if fi, err := statfs(vol.Path, now); err == nil {
-			fi.capacityInto(&vs.FsStats)
-		}
 		spec := specs[vol.Name]
 		if spec.PersistentVolumeClaim != nil {
 			vs.PVCRef = &statsapi.PVCReference{Name: spec.PersistentVolumeClaim.ClaimName, Namespace: pod.Namespace}
 		} else if spec.Ephemeral != nil {
 			vs.PVCRef = &statsapi.PVCReference{Name: pod.Name + "-" + spec.Name, Namespace: pod.Namespace}
 		}
-		if isLocalEphemeralVolume(spec) {
+		local := isLocalEphemeralVolume(spec)
+		if !local || !rootFs.isMock() { // a mock's: makePodStorageStats
+			if fi, err := statfs(vol.Path, now); err == nil {
+				fi.capacityInto(&vs.FsStats)
+			}
+		}
+		if local {
 			ephemeral = append(ephemeral, vs)
 		} else {
 			persistent = append(persistent, vs)

@@ -26,7 +26,22 @@
 //     so the figures are always fresh and a test needs no goroutine;
 //   - a filesystem the runtime names but that is not on this node (the
 //     mock runtime's image store) gets no capacity, as upstream's when
-//     cAdvisor does not know the device.
+//     cAdvisor does not know the device;
+//   - the mock machine (Config.MockMachine, the course's small node that
+//     a learner fills; upstream has none) replaces, field by field, the
+//     host's figures: with MemoryCapacity, the node's memory is that
+//     capacity, its working set the pods' sum only (the mock machine runs
+//     the pods and nothing else: no kubelet, no system daemons) and
+//     available the difference, never negative; with NodeFsCapacity, the
+//     node's Fs (and every pod's, container's and local volume's share of
+//     it) has that capacity and is used by the pods' ephemeral storage:
+//     the writable layers of all the runtime's containers, dead ones
+//     included until removed, the pods' logs, local ephemeral volumes and
+//     etc-hosts files (Fs.UsedBytes; available is capacity - used); with
+//     ImageFsCapacity, the image filesystem has that capacity and is used
+//     by the images' sizes. Its inodes are one per mockBytesPerInode of
+//     capacity. Rlimit (pid.available's input) stays the host's: pid_max
+//     and the host's process count.
 package stats
 
 import (
@@ -112,7 +127,8 @@ type Config struct {
 	PodsInProcess bool
 	// MockMachine: the mock machine's sizes (nodestatus.MockMachine); a
 	// set field replaces the host's capacity, and the usage is then what
-	// the pods account for.
+	// the pods account for (see the package doc). Its MemoryCapacity, when
+	// set, is used instead of the MemoryCapacity func's.
 	MockMachine nodestatus.MockMachine
 }
 
@@ -165,7 +181,9 @@ func (p *Provider) Get(ctx context.Context, updateStats bool) (*statsapi.Summary
 	now := p.cfg.Clock.Now()
 	var rootFs *fsInfo
 	var nodeFs *statsapi.FsStats
-	if p.cfg.RootDirectory != "" {
+	if c := p.cfg.MockMachine.NodeFsCapacity; c > 0 {
+		rootFs = newMockFs(uint64(c), now) // its usage: the pods', below
+	} else if p.cfg.RootDirectory != "" {
 		fi, err := statfs(p.cfg.RootDirectory, now)
 		if err != nil {
 			return nil, fmt.Errorf("failed to get rootFs stats: %w", err)
@@ -176,13 +194,18 @@ func (p *Provider) Get(ctx context.Context, updateStats bool) (*statsapi.Summary
 	if err != nil {
 		return nil, fmt.Errorf("failed to get imageFs stats: %w", err)
 	}
-	pods, err := p.listPodStats(ctx, updateStats, rootFs)
+	pods, podsFs, err := p.listPodStats(ctx, updateStats, rootFs)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list pod stats: %w", err)
 	}
 	node, err := p.nodeStats(pods, now)
 	if err != nil {
 		return nil, err
+	}
+	if rootFs.isMock() {
+		nodeFs = rootFs.fsStats(false)
+		nodeFs.UsedBytes, nodeFs.InodesUsed = ptr(podsFs.bytes), ptr(podsFs.inodes)
+		rootFs.settle(podsFs.bytes, podsFs.inodes) // and every pod's figure of it
 	}
 	node.Fs = nodeFs
 	node.Runtime = &statsapi.RuntimeStats{ImageFs: imageFs, ContainerFs: containerFs}
@@ -245,7 +268,13 @@ func (p *Provider) nodeStats(pods []statsapi.PodStats, now time.Time) (*statsapi
 		Memory:    &statsapi.MemoryStats{Time: ts, WorkingSetBytes: ptr(podsWS), UsageBytes: ptr(podsUsage), RSSBytes: ptr(podsRSS)},
 	}
 
-	ws := podsWS + kWS
+	// The node's memory: the pods' and this process's, of the host's
+	// memory; on the mock machine, the pods' only, of its memory (it runs
+	// the pods and nothing else).
+	ws, usage, rss, capacity := podsWS+kWS, podsUsage+kWS, podsRSS+kWS, p.cfg.MemoryCapacity()
+	if c := p.cfg.MockMachine.MemoryCapacity; c > 0 {
+		ws, usage, rss, capacity = podsWS, podsUsage, podsRSS, c
+	}
 	return &statsapi.NodeStats{
 		NodeName:  p.cfg.NodeName,
 		StartTime: p.bootTime,
@@ -253,10 +282,10 @@ func (p *Provider) nodeStats(pods []statsapi.PodStats, now time.Time) (*statsapi
 			UsageCoreNanoSeconds: ptr(podsCPU + kCPU),
 			UsageNanoCores:       ptr(podsNanoCores + kNanoCores)},
 		Memory: &statsapi.MemoryStats{Time: ts,
-			AvailableBytes:  ptr(sub(uint64(max(p.cfg.MemoryCapacity(), 0)), ws)),
-			UsageBytes:      ptr(podsUsage + kWS),
+			AvailableBytes:  ptr(sub(uint64(max(capacity, 0)), ws)),
+			UsageBytes:      ptr(usage),
 			WorkingSetBytes: ptr(ws),
-			RSSBytes:        ptr(podsRSS + kWS),
+			RSSBytes:        ptr(rss),
 			PageFaults:      ptr(own.PageFaults),
 			MajorPageFaults: ptr(own.MajorPageFaults)},
 		SystemContainers: []statsapi.ContainerStats{kubelet, podsContainer},

@@ -20,8 +20,9 @@
 //     reaches the status through the pod sync it triggers
 //     (generateAPIPodStatus asks the prober), not written here directly;
 //   - no resize status: this kubelet has no in-place resize;
-//   - the DisruptionTarget condition is not merged: this kubelet has no
-//     eviction manager;
+//   - the DisruptionTarget condition of an evicted pod is written with
+//     the terminal phase and a fresh transition time, not first kept in
+//     the cached status (upstream's updateStatusInternal) as well;
 //   - versions are kept by the UID of the pod written (the mirror pod's for
 //     a static pod) everywhere; upstream mixes in the static pod's UID in
 //     needsUpdate;

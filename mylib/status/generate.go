@@ -31,6 +31,13 @@ func PodConditionByKubelet(t v1.PodConditionType) bool {
 	return false
 }
 
+// PodConditionSharedByKubelet tells whether the kubelet shares a pod
+// condition type with others: DisruptionTarget, which the kubelet sets on
+// a pod it evicts and the controllers on pods they preempt or delete.
+func PodConditionSharedByKubelet(t v1.PodConditionType) bool {
+	return t == v1.DisruptionTarget
+}
+
 func findContainerStatus(statuses []v1.ContainerStatus, name string) (v1.ContainerStatus, bool) {
 	for _, s := range statuses {
 		if s.Name == name {

@@ -242,7 +242,7 @@ func (m *manager) updateStatusInternal(pod *v1.Pod, status v1.PodStatus, forceUp
 		return
 	}
 	now := m.clock.Now()
-	for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady, v1.PodInitialized, v1.PodReadyToStartContainers, v1.PodScheduled} {
+	for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady, v1.PodInitialized, v1.PodReadyToStartContainers, v1.PodScheduled, v1.DisruptionTarget} {
 		updateLastTransitionTime(&status, &old, t, now)
 	}
 	if old.StartTime != nil && !old.StartTime.IsZero() {
@@ -359,7 +359,7 @@ func isPodStatusByKubeletEqual(old, status *v1.PodStatus) bool {
 	kubeletConds := func(s *v1.PodStatus) map[v1.PodConditionType]v1.PodCondition {
 		m := map[v1.PodConditionType]v1.PodCondition{}
 		for _, c := range s.Conditions {
-			if PodConditionByKubelet(c.Type) {
+			if PodConditionByKubelet(c.Type) || PodConditionSharedByKubelet(c.Type) {
 				m[c.Type] = c
 			}
 		}
@@ -611,6 +611,8 @@ func (m *manager) canBeDeleted(pod *v1.Pod, _ v1.PodStatus, podIsFinished bool) 
 // takes the kubelet's for the rest; a terminal phase waits while
 // containers could still run; a finished pod is not ready.
 func mergePodStatus(old, new v1.PodStatus, couldHaveRunningContainers bool) v1.PodStatus {
+	terminal := func(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+	toTerminal := !terminal(old.Phase) && terminal(new.Phase)
 	conds := make([]v1.PodCondition, 0, len(old.Conditions)+len(new.Conditions))
 	for _, c := range old.Conditions {
 		if !PodConditionByKubelet(c.Type) {
@@ -618,8 +620,17 @@ func mergePodStatus(old, new v1.PodStatus, couldHaveRunningContainers bool) v1.P
 		}
 	}
 	for _, c := range new.Conditions {
-		if PodConditionByKubelet(c.Type) {
+		switch {
+		case PodConditionByKubelet(c.Type):
 			conds = append(conds, c)
+		case PodConditionSharedByKubelet(c.Type) && toTerminal && !couldHaveRunningContainers:
+			// DisruptionTarget goes out with the terminal phase, once
+			// nothing runs (as upstream: no patch for a phase held back),
+			// replacing one another component wrote.
+			if c.LastTransitionTime.IsZero() {
+				c.LastTransitionTime = metav1.Now()
+			}
+			conds = replaceOrAppendCondition(conds, c)
 		}
 	}
 	new.Conditions = conds
@@ -627,8 +638,7 @@ func mergePodStatus(old, new v1.PodStatus, couldHaveRunningContainers bool) v1.P
 	new.ResourceClaimStatuses = old.ResourceClaimStatuses
 	new.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
 	new.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses
-	terminal := func(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
-	if !terminal(old.Phase) && terminal(new.Phase) && couldHaveRunningContainers {
+	if toTerminal && couldHaveRunningContainers {
 		new.Phase, new.Reason, new.Message = old.Phase, old.Reason, old.Message
 	}
 	if terminal(new.Phase) {
@@ -679,4 +689,16 @@ func preparePatchBytesForPodStatus(uid types.UID, oldStatus, newStatus v1.PodSta
 		return nil, false, err
 	}
 	return patch, string(patch) == fmt.Sprintf(`{"metadata":{"uid":%q}}`, uid), nil
+}
+
+// replaceOrAppendCondition puts c in conds in place of the condition of
+// its type, or at the end.
+func replaceOrAppendCondition(conds []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {
+	for i := range conds {
+		if conds[i].Type == c.Type {
+			conds[i] = c
+			return conds
+		}
+	}
+	return append(conds, c)
 }

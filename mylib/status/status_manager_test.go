@@ -518,6 +518,29 @@ func TestMergeKeepsWhatOthersOwn(t *testing.T) {
 	assert.Equal(t, v1.PodRunning, held.Phase, "no terminal phase while containers could run")
 }
 
+// An evicted pod's DisruptionTarget condition goes out with its terminal
+// phase, replacing one written before, and never while a container could
+// still run (the phase is held back then).
+func TestMergeWritesDisruptionTargetWithTheTerminalPhase(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 26, 11, 0, 0, 0, time.UTC))
+	evicted := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "TerminationByKubelet",
+		Message: "The node was low on resource: memory.", LastTransitionTime: at}
+	old := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		{Type: v1.DisruptionTarget, Status: v1.ConditionFalse, Reason: "Other"}}}
+	failed := v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Conditions: []v1.PodCondition{evicted}}
+
+	merged := mergePodStatus(old, failed, false)
+	assert.Equal(t, v1.PodFailed, merged.Phase)
+	assert.Equal(t, []v1.PodCondition{evicted}, merged.Conditions)
+
+	held := mergePodStatus(old, failed, true)
+	assert.Equal(t, v1.PodRunning, held.Phase)
+	assert.Equal(t, old.Conditions, held.Conditions, "no DisruptionTarget while a container could run")
+
+	again := mergePodStatus(merged, failed, false)
+	assert.Equal(t, []v1.PodCondition{evicted}, again.Conditions, "kept once written, not written twice")
+}
+
 // TestABatchWritesTheOldestStatusFirst: the statuses set first are written
 // first (not in the map's random order), whatever the pods' names.
 func TestABatchWritesTheOldestStatusFirst(t *testing.T) {
