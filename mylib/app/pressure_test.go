@@ -94,7 +94,7 @@ func TestNodePressureFlagsRefuseBadValues(t *testing.T) {
 		})
 	}
 	_, err := pressureServer(t, "--eviction-soft", "memory.available<300Mi")
-	assert.EqualError(t, err, "node pressure flags: grace period must be specified for the soft eviction threshold memory.available (evictionSoftGracePeriod, --eviction-soft-grace-period)")
+	assert.EqualError(t, err, "node pressure flags: eviction thresholds: grace period must be specified for the soft eviction threshold memory.available")
 	_, err = pressureServer(t, "--image-gc-high-threshold", "50", "--image-gc-low-threshold", "50")
 	assert.ErrorContains(t, err, "imageGCLowThresholdPercent (--image-gc-low-threshold) 50 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50")
 }

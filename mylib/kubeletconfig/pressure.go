@@ -15,17 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
-)
 
-// EvictionSignals are the signals a threshold may name (upstream's
-// evictionapi signals this kubelet observes).
-var EvictionSignals = []string{
-	"memory.available", "nodefs.available", "nodefs.inodesFree",
-	"imagefs.available", "imagefs.inodesFree", "pid.available",
-}
+	"mykubelet/mylib/eviction"
+)
 
 // PressureFlags are upstream's eviction, image GC and image pull flags,
 // registered on a flag set by AddNodePressureFlags; ApplyTo copies those
@@ -145,9 +139,10 @@ func (p *PressureFlags) ApplyTo(kc *kubeletv1beta1.KubeletConfiguration) {
 }
 
 // ValidateNodePressure checks the node pressure fields of a defaulted
-// configuration, with upstream's rules: the thresholds name known signals
-// and hold a positive quantity or a percentage, a soft threshold has its
-// grace period; 0 <= imageGCLowThresholdPercent <
+// configuration, with upstream's rules: the thresholds as the eviction
+// manager reads them (eviction.ParseThresholdConfig: known signals, a
+// positive quantity or a percentage, a soft threshold with its grace
+// period); 0 <= imageGCLowThresholdPercent <
 // imageGCHighThresholdPercent <= 100, the GC ages are not negative and
 // imageMaximumGCAge, when set, is above imageMinimumGCAge; the registry's
 // rate is not negative; maxParallelImagePulls is positive, and above 1
@@ -159,35 +154,10 @@ func ValidateNodePressure(kc *kubeletv1beta1.KubeletConfiguration) error {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	for _, field := range []struct {
-		name string
-		m    map[string]string
-	}{{"evictionHard", kc.EvictionHard}, {"evictionSoft", kc.EvictionSoft}} {
-		for _, signal := range slices.Sorted(maps.Keys(field.m)) {
-			if err := checkThreshold(signal, field.m[signal], false); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", field.name, err))
-			}
-		}
-	}
-	for _, signal := range slices.Sorted(maps.Keys(kc.EvictionSoftGracePeriod)) {
-		d, err := time.ParseDuration(kc.EvictionSoftGracePeriod[signal])
-		switch {
-		case !slices.Contains(EvictionSignals, signal):
-			errs = append(errs, fmt.Errorf("evictionSoftGracePeriod: unsupported eviction signal %s", signal))
-		case err != nil:
-			errs = append(errs, fmt.Errorf("evictionSoftGracePeriod: %s=%q: want a duration such as 1m30s", signal, kc.EvictionSoftGracePeriod[signal]))
-		case d < 0:
-			errs = append(errs, fmt.Errorf("evictionSoftGracePeriod: grace period for %s must not be negative: %s", signal, d))
-		}
-	}
-	for _, signal := range slices.Sorted(maps.Keys(kc.EvictionSoft)) {
-		_, ok := kc.EvictionSoftGracePeriod[signal]
-		check(ok, "grace period must be specified for the soft eviction threshold %s (evictionSoftGracePeriod, --eviction-soft-grace-period)", signal)
-	}
-	for _, signal := range slices.Sorted(maps.Keys(kc.EvictionMinimumReclaim)) {
-		if err := checkThreshold(signal, kc.EvictionMinimumReclaim[signal], true); err != nil {
-			errs = append(errs, fmt.Errorf("evictionMinimumReclaim: %w", err))
-		}
+	// The thresholds are read as the eviction manager will read them
+	// (upstream's server.go also parses them before it starts).
+	if _, err := eviction.ParseThresholdConfig(kc.EvictionHard, kc.EvictionSoft, kc.EvictionSoftGracePeriod, kc.EvictionMinimumReclaim); err != nil {
+		errs = append(errs, fmt.Errorf("eviction thresholds: %w", err))
 	}
 	check(kc.EvictionPressureTransitionPeriod.Duration >= 0, "evictionPressureTransitionPeriod (--eviction-pressure-transition-period) %s must not be negative",
 		kc.EvictionPressureTransitionPeriod.Duration)
@@ -212,37 +182,6 @@ func ValidateNodePressure(kc *kubeletv1beta1.KubeletConfiguration) error {
 			"maxParallelImagePulls %d cannot be larger than 1 unless serializeImagePulls (--serialize-image-pulls) is set to false", *n)
 	}
 	return oneLine(errs)
-}
-
-// checkThreshold checks one threshold (or, with reclaim, one minimum
-// reclaim): a known signal, and a percentage of 0-100% or a quantity,
-// positive for a threshold, not negative for a reclaim.
-func checkThreshold(signal, value string, reclaim bool) error {
-	if !slices.Contains(EvictionSignals, signal) {
-		return fmt.Errorf("unsupported eviction signal %s (want one of %s)", signal, strings.Join(EvictionSignals, ", "))
-	}
-	if pct, ok := strings.CutSuffix(value, "%"); ok {
-		f, err := strconv.ParseFloat(pct, 32)
-		switch {
-		case err != nil:
-			return fmt.Errorf("%s: %q is not a percentage", signal, value)
-		case f < 0:
-			return fmt.Errorf("eviction percentage threshold %s must be >= 0%%: %s", signal, value)
-		case f > 100:
-			return fmt.Errorf("eviction percentage threshold %s must be <= 100%%: %s", signal, value)
-		}
-		return nil
-	}
-	q, err := resource.ParseQuantity(value)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%s: %q is neither a quantity (such as 100Mi) nor a percentage (such as 10%%)", signal, value)
-	case reclaim && q.Sign() < 0:
-		return fmt.Errorf("minimum reclaim for %s must not be negative: %s", signal, value)
-	case !reclaim && q.Sign() <= 0:
-		return fmt.Errorf("eviction threshold %s must be positive: %s", signal, value)
-	}
-	return nil
 }
 
 // mapFlag is a flag of comma-separated key<sep>value pairs, as upstream's

@@ -186,13 +186,13 @@ func TestNodePressureValidation(t *testing.T) {
 		{"negative min age", "imageMinimumGCAge: -1m\n", "imageMinimumGCAge -1m0s must not be negative"},
 		{"soft without grace period", "evictionSoft:\n  memory.available: 1Gi\n",
 			"grace period must be specified for the soft eviction threshold memory.available"},
-		{"unknown signal", "evictionHard:\n  memory.free: 1Gi\n", "evictionHard: unsupported eviction signal memory.free"},
+		{"unknown signal", "evictionHard:\n  memory.free: 1Gi\n", "eviction thresholds: unsupported eviction signal memory.free"},
 		{"percentage above 100", "evictionHard:\n  nodefs.available: 120%\n", "eviction percentage threshold nodefs.available must be <= 100%: 120%"},
 		{"zero quantity", "evictionHard:\n  memory.available: \"0\"\n", "eviction threshold memory.available must be positive: 0"},
-		{"not a quantity", "evictionHard:\n  memory.available: lots\n", `memory.available: "lots" is neither a quantity`},
+		{"not a quantity", "evictionHard:\n  memory.available: lots\n", `eviction thresholds: eviction threshold memory.available: `},
 		{"bad grace period", "evictionSoft:\n  memory.available: 1Gi\nevictionSoftGracePeriod:\n  memory.available: soon\n",
-			`evictionSoftGracePeriod: memory.available="soon": want a duration such as 1m30s`},
-		{"negative reclaim", "evictionMinimumReclaim:\n  memory.available: -1Mi\n", "minimum reclaim for memory.available must not be negative"},
+			`eviction thresholds: eviction grace period memory.available: `},
+		{"negative reclaim", "evictionMinimumReclaim:\n  memory.available: -1Mi\n", "negative eviction minimum reclaim specified for memory.available"},
 		{"parallel pulls while serial", "serializeImagePulls: true\nmaxParallelImagePulls: 2\n",
 			"maxParallelImagePulls 2 cannot be larger than 1 unless serializeImagePulls (--serialize-image-pulls) is set to false"},
 		{"no parallel pulls", "maxParallelImagePulls: 0\n", "maxParallelImagePulls 0 must be a positive number"},
@@ -218,7 +218,7 @@ func TestValidationErrorsShareOneLine(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.KubeletConfiguration()
 	require.Error(t, err)
-	assert.Equal(t, "kubelet config (flags): grace period must be specified for the soft eviction threshold memory.available (evictionSoftGracePeriod, --eviction-soft-grace-period); "+
+	assert.Equal(t, "kubelet config (flags): eviction thresholds: grace period must be specified for the soft eviction threshold memory.available; "+
 		"imageGCLowThresholdPercent (--image-gc-low-threshold) 60 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50", err.Error())
 }
 
