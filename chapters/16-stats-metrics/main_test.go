@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,32 +44,14 @@ type fixture struct {
 	commands map[string][][]string
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // newFixture builds the chapter, starts a control plane with metrics-server
 // (scraping every 10 s) and registers the node with its own credentials.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{bin: testcluster.BuildChapter(t, "./chapters/16-stats-metrics"), root: testcluster.RepoRoot(t),
-		state: chaptertest.ShortTempDir(t), port: freePort(t), commands: map[string][][]string{}}
+		state: chaptertest.ShortTempDir(t), port: chaptertest.FreePort(t)}
 	f.readmePath = filepath.Join(f.root, "chapters/16-stats-metrics/README.md")
-	md, err := os.ReadFile(f.readmePath)
-	require.NoError(t, err)
-	steps, err := readmewalk.Parse(string(md))
-	require.NoError(t, err)
-	for _, st := range steps {
-		if st.Action == readmewalk.Run && readmewalk.IsConsole(st.Block) {
-			for _, cc := range readmewalk.Console(st.Block) {
-				f.commands[cc.Command] = append(f.commands[cc.Command], cc.Output)
-			}
-		}
-	}
+	f.commands = chaptertest.ReadTranscripts(t, f.readmePath).Commands
 	f.cluster = testcluster.Start(t, localcluster.WithMetricsServer())
 	f.admin = f.cluster.Clientset(t)
 	chaptertest.WriteNodeKubeconfig(t, f.state, chaptertest.RegisterNode(t, f.cluster, node))

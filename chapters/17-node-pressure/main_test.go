@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,36 +41,16 @@ type fixture struct {
 	starts []string
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // newFixture builds the chapter, reads its README, starts a control plane
 // (its controller manager taints nodes by condition) and registers the
 // node with its own credentials.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{bin: testcluster.BuildChapter(t, "./chapters/17-node-pressure"), root: testcluster.RepoRoot(t),
-		state: chaptertest.ShortTempDir(t), port: freePort(t), commands: map[string][][]string{}}
+		state: chaptertest.ShortTempDir(t), port: chaptertest.FreePort(t)}
 	f.readmePath = filepath.Join(f.root, "chapters/17-node-pressure/README.md")
-	md, err := os.ReadFile(f.readmePath)
-	require.NoError(t, err)
-	steps, err := readmewalk.Parse(string(md))
-	require.NoError(t, err)
-	for _, st := range steps {
-		switch {
-		case st.Action == readmewalk.Run && readmewalk.IsConsole(st.Block):
-			for _, cc := range readmewalk.Console(st.Block) {
-				f.commands[cc.Command] = append(f.commands[cc.Command], cc.Output)
-			}
-		case st.Action == readmewalk.Background:
-			f.starts = append(f.starts, readmewalk.Commands(st.Block)[0])
-		}
-	}
+	tr := chaptertest.ReadTranscripts(t, f.readmePath)
+	f.commands, f.starts = tr.Commands, tr.Starts
 	f.cluster = testcluster.Start(t)
 	f.admin = f.cluster.Clientset(t)
 	chaptertest.WriteNodeKubeconfig(t, f.state, chaptertest.RegisterNode(t, f.cluster, node))

@@ -2,6 +2,7 @@ package chaptertest
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -182,4 +183,22 @@ func TestCheckReadyConditions(t *testing.T) {
 	noReady := healthy.DeepCopy()
 	noReady.Status.Conditions = noReady.Status.Conditions[:3]
 	assert.Len(t, failures(t, func(tb testing.TB) { CheckReadyConditions(tb, noReady) }), 1)
+}
+
+func TestReadTranscriptsKeepsEachRunAndTheStarts(t *testing.T) {
+	readme := filepath.Join(t.TempDir(), "README.md")
+	md := "<!-- walk: background name=k ready=\"^up\" -->\n```sh\ngo run ./chapters/x --a\n```\n\n" +
+		"<!-- walk: run -->\n```console\n$ echo one\none\n```\n\n" +
+		"<!-- walk: run -->\n```console\n$ echo one\ntwo\n$ true\n```\n"
+	require.NoError(t, os.WriteFile(readme, []byte(md), 0o600))
+	tr := ReadTranscripts(t, readme)
+	assert.Equal(t, []string{"go run ./chapters/x --a"}, tr.Starts)
+	assert.Equal(t, [][]string{{"one"}, {"two"}}, tr.Commands["echo one"])
+	assert.Contains(t, tr.Commands, "true")
+}
+
+func TestFreePortCanBeListenedOn(t *testing.T) {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", FreePort(t)))
+	require.NoError(t, err)
+	l.Close()
 }
