@@ -192,11 +192,6 @@ func (r *Runtime) Attach(_ context.Context, req *runtimeapi.AttachRequest) (*run
 	return &runtimeapi.AttachResponse{Url: u}, nil
 }
 
-// PortForward is not implemented: nothing listens in a mock container.
-func (r *Runtime) PortForward(context.Context, *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "PortForward: the mock runtime's containers listen on no port, so there is nothing to forward to")
-}
-
 // streams are a session's streams, by their streamType header.
 type streams struct {
 	errorStream, stdin, stdout, stderr, resize httpstream.Stream

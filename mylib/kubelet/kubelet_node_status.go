@@ -12,6 +12,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -482,7 +483,14 @@ func (kl *Kubelet) tryUpdateNodeStatus(ctx context.Context, tryNumber int) error
 	if err != nil {
 		return fmt.Errorf("get node %s (try %d): %w", kl.nodeName, tryNumber+1, err)
 	}
+	podCIDRChanged := false
+	if len(original.Spec.PodCIDRs) != 0 {
+		if podCIDRChanged, err = kl.updatePodCIDR(ctx, strings.Join(original.Spec.PodCIDRs, ",")); err != nil {
+			klog.FromContext(ctx).Error(err, "Error updating pod CIDR")
+		}
+	}
 	node, changed := kl.updateNode(ctx, original)
+	changed = changed || podCIDRChanged
 	expired := kl.isUpdateStatusPeriodExpired()
 	if !changed && !expired {
 		klog.FromContext(ctx).V(4).Info("Node status unchanged, not writing", "node", kl.nodeName)

@@ -251,6 +251,7 @@ func convertStatusToAPIStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, o
 		pod.Spec.Containers, len(pod.Spec.InitContainers) > 0, false, reasons)
 	s.InitContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, oldPodStatus.InitContainerStatuses,
 		pod.Spec.InitContainers, len(pod.Spec.InitContainers) > 0, true, reasons)
+	s.EphemeralContainerStatuses = convertToAPIEphemeralContainerStatuses(pod, podStatus, oldPodStatus.EphemeralContainerStatuses, reasons)
 	return s
 }
 

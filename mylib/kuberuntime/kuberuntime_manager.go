@@ -89,6 +89,9 @@ type podActions struct {
 	InitContainersToStart []int
 	// ContainersToStart are indexes into pod.Spec.Containers.
 	ContainersToStart []int
+	// EphemeralContainersToStart are indexes into
+	// pod.Spec.EphemeralContainers: each starts once and never again.
+	EphemeralContainersToStart []int
 	// ContainersToKill are running containers to stop, by ID.
 	ContainersToKill map[kubecontainer.ContainerID]containerToKillInfo
 }
@@ -249,6 +252,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		podStatus = &kubecontainer.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	changes := m.computePodActions(pod, podStatus)
+	changes.EphemeralContainersToStart = ephemeralContainersToStart(pod, podStatus, changes)
 	klog.V(3).InfoS("computePodActions got for pod", "pod", klog.KObj(pod), "killPod", changes.KillPod,
 		"createSandbox", changes.CreateSandbox, "init", changes.InitContainersToStart, "start", changes.ContainersToStart)
 	if changes.CreateSandbox && changes.SandboxID != "" {
@@ -299,7 +303,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			podIPs = determinePodSandboxIPs(resp.Status)
 		}
 	}
-	if len(changes.InitContainersToStart) == 0 && len(changes.ContainersToStart) == 0 {
+	if len(changes.InitContainersToStart) == 0 && len(changes.ContainersToStart) == 0 && len(changes.EphemeralContainersToStart) == 0 {
 		return result
 	}
 	podIP := ""
@@ -327,6 +331,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			return err
 		}
 		return nil
+	}
+	// Ephemeral containers first, as upstream: a debugging container must
+	// not wait for init containers that may never finish.
+	for _, i := range changes.EphemeralContainersToStart {
+		c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		_ = start(kubecontainer.StartContainer, &c) // recorded in result
 	}
 	for _, i := range changes.InitContainersToStart {
 		if err := start(kubecontainer.InitContainer, &pod.Spec.InitContainers[i]); err != nil {
