@@ -161,7 +161,9 @@ func TestKillPodStopsSidecarsLastInReverseOrder(t *testing.T) {
 	m := &Manager{rs: rs, clock: clk}
 
 	done := make(chan []*kubecontainer.SyncResult)
-	go func() { done <- m.killContainersWithSyncResult(context.Background(), pod, runningPodOf("s0", "s2", "a", "b"), nil) }()
+	go func() {
+		done <- m.killContainersWithSyncResult(context.Background(), pod, runningPodOf("s0", "s2", "a", "b"), nil)
+	}()
 	// a and b are told to stop at once; a takes its time.
 	got := map[string]bool{<-rs.called: true, <-rs.called: true}
 	assert.Equal(t, map[string]bool{"a": true, "b": true}, got, "the regular containers stop first")
@@ -192,7 +194,9 @@ func TestKillPodSidecarsGoWhenTheGracePeriodIsOver(t *testing.T) {
 	rs := &orderedStops{block: map[string]chan struct{}{"a": release}, called: make(chan string, 10), timeouts: map[string]int64{}}
 	m := &Manager{rs: rs, clock: clk}
 	done := make(chan []*kubecontainer.SyncResult)
-	go func() { done <- m.killContainersWithSyncResult(context.Background(), pod, runningPodOf("a", "s0"), nil) }()
+	go func() {
+		done <- m.killContainersWithSyncResult(context.Background(), pod, runningPodOf("a", "s0"), nil)
+	}()
 	assert.Equal(t, "a", <-rs.called)
 	require.Eventually(t, func() bool { return clk.HasWaiters() }, 10*time.Second, time.Millisecond)
 	clk.Step(5 * time.Second)
