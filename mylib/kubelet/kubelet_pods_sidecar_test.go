@@ -1,15 +1,19 @@
 package kubelet
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	kubecontainer "mykubelet/mylib/container"
+	kubepod "mykubelet/mylib/pod"
 )
 
 // sidecarPhasePod has a sidecar "s" (restartable init container) and the
@@ -125,4 +129,59 @@ func TestGenerateAPIPodStatusJobWithASidecarSucceeds(t *testing.T) {
 	assert.False(t, s.InitContainerStatuses[0].Ready)
 	assert.Equal(t, v1.ConditionFalse, condition(s, v1.PodReady).Status)
 	assert.Equal(t, "PodCompleted", condition(s, v1.PodReady).Reason)
+}
+
+// TestAJobWithASidecarCompletes runs a Job-like pod through the runtime
+// manager, the mock runtime and the status manager to a fake API server:
+// the sidecar starts first and the main container after it; once the main
+// container has exited 0 the next sync stops the sidecar, and the pod is
+// Succeeded in the API.
+func TestAJobWithASidecarCompletes(t *testing.T) {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "default", UID: "uid-job"},
+		Spec: v1.PodSpec{NodeName: "node-a", RestartPolicy: v1.RestartPolicyNever, TerminationGracePeriodSeconds: ptr.To[int64](30),
+			InitContainers: []v1.Container{{Name: "logshipper", Image: "busybox:1.37", ImagePullPolicy: v1.PullIfNotPresent,
+				RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways), Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600"}}},
+			Containers: []v1.Container{{Name: "main", Image: "busybox:1.37", ImagePullPolicy: v1.PullIfNotPresent,
+				Command: []string{"sh", "-c", "echo done"}}},
+		},
+		Status: v1.PodStatus{Phase: v1.PodPending},
+	}
+	client := fake.NewClientset(pod.DeepCopy())
+	pm := kubepod.NewBasicPodManager()
+	pm.AddPod(pod)
+	p := newPodPipeline(t, client, pm)
+	ctx := context.Background()
+	// apiPhase waits for the API to show the phase with the sidecar's status.
+	apiPhase := func(want v1.PodPhase) *v1.Pod {
+		t.Helper()
+		var got *v1.Pod
+		require.Eventually(t, func() bool {
+			var err error
+			got, err = client.CoreV1().Pods("default").Get(ctx, "job", metav1.GetOptions{})
+			return err == nil && got.Status.Phase == want && len(got.Status.InitContainerStatuses) == 1
+		}, 10*time.Second, 5*time.Millisecond, "phase %s", want)
+		return got
+	}
+
+	p.sync(t, pod) // the sandbox and the sidecar
+	got := apiPhase(v1.PodPending)
+	require.Len(t, got.Status.InitContainerStatuses, 1)
+	assert.NotNil(t, got.Status.InitContainerStatuses[0].State.Running)
+	assert.Equal(t, PodInitializing, got.Status.ContainerStatuses[0].State.Waiting.Reason)
+
+	p.sync(t, pod) // the sidecar has started: the main container
+	require.Eventually(t, func() bool {
+		cs := p.runtimeStatus(t, pod).FindContainerStatusByName("main")
+		return cs != nil && cs.State == kubecontainer.ContainerStateExited
+	}, 10*time.Second, 5*time.Millisecond, "the main container runs and exits")
+	sc := p.runtimeStatus(t, pod).FindContainerStatusByName("logshipper")
+	require.NotNil(t, sc)
+	assert.Equal(t, kubecontainer.ContainerStateRunning, sc.State, "the sidecar outlives the main container")
+
+	p.sync(t, pod) // the main container is done: the pod is killed, sidecar included
+	got = apiPhase(v1.PodSucceeded)
+	require.Len(t, got.Status.InitContainerStatuses, 1)
+	require.NotNil(t, got.Status.InitContainerStatuses[0].State.Terminated, "the sidecar was stopped")
+	assert.EqualValues(t, 0, got.Status.ContainerStatuses[0].State.Terminated.ExitCode)
 }
