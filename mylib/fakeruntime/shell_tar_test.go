@@ -133,6 +133,10 @@ func TestTarExtractAsKubectlCpToAPod(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o755), fi.Mode(), "no set-ID bit on the host")
 	assert.Equal(t, t0, fi.ModTime().UTC(), "m: the runtime's clock, not the archive's 2020")
 
+	// kubectl cp first asks whether the destination is a directory.
+	assert.Equal(t, int32(0), execIn(t, r, id, "test", "-d", "/tmp/dest").ExitCode)
+	assert.Equal(t, int32(1), execIn(t, r, id, "test", "-d", "/tmp/dest/x.txt").ExitCode)
+
 	// Without m, the archive's time; v names each member.
 	out, errOut, code = stream(t, execURL(t, r, id, true, false, "tar", "xvf", "-", "-C", "/tmp"), makeTar(t, tarEntry{name: "old.txt", body: "x"}), false)
 	require.Equal(t, 0, code, errOut)
