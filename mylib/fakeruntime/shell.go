@@ -41,7 +41,7 @@ const ExitCodeSIGTERM = 143
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
 // The server commands (agnhost, etcd, goproxy, nginx) are in shell_servers.go.
-var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "rm", "pgrep", "sh", "sleep", "stress", "top", "touch"}
+var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "rm", "pgrep", "sh", "sleep", "stress", "tar", "top", "touch"}
 
 // proc is one script running in a container: its main process, or a
 // command run by ExecSync.
@@ -412,6 +412,8 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		return p.sleep(ctx, hc, args[1:])
 	case "cat":
 		return p.cat(ctx, hc, args[1:])
+	case "tar": // H2 hook: shell_tar.go
+		return p.tar(ctx, hc, args[1:])
 	case "touch":
 		return p.each(hc, args, func(rel string) error {
 			f, _, err := p.fs.OpenFile(rel, os.O_CREATE|os.O_WRONLY, 0o644)

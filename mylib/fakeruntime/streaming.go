@@ -85,6 +85,7 @@ func (r *Runtime) addStream(p pendingStream) (string, error) {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/exec/{token}", r.serveStream)
 		mux.HandleFunc("/attach/{token}", r.serveStream)
+		mux.HandleFunc("/portforward/{token}", r.servePortForward) // H2 hook: port-forward sessions (streaming_portforward.go)
 		s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		s.addr = lis.Addr().String()
 		s.pending = map[string]pendingStream{}

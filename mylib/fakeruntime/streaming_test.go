@@ -112,7 +112,7 @@ func TestExecAndAttachRefuseWhatTheyCannotServe(t *testing.T) {
 	_, err = r.Exec(context.Background(), &runtimeapi.ExecRequest{ContainerId: "nope", Cmd: []string{"true"}, Stdout: true})
 	assert.Equal(t, codes.NotFound, status.Code(err))
 	_, err = r.PortForward(context.Background(), &runtimeapi.PortForwardRequest{PodSandboxId: "x"})
-	assert.Equal(t, codes.Unimplemented, status.Code(err))
+	assert.Equal(t, codes.NotFound, status.Code(err)) // served: streaming_portforward.go
 
 	// A URL is good once.
 	u := execURL(t, r, c, false, false, "true")
