@@ -191,7 +191,7 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		Node: &NodeConfig{
 			Annotations: opts.Annotations,
 			Status: &NodeStatusOptions{RootDir: opts.RootDirectory, MaxPods: int(kubeCfg.MaxPods), NodeIP: opts.NodeIP, Port: kubeCfg.Port,
-				MockMachine: opts.MockMachine},
+				MockMachine: opts.MockMachine, NodeStatusMaxImages: kubeCfg.NodeStatusMaxImages}, // nodeStatusMaxImages: status.images' cap
 			NodeStatusUpdateFrequency: kubeCfg.NodeStatusUpdateFrequency.Duration, NodeStatusReportFrequency: kubeCfg.NodeStatusReportFrequency.Duration,
 			LeaseDurationSeconds: kubeCfg.NodeLeaseDurationSeconds,
 			HeartbeatClient:      kubeDeps.HeartbeatClient, OnHeartbeatFailure: kubeDeps.OnHeartbeatFailure,
