@@ -97,6 +97,9 @@ func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Con
 		config.Envs = append(config.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
 	config.Mounts = makeMounts(opts, container)
+	if err := m.applyEphemeralTarget(ctx, config, container, pod); err != nil { // kuberuntime_ephemeral.go
+		return nil, err
+	}
 	return config, nil
 }
 
