@@ -45,7 +45,7 @@ func containerRef(pod *v1.Pod, container *v1.Container) *v1.ObjectReference {
 			return ref
 		}
 	}
-	ref.FieldPath = fmt.Sprintf("spec.containers{%s}", container.Name)
+	ref.FieldPath = containerFieldPath(pod, container.Name) // kuberuntime_ephemeral.go: spec.ephemeralContainers{…} too
 	return ref
 }
 

@@ -45,6 +45,16 @@ func ephemeralContainer(pod *v1.Pod, name string) *v1.EphemeralContainer {
 	return nil
 }
 
+// containerFieldPath is the field path of a regular or ephemeral container
+// in the pod's spec, as upstream's fieldpath.ExtractContainerFieldPath:
+// events about an ephemeral container name spec.ephemeralContainers{NAME}.
+func containerFieldPath(pod *v1.Pod, name string) string {
+	if ephemeralContainer(pod, name) != nil {
+		return fmt.Sprintf("spec.ephemeralContainers{%s}", name)
+	}
+	return fmt.Sprintf("spec.containers{%s}", name)
+}
+
 // applyEphemeralTarget gives an ephemeral container with a
 // targetContainerName the process namespace of that container, as
 // upstream's namespacesForPod does with the target's ID: PID namespace

@@ -39,6 +39,9 @@ func TestSyncPodStartsAnEphemeralContainerOnceAndNeverAgain(t *testing.T) {
 	assert.Equal(t, kubecontainer.ContainerStateRunning, cs.State)
 	assert.Nil(t, st.FindContainerStatusByName("app"), "the regular containers still wait for the init container")
 	assert.Contains(t, f.drain(), "Normal Started Started container debugger-1")
+	c := v1.Container(pod.Spec.EphemeralContainers[0].EphemeralContainerCommon)
+	assert.Equal(t, "spec.ephemeralContainers{debugger-1}", containerRef(pod, &c).FieldPath, "events name it where it is in the spec")
+	assert.Equal(t, "spec.containers{app}", containerRef(pod, &pod.Spec.Containers[0]).FieldPath)
 
 	// It exits: it is never restarted, whatever the pod's restartPolicy (Always).
 	_, err := f.rt.ContainerAction(cs.ID.ID, fakeruntime.ActionKill)
