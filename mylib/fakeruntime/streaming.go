@@ -178,9 +178,9 @@ func (r *Runtime) Exec(_ context.Context, req *runtimeapi.ExecRequest) (*runtime
 	return &runtimeapi.ExecResponse{Url: u}, nil
 }
 
-// Attach answers the URL of a session that streams the container's
-// output from now on, until it exits. The mock's containers have no
-// stdin: stdin is accepted and ignored.
+// Attach answers the URL of a session on the container's main process:
+// its output from now on and, when the container has a stdin, its input
+// (see streaming_attach.go for when the session ends).
 func (r *Runtime) Attach(_ context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
 	o := StreamOptions{Stdin: req.GetStdin(), Stdout: req.GetStdout(), Stderr: req.GetStderr(), TTY: req.GetTty()}
 	if err := r.checkStreamRequest("Attach", req.GetContainerId(), o); err != nil {
@@ -277,7 +277,7 @@ func (r *Runtime) serveStream(w http.ResponseWriter, req *http.Request) {
 	var code int
 	var err error
 	if p.attach {
-		err = r.attachStreams(req.Context(), p.containerID, stdout, stderr)
+		err = r.attachStreams(req.Context(), p.containerID, stdin, stdout, stderr)
 	} else {
 		code, err = r.execStreams(req.Context(), p.containerID, p.cmd, stdin, stdout, stderr, p.opts.TTY)
 	}

@@ -147,7 +147,6 @@ func TestAttachStreamsWhatTheContainerWritesUntilItExits(t *testing.T) {
 	c := resp.ContainerId
 	startContainer(t, r, c)
 	waitSleeping(t, r)
-	baseline := clk.Waiters() // the script's sleep
 
 	att, err := r.Attach(context.Background(), &runtimeapi.AttachRequest{ContainerId: c, Stdout: true, Stderr: true})
 	require.NoError(t, err)
@@ -158,9 +157,7 @@ func TestAttachStreamsWhatTheContainerWritesUntilItExits(t *testing.T) {
 	go func() {
 		done <- ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
 	}()
-	for clk.Waiters() <= baseline { // the session polls the log on the runtime's clock
-		time.Sleep(time.Millisecond)
-	}
+	waitAttached(t, r, c, 1)
 	for {
 		clk.Step(time.Second)
 		select {

@@ -46,7 +46,7 @@ func containerRef(pod *v1.Pod, container *v1.Container) *v1.ObjectReference {
 			return ref
 		}
 	}
-	ref.FieldPath = fmt.Sprintf("spec.containers{%s}", container.Name)
+	ref.FieldPath = containerFieldPath(pod, container.Name) // kuberuntime_ephemeral.go: spec.ephemeralContainers{…} too
 	return ref
 }
 
@@ -98,6 +98,9 @@ func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Con
 		config.Envs = append(config.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
 	config.Mounts = makeMounts(opts, container)
+	if err := m.applyEphemeralTarget(ctx, config, container, pod); err != nil { // kuberuntime_ephemeral.go
+		return nil, err
+	}
 	return config, nil
 }
 

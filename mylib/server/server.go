@@ -316,7 +316,7 @@ func (fw *flushWriter) Write(p []byte) (int, error) {
 // waits to start.
 func ValidateContainerLogStatus(podName string, ps *v1.PodStatus, containerName string, previous bool) (string, error) {
 	var cs *v1.ContainerStatus
-	for _, list := range [][]v1.ContainerStatus{ps.ContainerStatuses, ps.InitContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{ps.ContainerStatuses, ps.InitContainerStatuses, ps.EphemeralContainerStatuses} {
 		for i := range list {
 			if list[i].Name == containerName {
 				cs = &list[i]
@@ -370,14 +370,15 @@ func ValidateContainerLogStatus(podName string, ps *v1.PodStatus, containerName 
 }
 
 // runningContainerID is the ID of the pod's running container of that
-// name, for exec and attach (upstream's findContainer, which reads the
+// name (regular, init or ephemeral: `kubectl debug -it` attaches to its
+// ephemeral container), for exec and attach (upstream's findContainer, which reads the
 // runtime; this reads the status the kubelet wrote).
 func (s *Server) runningContainerID(ns, podName, container string) (*v1.Pod, string, int, error) {
 	pod, ps, ok := s.podAndStatus(ns, podName)
 	if !ok {
 		return nil, "", http.StatusNotFound, errors.New("pod does not exist")
 	}
-	for _, list := range [][]v1.ContainerStatus{ps.ContainerStatuses, ps.InitContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{ps.ContainerStatuses, ps.InitContainerStatuses, ps.EphemeralContainerStatuses} {
 		for _, cs := range list {
 			if cs.Name == container && cs.State.Running != nil {
 				if _, raw, ok := strings.Cut(cs.ContainerID, "://"); ok {
