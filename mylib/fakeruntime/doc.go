@@ -104,7 +104,8 @@
 // editing, best effort); Attach streams the output live and the input to a
 // container created with Stdin (streaming_attach.go: a session whose input
 // ended lasts until the process has read all of it, where containerd ends
-// it at once); PortForward is not implemented (nothing listens); a
+// it at once); PortForward connects to the sandbox's IP inside the pod
+// network (streaming_portforward.go; without one every port is refused); a
 // mount's symlinks are followed only inside it, mount propagation is
 // reported and not honoured, and a sandbox without a DnsConfig gives its
 // containers no /etc/resolv.conf (containerd copies the host's) —

@@ -464,7 +464,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		return p.sleep(ctx, hc, args[1:])
 	case "cat":
 		return p.cat(ctx, hc, args[1:])
-	case "tar": // H2 hook: shell_tar.go
+	case "tar": // shell_tar.go
 		return p.tar(ctx, hc, args[1:])
 	case "touch":
 		return p.each(hc, args, func(rel string) error {

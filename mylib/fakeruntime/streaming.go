@@ -34,8 +34,8 @@ import (
 // final Status), on k8s.io/streaming's SPDY connection. Where it departs
 // from upstream's k8s.io/cri-streaming server, and why: v4 only (every
 // client since Kubernetes 1.4 speaks it; v5 is WebSocket, which the API
-// server translates to SPDY for us), no WebSocket, no port forwarding
-// (nothing listens in a mock container).
+// server translates to SPDY for us), no WebSocket; port forwarding
+// (portforward.k8s.io over SPDY) is in streaming_portforward.go.
 
 const (
 	// StreamTokenTTL is how long a URL from Exec or Attach may wait for
@@ -85,7 +85,7 @@ func (r *Runtime) addStream(p pendingStream) (string, error) {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/exec/{token}", r.serveStream)
 		mux.HandleFunc("/attach/{token}", r.serveStream)
-		mux.HandleFunc("/portforward/{token}", r.servePortForward) // H2 hook: port-forward sessions (streaming_portforward.go)
+		mux.HandleFunc("/portforward/{token}", r.servePortForward) // port-forward sessions (streaming_portforward.go)
 		s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		s.addr = lis.Addr().String()
 		s.pending = map[string]pendingStream{}

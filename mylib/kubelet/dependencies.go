@@ -135,7 +135,7 @@ type StatsProvider interface {
 // KubeletConfiguration (defaulted: kubeletconfig.SetDefaults) and its
 // Dependencies, both halves, built by New. From kubeCfg it reads maxPods,
 // port, nodeStatusUpdateFrequency, nodeStatusReportFrequency,
-// nodeLeaseDurationSeconds, podLogsDir, with ContainerLogRotation the
+// nodeLeaseDurationSeconds, podLogsDir, nodeStatusMaxImages, with ContainerLogRotation the
 // containerLog* fields, and with Eviction the eviction*, imageGC*,
 // image*GCAge and image pull fields.
 func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Dependencies, opts MainOptions) (*Kubelet, error) {
