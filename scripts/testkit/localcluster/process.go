@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -108,6 +109,13 @@ func (c *Cluster) args(name string) []string {
 			// turns them on for bootstrap tokens, and so do we.
 			"--controllers=*,bootstrapsigner,tokencleaner",
 			"--leader-elect=false",
+			// The node IPAM controller (nodeipam, among *) gives each node
+			// a spec.podCIDR, which the kubelet hands to its runtime, as
+			// kubeadm's --pod-network-cidr sets it up.
+			"--allocate-node-cidrs=true",
+			"--cluster-cidr=" + cmp.Or(c.cfg.ClusterCIDR, ClusterCIDR),
+			"--node-cidr-mask-size=" + strconv.Itoa(NodeCIDRMaskSize),
+			"--service-cluster-ip-range=" + ServiceClusterIPRange,
 		}
 		if c.cfg.NodeMonitorGracePeriod > 0 {
 			a = append(a, "--node-monitor-grace-period="+c.cfg.NodeMonitorGracePeriod.String())
