@@ -12,8 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -258,7 +260,11 @@ func (c *Cluster) launch(name string) error {
 		// Die with the test binary even when it is killed.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if !c.cfg.Detach {
+		start = func() error { return startOnLastingThread(cmd) }
+	}
+	if err := start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{name: name, bin: bin, logPath: logPath, cmd: cmd, exited: make(chan struct{})}
@@ -269,6 +275,37 @@ func (c *Cluster) launch(name string) error {
 	}
 	return nil
 }
+
+// startOnLastingThread starts cmd from an OS thread that never ends. The
+// kernel sends Pdeathsig when the thread that forked the child ends, not
+// the process; and Go ends a thread when a goroutine locked to it returns
+// without unlocking, as the mock runtime's pod network does on purpose
+// (podnet: a thread that entered a network namespace is never reused). A
+// test that runs a pod network beside its control plane would otherwise
+// see the control plane killed at a random moment.
+func startOnLastingThread(cmd *exec.Cmd) error {
+	lastingThreadOnce.Do(func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lasts as long as the process
+			for r := range lastingThreadStarts {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	lastingThreadStarts <- startRequest{cmd, done}
+	return <-done
+}
+
+type startRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+var (
+	lastingThreadOnce   sync.Once
+	lastingThreadStarts = make(chan startRequest)
+)
 
 // Stop stops the processes this Cluster started, newest first: SIGTERM, then
 // SIGKILL after 15 s.
