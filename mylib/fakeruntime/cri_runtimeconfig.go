@@ -3,6 +3,7 @@ package fakeruntime
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -96,4 +97,29 @@ func (r *Runtime) PodCIDRs() []netip.Prefix {
 		}
 	}
 	return out
+}
+
+// ReachPodCIDRs wraps guarded, a dial that reaches only the networks it
+// was given when the kubelet started (prober.GuardedDialer), so that an
+// address in the runtime's pod network as it is now (PodCIDRs: the node's
+// pod CIDR, once UpdateRuntimeConfig has given it) is reached too, and
+// every other address is still guarded's to refuse. Without a pod network
+// it is guarded: the sandboxes' IPs lead nowhere.
+func (r *Runtime) ReachPodCIDRs(guarded func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if r.net == nil {
+		return guarded
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			if ip, err := netip.ParseAddr(host); err == nil {
+				for _, p := range r.PodCIDRs() {
+					if p.Contains(ip.Unmap()) {
+						var d net.Dialer
+						return d.DialContext(ctx, network, addr)
+					}
+				}
+			}
+		}
+		return guarded(ctx, network, addr)
+	}
 }

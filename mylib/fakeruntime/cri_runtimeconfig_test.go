@@ -2,6 +2,7 @@ package fakeruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -69,6 +70,17 @@ func TestUpdateRuntimeConfigBackToARangeInUse(t *testing.T) {
 	assert.Equal(t, "10.88.0.4", sandboxIP(t, r, c), "10.88.0.2 and .3 still run")
 }
 
+// TestReachPodCIDRsWithoutAPodNetwork: nothing to reach, the guard decides.
+func TestReachPodCIDRsWithoutAPodNetwork(t *testing.T) {
+	r := New(clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0)))
+	require.NoError(t, updatePodCIDR(r, "10.128.0.0/24"))
+	calls := 0
+	dial := r.ReachPodCIDRs(func(context.Context, string, string) (net.Conn, error) { calls++; return nil, errors.New("outside") })
+	_, err := dial(context.Background(), "tcp", "10.128.0.2:80")
+	assert.EqualError(t, err, "outside")
+	assert.Equal(t, 1, calls)
+}
+
 func TestUpdateRuntimeConfigRefusesMalformedCIDRs(t *testing.T) {
 	r := New(clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0)))
 	for cidr, want := range map[string]string{
@@ -120,7 +132,13 @@ func TestUpdateRuntimeConfigMovesThePodNetwork(t *testing.T) {
 			c.Close()
 		}
 	}()
-	c, err := net.Dial("tcp", net.JoinHostPort(ip, "8080"))
+	// A probe guard given the old range at start reaches the new one
+	// through ReachPodCIDRs, and still refuses the rest.
+	refuse := func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("outside") }
+	dial := r.ReachPodCIDRs(refuse)
+	_, err = dial(context.Background(), "tcp", "192.0.2.1:80")
+	assert.EqualError(t, err, "outside", "not the pod network's")
+	c, err := dial(context.Background(), "tcp", net.JoinHostPort(ip, "8080"))
 	require.NoError(t, err, "the host reaches the new range through the veth")
 	buf := make([]byte, 5)
 	_, err = c.Read(buf)
