@@ -218,8 +218,8 @@ var ErrNoPodNetwork = errors.New("the runtime has no pod network (Config.PodNetw
 // host (Config.PodNetwork, made), else why not, in one sentence.
 func (r *Runtime) PodNetworkError() error { return r.netErr }
 
-// PodCIDR is the range the sandboxes' IPs come from.
-func (r *Runtime) PodCIDR() netip.Prefix { return r.ips.Prefix() }
+// PodCIDR is the range new sandboxes' IPs come from (UpdateRuntimeConfig changes it).
+func (r *Runtime) PodCIDR() netip.Prefix { r.mu.Lock(); defer r.mu.Unlock(); return r.ips.Prefix() }
 
 // New returns an empty runtime that reads time from clk, with the defaults
 // of Config. Call Close when done with it.
