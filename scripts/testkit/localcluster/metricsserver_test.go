@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"mykubelet/scripts/testkit/localcluster"
 	"mykubelet/scripts/testkit/testcluster"
@@ -104,12 +105,21 @@ func TestMetricsServer(t *testing.T) {
 	k := startFakeKubelet(t, c)
 	cs := c.Clientset(t)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ms-node"}}
-	node, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	_, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	require.NoError(t, err)
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
-	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(k.port)
-	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	// The controller manager writes the new node too (its podCIDR): on a
+	// conflict, read it again and retry.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := cs.CoreV1().Nodes().Get(ctx, "ms-node", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(k.port)
+		node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
 	require.NoError(t, err)
 
 	// Two scrapes make a CPU rate; at one per MinMetricResolution that is
