@@ -13,7 +13,9 @@
 # Settings: MYKUBELET_STATE_DIR (default .state), MYKUBELET_CACHE_DIR,
 # MYKUBELET_NODE_MONITOR_GRACE_PERIOD (default: upstream's 50s),
 # MYKUBELET_CLUSTER_SIGNING_DURATION (kube-controller-manager's
-# --cluster-signing-duration; default: upstream's, a year), and the ports
+# --cluster-signing-duration; default: upstream's, a year),
+# MYKUBELET_CLUSTER_CIDR (its --cluster-cidr, the range each node's
+# spec.podCIDR, a /24, comes from; default 10.128.0.0/12), and the ports
 # MYKUBELET_APISERVER_PORT (6443), MYKUBELET_ETCD_PORT (2379),
 # MYKUBELET_ETCD_PEER_PORT (2380), MYKUBELET_CONTROLLER_MANAGER_PORT (10257),
 # MYKUBELET_SCHEDULER_PORT (10259), MYKUBELET_METRICS_SERVER_PORT (4443; the
@@ -51,6 +53,7 @@ case "$cmd" in
       -scheduler-port "${MYKUBELET_SCHEDULER_PORT:-10259}" \
       -node-monitor-grace-period "${MYKUBELET_NODE_MONITOR_GRACE_PERIOD:-0}" \
       -cluster-signing-duration "${MYKUBELET_CLUSTER_SIGNING_DURATION:-0}" \
+      -cluster-cidr "${MYKUBELET_CLUSTER_CIDR:-}" \
       -metrics-server \
       -metrics-server-port "$ms_port" \
       -metric-resolution "${MYKUBELET_METRIC_RESOLUTION:-0}" up

@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
+	"net/netip"
 	"path/filepath"
-	"strings"
+	"regexp"
 	"testing"
 	"time"
 
@@ -93,8 +94,14 @@ func TestChapter09EndToEnd(t *testing.T) {
 		pod := f.waitPod(t, "hello", 60*time.Second, running)
 		assert.Equal(t, node, pod.Spec.NodeName, "placed by the scheduler")
 		assert.Equal(t, "127.0.0.1", pod.Status.HostIP)
-		assert.True(t, strings.HasPrefix(pod.Status.PodIP, "10.88."), pod.Status.PodIP)
-		p.WaitForOutput(`pod default/hello: phase Pending -> Running \(pod IP 10\.88\.\S+\)`, 10*time.Second)
+		// From the mock's default range, or from the node's podCIDR once
+		// the kubelet has handed it to the runtime (its next status update).
+		n, err := f.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		require.NoError(t, err)
+		ip := netip.MustParseAddr(pod.Status.PodIP)
+		assert.True(t, netip.MustParsePrefix(fakeruntime.DefaultPodCIDR).Contains(ip) ||
+			(n.Spec.PodCIDR != "" && netip.MustParsePrefix(n.Spec.PodCIDR).Contains(ip)), "%s in %s or the node's %q", ip, fakeruntime.DefaultPodCIDR, n.Spec.PodCIDR)
+		p.WaitForOutput(`pod default/hello: phase Pending -> Running \(pod IP `+regexp.QuoteMeta(pod.Status.PodIP)+`\)`, 10*time.Second)
 		var reasons []string
 		for e := range w.ResultChan() {
 			if pod := e.Object.(*v1.Pod); len(pod.Status.ContainerStatuses) > 0 {

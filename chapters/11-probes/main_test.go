@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -173,7 +174,14 @@ func TestChapter11Probes(t *testing.T) {
 	control := p.WaitForSubmatch(`(?m)^control API: unix://(\S+) \(curl it for help\)`, 0, 10*time.Second)[1]
 	require.Equal(t, filepath.Join(f.state, statedir.RuntimeControlSocket), control, "in the state directory")
 	p.WaitForOutput(`(?m)^node `+node+`: status written`, 60*time.Second)
-	prefix := strings.Join(strings.Split(cidr, ".")[:2], ".") + "."
+	// The pods' IPs: from the node's podCIDR once the kubelet has handed
+	// it to the runtime, else (another pod network routes it) from cidr.
+	inPodRange := func(t *testing.T, ip string) bool {
+		n, err := f.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		require.NoError(t, err)
+		a := netip.MustParseAddr(ip)
+		return netip.MustParsePrefix(cidr).Contains(a) || (n.Spec.PodCIDR != "" && netip.MustParsePrefix(n.Spec.PodCIDR).Contains(a))
+	}
 
 	t.Run("readiness: 0/1, 1/1, then 0/1 and the endpoint not ready; mended from outside", func(t *testing.T) {
 		w, err := f.Admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=readiness-exec"})
@@ -196,7 +204,8 @@ func TestChapter11Probes(t *testing.T) {
 			pod := f.pod(t, "readiness-exec")
 			return container(pod).Ready && podCondition(pod, v1.PodReady) == v1.ConditionTrue && podCondition(pod, v1.ContainersReady) == v1.ConditionTrue
 		})
-		assert.True(t, strings.HasPrefix(f.pod(t, "readiness-exec").Status.PodIP, prefix))
+		ip := f.pod(t, "readiness-exec").Status.PodIP
+		assert.True(t, inPodRange(t, ip), "%s in %s or the node's podCIDR", ip, cidr)
 		waitFor(t, "endpoint ready", 30*time.Second, func() bool { return f.endpointReady(t, "readiness-exec") == "true" })
 		f.readmeCommand(t, "kubectl get pod readiness-exec", 0, control, 30*time.Second)
 		f.readmeCommand(t, "service-name=readiness-exec", 0, control, 30*time.Second)

@@ -1,11 +1,13 @@
 package app
 
 import (
+	"fmt"
 	"net"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
 
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/kubeletconfig"
@@ -65,14 +67,16 @@ type KubeletServer struct {
 }
 
 // Flags are the flags of a kubelet program of the course (mylib/options):
-// the pod sources, the runtime, --max-pods, --node-ip, --pod-logs-dir.
+// the pod sources, the runtime, --max-pods, --node-ip, --pod-logs-dir,
+// --node-status-max-images.
 type Flags struct {
-	o       *options.Options
-	sources *options.PodSources
-	runtime *options.Runtime
-	maxPods *int
-	nodeIP  net.IP
-	podLogs string
+	o         *options.Options
+	sources   *options.PodSources
+	runtime   *options.Runtime
+	maxPods   *int
+	nodeIP    net.IP
+	podLogs   string
+	maxImages int32
 }
 
 // AddFlags registers the kubelet's flags on o (a program acting as the
@@ -87,6 +91,12 @@ func AddFlags(o *options.Options, nodeIP net.IP) *Flags {
 	}
 	o.Flags.TextVar(&f.nodeIP, "node-ip", nodeIP, usage)
 	o.Flags.StringVar(&f.podLogs, "pod-logs-dir", "", "where containers' logs go (default: <state-dir>/pod-logs)")
+	f.maxImages = kubeletconfig.DefaultNodeStatusMaxImages
+	o.Flags.Func("node-status-max-images", fmt.Sprintf("the most images node.status.images lists, largest first; -1: no cap (default %d)", kubeletconfig.DefaultNodeStatusMaxImages), func(s string) error {
+		n, err := kubeletconfig.ParseNodeStatusMaxImages(s)
+		f.maxImages = n
+		return err
+	})
 	return f
 }
 
@@ -98,7 +108,8 @@ func AddFlags(o *options.Options, nodeIP net.IP) *Flags {
 func (f *Flags) KubeletServer() *KubeletServer {
 	kc := &kubeletv1beta1.KubeletConfiguration{StaticPodPath: f.sources.ManifestPath,
 		FileCheckFrequency:       metav1.Duration{Duration: f.sources.FileCheckFrequency},
-		ContainerRuntimeEndpoint: f.runtime.Endpoint, MaxPods: int32(*f.maxPods), PodLogsDir: f.podLogs}
+		ContainerRuntimeEndpoint: f.runtime.Endpoint, MaxPods: int32(*f.maxPods), PodLogsDir: f.podLogs,
+		NodeStatusMaxImages: ptr.To(f.maxImages)}
 	if kc.PodLogsDir == "" {
 		kc.PodLogsDir = statedir.Path(f.o.StateDir, "pod-logs")
 	}

@@ -69,6 +69,7 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 	}
 	endpoint := s.KubeletConfiguration.ContainerRuntimeEndpoint
 	reach, why := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, ""
+	var mockNet *fakeruntime.Runtime // the mock's pod network, whose range the node's podCIDR replaces later
 	switch {
 	case s.FakeRuntime:
 		// The mock machine's memory bounds a container without a memory
@@ -96,6 +97,7 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 		} else if s.PodNetwork {
 			ns, veth := mock.PodNetworkName()
 			reach = append(reach, mock.PodCIDR())
+			mockNet = mock
 			fmt.Printf("pod network: %s in network namespace %s, reached through %s\n", mock.PodCIDR(), ns, veth)
 		}
 		if m.ControlPath != "" {
@@ -114,6 +116,9 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 	}
 	deps.RemoteRuntimeService, deps.RemoteImageService = runtime.RuntimeService(), runtime.ImageService()
 	deps.ProbeDial = prober.GuardedDialer(reach, why)
+	if mockNet != nil { // probes reach the pod CIDR the runtime takes later too (UpdateRuntimeConfig)
+		deps.ProbeDial = mockNet.ReachPodCIDRs(deps.ProbeDial)
+	}
 	return runtime, nil
 }
 

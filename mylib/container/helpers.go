@@ -124,6 +124,9 @@ func ShouldContainerBeRestarted(container *v1.Container, pod *v1.Pod, podStatus 
 	case ContainerStateUnknown, ContainerStateCreated:
 		return true
 	}
+	if IsRestartableInitContainer(container) {
+		return true // a sidecar restarts whatever the pod's policy
+	}
 	switch pod.Spec.RestartPolicy {
 	case v1.RestartPolicyNever:
 		return false
@@ -131,6 +134,30 @@ func ShouldContainerBeRestarted(container *v1.Container, pod *v1.Pod, podStatus 
 		return status.ExitCode != 0
 	}
 	return true
+}
+
+// IsRestartableInitContainer tells whether an init container is a sidecar:
+// its restartPolicy is Always, so it keeps running beside the regular
+// containers and is restarted whenever it exits (upstream's
+// podutil.IsRestartableInitContainer). Only init containers may set it.
+func IsRestartableInitContainer(initContainer *v1.Container) bool {
+	return initContainer != nil && initContainer.RestartPolicy != nil && *initContainer.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// HasAnyActiveRegularContainerStarted tells whether a regular container of
+// the pod is running now, which means every init container has done its
+// part. Unlike upstream, which reads the current sandbox's containers, it
+// reads the newest status of each name.
+func HasAnyActiveRegularContainerStarted(spec *v1.PodSpec, podStatus *PodStatus) bool {
+	if podStatus == nil {
+		return false
+	}
+	for i := range spec.Containers {
+		if s := podStatus.FindContainerStatusByName(spec.Containers[i].Name); s != nil && s.State == ContainerStateRunning {
+			return true
+		}
+	}
+	return false
 }
 
 // ExpandContainerCommandAndArgs expands $(VAR) in a container's command and

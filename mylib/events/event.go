@@ -8,10 +8,10 @@
 //	defer stop()
 //	recorder.Eventf(pod, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q", image)
 //
-// Every reason the pod half records on pods is here: upstream's list also
-// has the attach and node reasons of parts this kubelet does not have, and
-// the image GC and eviction reasons, which live beside the code that
-// records them (mylib/images: FreeDiskSpaceFailed, InvalidDiskCapacity,
+// Every reason the pod half records on pods is here; the node's reasons
+// (Starting, NodeReady, NodeHasSufficientMemory…) are in
+// reasons_nodestatus.go. Upstream's list also has the image GC and
+// eviction reasons, which here live beside the code that records them (mylib/images: FreeDiskSpaceFailed, InvalidDiskCapacity,
 // ImageGCFailed, BackOff; mylib/eviction: Evicted, EvictionThresholdMet);
 // the kubelet's own ExceedMaxGracePeriod is here.
 // HostPathMapped is the course's own. Two reasons upstream writes where they are

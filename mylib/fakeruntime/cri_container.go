@@ -60,6 +60,13 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 			return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: entrypoint: %v", m.GetName(), err)
 		}
 	}
+	var pidTarget *container
+	if ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(); ns.GetPid() == runtimeapi.NamespaceMode_TARGET {
+		if pidTarget = s.containers[ns.GetTargetId()]; pidTarget == nil {
+			return nil, status.Errorf(codes.NotFound, "CreateContainer %s: target container %q of its PID namespace not found in pod %s",
+				m.GetName(), ns.GetTargetId(), s.podName())
+		}
+	}
 	if id, ok := r.names[containerNameKey(s.id, m)]; ok {
 		return nil, status.Errorf(codes.AlreadyExists, "CreateContainer: container %q attempt %d already exists in pod %s as %s",
 			m.GetName(), m.GetAttempt(), s.podName(), id)
@@ -78,6 +85,12 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		params:      params,
 		hostname:    s.hostname,
 		workDir:     cfg.GetWorkingDir(),
+		io:          newContainerIO(cfg),
+		interactive: cfg.GetStdin() && isLoneShell(cfg.GetCommand(), cfg.GetArgs(), img),
+	}
+	if pidTarget != nil {
+		c.running.joinPIDNamespace(&pidTarget.running)
+		c.pidTarget = pidTarget.id
 	}
 	memory := cfg.GetLinux().GetResources().GetMemoryLimitInBytes()
 	if memory <= 0 {
@@ -117,6 +130,29 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	}
 	r.addContainer(s, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
+}
+
+// isLoneShell tells whether what the container runs is a shell with no
+// argument: its command and args, or the image's entrypoint and the args,
+// or, with none, the image's default command. With a stdin it is
+// interactive.
+func isLoneShell(command, args []string, img *image) bool {
+	argv := append(slices.Clone(command), args...)
+	if len(command) == 0 && len(img.entrypoint) > 0 {
+		argv = append(slices.Clone(img.entrypoint), args...)
+	}
+	if len(argv) == 0 {
+		return img.def.Shell
+	}
+	return len(argv) == 1 && isShell(argv[0])
+}
+
+// prompt is the interactive shell's prompt: with a TTY only, as sh's.
+func (c *container) prompt() string {
+	if c.io != nil && c.io.tty {
+		return "# "
+	}
+	return ""
 }
 
 // mountCode is the code of a CreateContainer that failed with err: a

@@ -13,6 +13,9 @@ type ImageDefault struct {
 	Script string
 	// What says in words what the real image does.
 	What string
+	// Shell: the default command is a shell, which, in a container with
+	// a stdin (Config.Stdin), reads its commands from it.
+	Shell bool
 }
 
 // KnownRepository is one image repository as a registry serves it: the
@@ -72,8 +75,9 @@ trap 'exit 0' TERM
 while true; do sleep 3600; done`
 
 // busyboxSh is busybox's default command: sh, which with no terminal
-// attached reads an empty stdin and exits 0 at once.
-var busyboxSh = ImageDefault{What: "sh: with no terminal attached it reads an empty stdin and exits 0 at once"}
+// attached reads an empty stdin and exits 0 at once; with one (stdin: true,
+// `kubectl run -it`, `kubectl debug -it`) it reads commands from it.
+var busyboxSh = ImageDefault{What: "sh: with no terminal attached it reads an empty stdin and exits 0 at once", Shell: true}
 
 // critestRegistry is where cri-tools' validation suite (critest) keeps its
 // test images, all built FROM busybox (cri-tools images/build).

@@ -218,8 +218,8 @@ var ErrNoPodNetwork = errors.New("the runtime has no pod network (Config.PodNetw
 // host (Config.PodNetwork, made), else why not, in one sentence.
 func (r *Runtime) PodNetworkError() error { return r.netErr }
 
-// PodCIDR is the range the sandboxes' IPs come from.
-func (r *Runtime) PodCIDR() netip.Prefix { return r.ips.Prefix() }
+// PodCIDR is the range new sandboxes' IPs come from (UpdateRuntimeConfig changes it).
+func (r *Runtime) PodCIDR() netip.Prefix { r.mu.Lock(); defer r.mu.Unlock(); return r.ips.Prefix() }
 
 // New returns an empty runtime that reads time from clk, with the defaults
 // of Config. Call Close when done with it.
@@ -332,6 +332,13 @@ type container struct {
 	// process last reported it, and its CPU at the previous read.
 	remote  remoteUsage
 	cpuRate cpuRate
+
+	// io is its stdin and its live output to attached sessions
+	// (streaming_attach.go); interactive: its main process is a shell
+	// reading its commands from that stdin.
+	io          *containerIO
+	interactive bool
+	pidTarget   string // the container whose PID namespace it shares (NamespaceMode TARGET)
 }
 
 // containerNameKey is a container's reserved name: one container per name
@@ -372,6 +379,7 @@ func (r *Runtime) addContainer(s *sandbox, c *container) {
 // holds mu.
 func (r *Runtime) removeContainer(c *container) {
 	r.kill(c)
+	c.io.closeStdin()
 	c.closeFiles()
 	if c.dir != "" {
 		_ = os.RemoveAll(c.dir) // what cannot be removed stays in the state directory, harmless
@@ -415,17 +423,25 @@ func (r *Runtime) start(c *container) error {
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = r.now()
 	stdout, stderr := c.log.stream(StreamStdout), c.log.stream(StreamStderr)
+	in, out, errw := c.io.processIO(stdout, stderr)
 	if r.sandbox != nil {
-		return r.startInSandbox(c, stdout, stderr)
+		return r.startInSandbox(c, in, out, errw, stdout, stderr)
 	}
-	p := newProc(r.clock, c.fs, c.hostname, c.env, stdout, stderr, &c.running)
+	p := newProc(r.clock, c.fs, c.hostname, c.env, out, errw, &c.running)
 	p.workDir = c.workDir
 	p.net = r.containerNet(c)
+	p.stdin = in
 	ctx, cancel := context.WithCancel(context.Background())
 	c.proc, c.cancel, c.done = p, cancel, make(chan struct{})
 	done := c.done
+	interactive, prompt := c.interactive && in != nil, c.prompt()
 	go func() {
-		code := p.run(ctx, c.script, c.params)
+		var code int
+		if interactive {
+			code = p.interactive(ctx, in, prompt)
+		} else {
+			code = p.run(ctx, c.script, c.params)
+		}
 		stdout.flush()
 		stderr.flush()
 		r.mu.Lock()
@@ -442,6 +458,7 @@ func (r *Runtime) start(c *container) error {
 // exit marks c exited at at with code.
 func (c *container) exit(at int64, code int32) {
 	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.io.closeStdin() // nothing reads it any more
 	c.finishedAt = at
 	c.exitCode = code
 	c.reason = ReasonError

@@ -101,8 +101,11 @@
 // drive them; Exec and Attach answer a URL of the runtime's own streaming
 // server on 127.0.0.1 (streaming.go: SPDY, v4.channel.k8s.io), where `sh`
 // with stdin is an interactive shell (with a TTY: a prompt, echo and line
-// editing, best effort); Attach streams output only (the mock's containers
-// have no stdin); PortForward is not implemented (nothing listens); a
+// editing, best effort); Attach streams the output live and the input to a
+// container created with Stdin (streaming_attach.go: a session whose input
+// ended lasts until the process has read all of it, where containerd ends
+// it at once); PortForward connects to the sandbox's IP inside the pod
+// network (streaming_portforward.go; without one every port is refused); a
 // mount's symlinks are followed only inside it, mount propagation is
 // reported and not honoured, and a sandbox without a DnsConfig gives its
 // containers no /etc/resolv.conf (containerd copies the host's) —

@@ -39,6 +39,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,6 +112,7 @@ type runSpec struct {
 	Mounts      []mountSpec `json:"mounts,omitempty"` // its container's, each opened from /.mounts/<root>
 	Fault       bool        `json:"fault,omitempty"`  // opFault: on or off
 	Limits      runLimits   `json:"limits"`
+	PIDTarget   string      `json:"pidTarget,omitempty"` // the container whose PID namespace it shares
 }
 
 // The requests; an exit comes back as a runExit.
@@ -259,8 +261,12 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 			stdinW.Close()
 		}()
 	}
+	consumed := func(int64) {}
+	if c, ok := stdin.(interface{ stdinConsumed(int64) }); ok {
+		consumed = c.stdinConsumed
+	}
 	run.copies.Go(func() {
-		readFrames(outR, stdout, stderr) // until the sandbox process closes its end
+		readFrames(outR, stdout, stderr, consumed) // until the sandbox process closes its end
 		outR.Close()
 	})
 	return run, nil
@@ -624,8 +630,10 @@ func (w frameWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// readFrames copies the frames of r to stdout and stderr until r ends.
-func readFrames(r io.Reader, stdout, stderr io.Writer) {
+// readFrames copies the frames of r to stdout and stderr until r ends; a
+// frame of stream 3 says how many bytes of stdin the script has read, now
+// that it waits for more (stdinReport), and goes to consumed.
+func readFrames(r io.Reader, stdout, stderr io.Writer, consumed func(int64)) {
 	br := bufio.NewReaderSize(r, 4<<10) // a thousand idle containers hold one each
 	var head [frameHeader]byte
 	buf := make([]byte, maxFrame)
@@ -641,8 +649,14 @@ func readFrames(r io.Reader, stdout, stderr io.Writer) {
 			return
 		}
 		w := stdout
-		if head[0] == 2 {
+		switch head[0] {
+		case 2:
 			w = stderr
+		case 3:
+			if n == 8 {
+				consumed(int64(binary.BigEndian.Uint64(buf[:8])))
+			}
+			continue
 		}
 		_, _ = w.Write(buf[:n])
 	}
@@ -676,14 +690,20 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 	}
 	return runSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
 		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip, Mounts: c.mapped,
-		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}}
+		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}, PIDTarget: c.pidTarget}
 }
 
 // startInSandbox starts c's main script in the sandbox process. Caller
 // holds r.mu.
-func (r *Runtime) startInSandbox(c *container, stdout, stderr *logStream) error {
+func (r *Runtime) startInSandbox(c *container, in io.Reader, out, errw io.Writer, stdout, stderr *logStream) error {
 	spec := r.spec(c, c.script, c.params)
-	run, err := r.sandbox.start(spec, nil, stdout, stderr)
+	if c.interactive && in != nil {
+		spec.Interactive, spec.Prompt = true, c.prompt()
+	}
+	if in != nil {
+		in = c.io.stdin.readRemotely(in)
+	}
+	run, err := r.sandbox.start(spec, in, out, errw)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ package fakeruntime
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -229,12 +230,15 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 	}
 	var mu sync.Mutex
 	stdout, stderr := frameWriter{mu: &mu, f: files[0], stream: 1}, frameWriter{mu: &mu, f: files[0], stream: 2}
+	if f, ok := stdin.(*os.File); ok {
+		stdin = &stdinReport{f: f, w: frameWriter{mu: &mu, f: files[0], stream: 3}}
+	}
 	view, err := openView(spec)
 	if err != nil {
 		fmt.Fprintf(stderr, "sh: %v\n", err)
 		closeFiles(files)
-		if f, ok := stdin.(*os.File); ok {
-			f.Close()
+		if f, ok := stdin.(*stdinReport); ok {
+			f.f.Close()
 		}
 		s.exit(spec.ID, 126, "")
 		return
@@ -243,6 +247,9 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 	c := s.container(spec.Container)
 	if c.runs == 0 {
 		c.running.setLimits(spec.Limits.Pids, spec.Limits.Memory)
+		if spec.PIDTarget != "" && spec.PIDTarget != spec.Container {
+			c.running.joinPIDNamespace(&s.container(spec.PIDTarget).running)
+		}
 	}
 	c.runs++
 	p := newProc(clock.RealClock{}, view, spec.Hostname, spec.Env, stdout, stderr, &c.running)
@@ -264,8 +271,8 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 		cancel()
 		view.close()
 		closeFiles(files)
-		if f, ok := stdin.(*os.File); ok {
-			f.Close()
+		if f, ok := stdin.(*stdinReport); ok {
+			f.f.Close()
 		}
 		s.mu.Lock()
 		delete(s.runs, spec.ID)
@@ -330,4 +337,29 @@ func openView(spec runSpec) (*containerFS, error) {
 		return nil, err
 	}
 	return newContainerFS(root, mounts), nil
+}
+
+// stdinReport is a script's stdin in the sandbox process: before each read
+// that will wait (nothing in the pipe), it tells the runtime how many bytes
+// the script has read so far (a frame of stream 3), so that an attach
+// session knows when what it sent has all been read (streaming_attach.go).
+type stdinReport struct {
+	f    *os.File
+	w    frameWriter
+	read int64
+}
+
+func (s *stdinReport) Read(p []byte) (int, error) {
+	if rc, err := s.f.SyscallConn(); err == nil {
+		pending := -1
+		_ = rc.Control(func(fd uintptr) { pending, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+		if pending == 0 {
+			var b [8]byte
+			binary.BigEndian.PutUint64(b[:], uint64(s.read))
+			_, _ = s.w.Write(b[:])
+		}
+	}
+	n, err := s.f.Read(p)
+	s.read += int64(n)
+	return n, err
 }

@@ -41,7 +41,7 @@ const ExitCodeSIGTERM = 143
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
 // The server commands (agnhost, etcd, goproxy, nginx) are in shell_servers.go.
-var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "rm", "pgrep", "sh", "sleep", "stress", "top", "touch"}
+var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "ps", "rm", "pgrep", "sh", "sleep", "stress", "tail", "tar", "top", "touch"}
 
 // proc is one script running in a container: its main process, or a
 // command run by ExecSync.
@@ -66,26 +66,69 @@ type proc struct {
 // procTable counts the utilities running in a container, and holds its
 // limits (shell_limits.go) and what it uses (shell_usage.go).
 type procTable struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	pidns *pidNamespace // its own, made on first use, or its target's
 	limits
 	cpu     cpuMeter
 	traffic netCounters
 }
 
-func (t *procTable) add(name string, d int) {
+// pidNamespace is the process view of pgrep and ps: the utilities running,
+// by name. There are no PIDs: a container has its own view, or, created
+// with PID namespace mode TARGET (an ephemeral container of `kubectl debug
+// --target`), shares its target's, so that each sees the other's
+// utilities, as processes of one PID namespace see each other.
+type pidNamespace struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// namespace returns the PID namespace t's utilities run in.
+func (t *procTable) namespace() *pidNamespace {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.n == nil {
-		t.n = map[string]int{}
+	if t.pidns == nil {
+		t.pidns = &pidNamespace{n: map[string]int{}}
 	}
-	t.n[name] += d
+	return t.pidns
+}
+
+// joinPIDNamespace makes t's utilities run in target's PID namespace.
+func (t *procTable) joinPIDNamespace(target *procTable) {
+	ns := target.namespace()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pidns = ns
+}
+
+func (t *procTable) add(name string, d int) {
+	ns := t.namespace()
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	ns.n[name] += d
 }
 
 func (t *procTable) count(name string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.n[name]
+	ns := t.namespace()
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return ns.n[name]
+}
+
+// list returns the running utilities' names, one per running instance,
+// sorted.
+func (t *procTable) list() []string {
+	ns := t.namespace()
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	var out []string
+	for name, k := range ns.n {
+		for range k {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // signals is a process's SIGTERM: its trap and its delivery, shared with
@@ -408,10 +451,23 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 			return interp.NewExitStatus(1)
 		}
 		return nil
+	case "ps":
+		// busybox's columns; the PIDs are made up (numbered in order) and
+		// the main script itself is not listed, only the utilities running
+		// in the container's PID namespace (with --target, its target's).
+		fmt.Fprintln(hc.Stdout, "PID   USER     TIME  COMMAND")
+		for i, name := range p.running.list() {
+			fmt.Fprintf(hc.Stdout, "%5d root      0:00 %s\n", i+1, name)
+		}
+		return nil
 	case "sleep":
 		return p.sleep(ctx, hc, args[1:])
 	case "cat":
 		return p.cat(ctx, hc, args[1:])
+	case "tail": // shell_tail.go
+		return p.tail(ctx, hc, args[1:])
+	case "tar": // shell_tar.go
+		return p.tar(ctx, hc, args[1:])
 	case "touch":
 		return p.each(hc, args, func(rel string) error {
 			f, _, err := p.fs.OpenFile(rel, os.O_CREATE|os.O_WRONLY, 0o644)

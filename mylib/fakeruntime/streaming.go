@@ -34,8 +34,8 @@ import (
 // final Status), on k8s.io/streaming's SPDY connection. Where it departs
 // from upstream's k8s.io/cri-streaming server, and why: v4 only (every
 // client since Kubernetes 1.4 speaks it; v5 is WebSocket, which the API
-// server translates to SPDY for us), no WebSocket, no port forwarding
-// (nothing listens in a mock container).
+// server translates to SPDY for us), no WebSocket; port forwarding
+// (portforward.k8s.io over SPDY) is in streaming_portforward.go.
 
 const (
 	// StreamTokenTTL is how long a URL from Exec or Attach may wait for
@@ -85,6 +85,7 @@ func (r *Runtime) addStream(p pendingStream) (string, error) {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/exec/{token}", r.serveStream)
 		mux.HandleFunc("/attach/{token}", r.serveStream)
+		mux.HandleFunc("/portforward/{token}", r.servePortForward) // port-forward sessions (streaming_portforward.go)
 		s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		s.addr = lis.Addr().String()
 		s.pending = map[string]pendingStream{}
@@ -177,9 +178,9 @@ func (r *Runtime) Exec(_ context.Context, req *runtimeapi.ExecRequest) (*runtime
 	return &runtimeapi.ExecResponse{Url: u}, nil
 }
 
-// Attach answers the URL of a session that streams the container's
-// output from now on, until it exits. The mock's containers have no
-// stdin: stdin is accepted and ignored.
+// Attach answers the URL of a session on the container's main process:
+// its output from now on and, when the container has a stdin, its input
+// (see streaming_attach.go for when the session ends).
 func (r *Runtime) Attach(_ context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
 	o := StreamOptions{Stdin: req.GetStdin(), Stdout: req.GetStdout(), Stderr: req.GetStderr(), TTY: req.GetTty()}
 	if err := r.checkStreamRequest("Attach", req.GetContainerId(), o); err != nil {
@@ -276,7 +277,7 @@ func (r *Runtime) serveStream(w http.ResponseWriter, req *http.Request) {
 	var code int
 	var err error
 	if p.attach {
-		err = r.attachStreams(req.Context(), p.containerID, stdout, stderr)
+		err = r.attachStreams(req.Context(), p.containerID, stdin, stdout, stderr)
 	} else {
 		code, err = r.execStreams(req.Context(), p.containerID, p.cmd, stdin, stdout, stderr, p.opts.TTY)
 	}

@@ -1,14 +1,11 @@
 package fakeruntime
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"io"
-	"os"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -143,73 +140,6 @@ type idleReader struct {
 func (r idleReader) Read(p []byte) (int, error) {
 	defer r.m.idle()()
 	return r.r.Read(p)
-}
-
-// attachStreams copies what the container writes from now on to stdout
-// and stderr until it exits, reading its log file as the kubelet would
-// (the mock's processes write only there).
-func (r *Runtime) attachStreams(ctx context.Context, id string, stdout, stderr io.Writer) error {
-	r.mu.Lock()
-	c, err := r.findContainer(id)
-	if err != nil {
-		r.mu.Unlock()
-		return err
-	}
-	path, done := c.logPath, c.done
-	r.mu.Unlock()
-	if path == "" {
-		<-done
-		return nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return status.Errorf(codes.Internal, "Attach: %v", err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		return err
-	}
-	br := bufio.NewReader(f)
-	var partial []byte
-	ended := false
-	for {
-		line, err := br.ReadBytes('\n')
-		if err == io.EOF {
-			if ended {
-				return nil
-			}
-			_, _ = f.Seek(-int64(len(line)), io.SeekCurrent)
-			br.Reset(f)
-			t := r.clock.NewTimer(50 * time.Millisecond) // on the runtime's clock
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-done:
-				ended = true // read what is left, then end
-			case <-t.C():
-			}
-			t.Stop()
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		l, perr := ParseLogLine(bytes.TrimSuffix(line, []byte{'\n'}))
-		if perr != nil {
-			continue
-		}
-		out := stdout
-		if l.Stream == StreamStderr {
-			out = stderr
-		}
-		if l.Partial {
-			partial = append(partial, l.Text...)
-			continue
-		}
-		_, _ = out.Write(append(append(partial, l.Text...), '\n'))
-		partial = nil
-	}
 }
 
 // crlfWriter turns "\n" into "\r\n", as a terminal's output processing

@@ -112,7 +112,7 @@ func TestExecAndAttachRefuseWhatTheyCannotServe(t *testing.T) {
 	_, err = r.Exec(context.Background(), &runtimeapi.ExecRequest{ContainerId: "nope", Cmd: []string{"true"}, Stdout: true})
 	assert.Equal(t, codes.NotFound, status.Code(err))
 	_, err = r.PortForward(context.Background(), &runtimeapi.PortForwardRequest{PodSandboxId: "x"})
-	assert.Equal(t, codes.Unimplemented, status.Code(err))
+	assert.Equal(t, codes.NotFound, status.Code(err)) // served: streaming_portforward.go
 
 	// A URL is good once.
 	u := execURL(t, r, c, false, false, "true")
@@ -147,7 +147,6 @@ func TestAttachStreamsWhatTheContainerWritesUntilItExits(t *testing.T) {
 	c := resp.ContainerId
 	startContainer(t, r, c)
 	waitSleeping(t, r)
-	baseline := clk.Waiters() // the script's sleep
 
 	att, err := r.Attach(context.Background(), &runtimeapi.AttachRequest{ContainerId: c, Stdout: true, Stderr: true})
 	require.NoError(t, err)
@@ -158,9 +157,7 @@ func TestAttachStreamsWhatTheContainerWritesUntilItExits(t *testing.T) {
 	go func() {
 		done <- ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
 	}()
-	for clk.Waiters() <= baseline { // the session polls the log on the runtime's clock
-		time.Sleep(time.Millisecond)
-	}
+	waitAttached(t, r, c, 1)
 	for {
 		clk.Step(time.Second)
 		select {

@@ -135,7 +135,7 @@ type StatsProvider interface {
 // KubeletConfiguration (defaulted: kubeletconfig.SetDefaults) and its
 // Dependencies, both halves, built by New. From kubeCfg it reads maxPods,
 // port, nodeStatusUpdateFrequency, nodeStatusReportFrequency,
-// nodeLeaseDurationSeconds, podLogsDir, with ContainerLogRotation the
+// nodeLeaseDurationSeconds, podLogsDir, nodeStatusMaxImages, with ContainerLogRotation the
 // containerLog* fields, and with Eviction the eviction*, imageGC*,
 // image*GCAge and image pull fields.
 func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Dependencies, opts MainOptions) (*Kubelet, error) {
@@ -191,7 +191,7 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		Node: &NodeConfig{
 			Annotations: opts.Annotations,
 			Status: &NodeStatusOptions{RootDir: opts.RootDirectory, MaxPods: int(kubeCfg.MaxPods), NodeIP: opts.NodeIP, Port: kubeCfg.Port,
-				MockMachine: opts.MockMachine},
+				MockMachine: opts.MockMachine, NodeStatusMaxImages: kubeCfg.NodeStatusMaxImages}, // nodeStatusMaxImages: status.images' cap
 			NodeStatusUpdateFrequency: kubeCfg.NodeStatusUpdateFrequency.Duration, NodeStatusReportFrequency: kubeCfg.NodeStatusReportFrequency.Duration,
 			LeaseDurationSeconds: kubeCfg.NodeLeaseDurationSeconds,
 			HeartbeatClient:      kubeDeps.HeartbeatClient, OnHeartbeatFailure: kubeDeps.OnHeartbeatFailure,

@@ -436,10 +436,11 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	return nil
 }
 
-// Run runs the halves Config set up, side by side, until ctx ends or the
-// node half fails to register (its error is returned; the pod half is then
-// stopped too).
+// Run records the Starting event (BirthCry), then runs the halves Config
+// set up, side by side, until ctx ends or the node half fails to register
+// (its error is returned; the pod half is then stopped too).
 func (kl *Kubelet) Run(ctx context.Context) error {
+	kl.BirthCry()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -93,7 +93,8 @@ func (m *fakeEvictionManager) Admit(_ context.Context, attrs *kubelifecycle.PodA
 // fakeImageGC stands for the image GC manager: GarbageCollect answers
 // with errs in turn (then nil), and counts its calls.
 type fakeImageGC struct {
-	// The interface's other methods (none the Kubelet calls) panic.
+	// The interface's other methods (GetImageList is answered in
+	// node_status_funcs_test.go) panic.
 	images.ImageGCManager
 
 	mu      sync.Mutex

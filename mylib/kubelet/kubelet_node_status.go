@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"mykubelet/mylib/nodelease"
@@ -90,6 +91,11 @@ type NodeConfig struct {
 	// to NodeStatusUpdateFrequency with it to get that behaviour.
 	DisableNodeLease bool
 
+	// Recorder receives the node's events (Starting, NodeHasSufficientMemory,
+	// NodeReady, …; events.NewRecorder); nil means PodsConfig.Recorder,
+	// and without either the events are not recorded (a fleet's nodes).
+	Recorder record.EventRecorder
+
 	// OnRegistered, when set, is called once the node is registered: created
 	// is false when an existing Node was adopted.
 	OnRegistered func(node *v1.Node, created bool)
@@ -114,6 +120,7 @@ type nodeHalf struct {
 	nodeLeaseController       *nodelease.Controller // nil with DisableNodeLease
 	heartbeatClient           kubernetes.Interface
 	onHeartbeatFailure        func()
+	recorder                  record.EventRecorder // nil: the pod half's
 
 	registrationCompleted bool
 	// lastStatusReportTime is when the status was last written.
@@ -173,6 +180,7 @@ func (kl *Kubelet) newNodeHalf(cfg NodeConfig) error {
 		nodeLeaseController:       lc,
 		heartbeatClient:           cfg.HeartbeatClient,
 		onHeartbeatFailure:        cfg.OnHeartbeatFailure,
+		recorder:                  cfg.Recorder,
 	}
 	return nil
 }

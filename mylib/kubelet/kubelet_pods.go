@@ -10,7 +10,7 @@ package kubelet
 //   - no service links ($SERVICE_HOST variables): there is no service lister;
 //   - ConfigMaps and Secrets are read with a GET each (upstream caches them
 //     with a watch); the node's credentials decide what may be read;
-//   - no sidecar (restartable) init containers, no pod-level resources;
+//   - no pod-level resources;
 //   - the environment is sorted by name (upstream's order is a map's);
 //   - startTime is set by the status manager, as upstream, not here.
 
@@ -49,19 +49,45 @@ const (
 
 // getPhase computes the pod's phase from its spec and its containers'
 // statuses (init and regular, in info). podIsTerminal says the kubelet
-// will run nothing more for this pod.
-func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal bool) v1.PodPhase {
+// will run nothing more for this pod; podHasInitialized that a regular
+// container has run (so a sidecar restarting does not make the pod
+// Pending again). As upstream, a sidecar (restartable init container)
+// counts while it runs; once stopped, it does not count at all: a Job's
+// pod whose main containers succeeded is Succeeded however its sidecars
+// were stopped.
+func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal, podHasInitialized bool) v1.PodPhase {
 	spec := pod.Spec
-	pendingInit, failedInit := 0, 0
+	pendingRegularInit, pendingSidecars, failedInit := 0, 0, 0
+	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
 	for _, c := range spec.InitContainers {
 		s, ok := findStatus(info, c.Name)
+		if kubecontainer.IsRestartableInitContainer(&c) {
+			switch {
+			case !ok:
+				unknown++
+			case s.State.Running != nil:
+				if s.Started == nil || !*s.Started {
+					pendingSidecars++
+				}
+				running++
+			case s.State.Terminated != nil, s.State.Waiting != nil && s.LastTerminationState.Terminated != nil:
+				// stopped, or about to restart: it does not count
+			case s.State.Waiting != nil:
+				pendingSidecars++
+				waiting++
+			default:
+				pendingSidecars++
+				unknown++
+			}
+			continue
+		}
 		if !ok {
-			pendingInit++
+			pendingRegularInit++
 			continue
 		}
 		switch {
 		case s.State.Running != nil:
-			pendingInit++
+			pendingRegularInit++
 		case s.State.Terminated != nil:
 			if s.State.Terminated.ExitCode != 0 {
 				failedInit++
@@ -72,14 +98,13 @@ func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal bool) v1.Pod
 					failedInit++
 				}
 			} else {
-				pendingInit++
+				pendingRegularInit++
 			}
 		default:
-			pendingInit++
+			pendingRegularInit++
 		}
 	}
 
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
 	for _, c := range spec.Containers {
 		s, ok := findStatus(info, c.Name)
 		if !ok {
@@ -109,7 +134,7 @@ func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal bool) v1.Pod
 		return v1.PodFailed
 	}
 	switch {
-	case pendingInit > 0, waiting > 0:
+	case pendingRegularInit > 0, pendingSidecars > 0 && !podHasInitialized, waiting > 0:
 		return v1.PodPending
 	case running > 0 && unknown == 0:
 		return v1.PodRunning
@@ -173,7 +198,7 @@ func generateAPIPodStatusProbed(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 		probes.UpdatePodStatus(pod, s)
 	}
 	all := append(append([]v1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
-	s.Phase = getPhase(pod, all, podIsTerminal)
+	s.Phase = getPhase(pod, all, podIsTerminal, kubecontainer.HasAnyActiveRegularContainerStarted(&pod.Spec, podStatus))
 
 	// A terminal phase is final. Unlike upstream, which lets the runtime's
 	// word turn a Failed pod Succeeded, an old terminal phase also wins
@@ -355,7 +380,7 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *kubecontainer.PodStat
 	// waits with that failure as its reason.
 	for i := range containers {
 		c := &containers[i]
-		if isInitContainer {
+		if isInitContainer && !kubecontainer.IsRestartableInitContainer(c) {
 			if cs := podStatus.FindContainerStatusByName(c.Name); cs != nil && cs.State == kubecontainer.ContainerStateExited && cs.ExitCode == 0 {
 				continue
 			}
@@ -378,10 +403,10 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *kubecontainer.PodStat
 	for _, c := range containers { // the spec's order (upstream sorts regular ones by name; the status manager does)
 		st := statuses[c.Name]
 		running := st.State.Running != nil
-		if isInitContainer {
+		if isInitContainer && !kubecontainer.IsRestartableInitContainer(&c) {
 			st.Ready = st.State.Terminated != nil && st.State.Terminated.ExitCode == 0
 		} else {
-			st.Ready = running
+			st.Ready = running // a sidecar is ready as a regular container is
 		}
 		started := running
 		st.Started = &started

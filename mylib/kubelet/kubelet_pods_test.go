@@ -86,7 +86,7 @@ func TestGetPhase(t *testing.T) {
 		{"OnFailure: init container failed, retried", phasePod(v1.RestartPolicyOnFailure, []string{"i"}, "a"), []v1.ContainerStatus{waitingAfter("i", 1), waiting("a")}, false, v1.PodPending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, getPhase(tc.pod, tc.info, tc.terminal))
+			assert.Equal(t, tc.want, getPhase(tc.pod, tc.info, tc.terminal, false))
 		})
 	}
 }

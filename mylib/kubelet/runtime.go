@@ -58,6 +58,7 @@ type runtimeState struct {
 	networkError             error
 	runtimeError             error
 	healthChecks             []healthCheck
+	podCIDR                  podCIDRState // updatePodCIDR's (kubelet_network.go)
 }
 
 // newRuntimeState: threshold 0 means no Status to wait for (no CRI).

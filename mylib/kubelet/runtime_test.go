@@ -171,7 +171,7 @@ func TestDefaultNodeStatusFuncsNeedARootDir(t *testing.T) {
 	assert.EqualError(t, err, "kubelet: Config.Node.Status.RootDir is required (the filesystem of ephemeral-storage)")
 	kl, err := New(Config{Client: fake.NewClientset(), NodeName: "n1", Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: t.TempDir()}}})
 	require.NoError(t, err)
-	assert.Len(t, kl.node.setters, 9, "upstream's defaultNodeStatusFuncs, Ready last")
+	assert.Len(t, kl.node.setters, 10, "upstream's defaultNodeStatusFuncs (Images among them), Ready last")
 	node, err := kl.InitialNode(context.Background())
 	require.NoError(t, err)
 	_, ready := nodestatus.GetNodeCondition(&node.Status, v1.NodeReady)

@@ -29,7 +29,7 @@ var Supported = []string{
 	"staticPodPath", "syncFrequency", "fileCheckFrequency",
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
 	"kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst",
-	"maxPods", "rotateCertificates", "serverTLSBootstrap", "containerRuntimeEndpoint",
+	"maxPods", "nodeStatusMaxImages", "rotateCertificates", "serverTLSBootstrap", "containerRuntimeEndpoint",
 	"containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers", "containerLogMonitorInterval",
 	"authentication.x509.clientCAFile",
 	"authentication.webhook.enabled", "authentication.webhook.cacheTTL",

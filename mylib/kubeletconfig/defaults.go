@@ -25,6 +25,7 @@ const (
 	DefaultEventRecordQPS            = 50
 	DefaultEventBurst                = 100
 	DefaultMaxPods                   = 110
+	DefaultNodeStatusMaxImages       = 50 // -1: no cap
 	DefaultContainerRuntimeEndpoint  = "unix:///run/containerd/containerd.sock"
 	DefaultAuthenticationCacheTTL    = 2 * time.Minute
 	DefaultAuthorizedCacheTTL        = 5 * time.Minute
@@ -107,6 +108,9 @@ func SetDefaults(kc *kubeletv1beta1.KubeletConfiguration) {
 	}
 	if kc.MaxPods == 0 {
 		kc.MaxPods = DefaultMaxPods
+	}
+	if kc.NodeStatusMaxImages == nil {
+		kc.NodeStatusMaxImages = ptr.To[int32](DefaultNodeStatusMaxImages)
 	}
 	if kc.ContainerRuntimeEndpoint == "" {
 		kc.ContainerRuntimeEndpoint = DefaultContainerRuntimeEndpoint

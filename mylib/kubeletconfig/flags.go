@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ var configFlags = map[string]func(to, from *kubeletv1beta1.KubeletConfiguration)
 	"max-pods":          func(to, from *kubeletv1beta1.KubeletConfiguration) { to.MaxPods = from.MaxPods },
 	"port":              func(to, from *kubeletv1beta1.KubeletConfiguration) { to.Port = from.Port },
 	"address":           func(to, from *kubeletv1beta1.KubeletConfiguration) { to.Address = from.Address },
+	"node-status-max-images": func(to, from *kubeletv1beta1.KubeletConfiguration) {
+		to.NodeStatusMaxImages = from.NodeStatusMaxImages
+	},
 }
 
 // AddFlags registers the flags on fs, with upstream's names, the node
@@ -73,6 +77,14 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 			return fmt.Errorf("want a whole number of at least 1, got %q", s)
 		}
 		v.MaxPods = n
+		return nil
+	})
+	fs.Func("node-status-max-images", fmt.Sprintf("the most images node.status.images lists, largest first; -1: no cap (config: nodeStatusMaxImages) (default %d)", DefaultNodeStatusMaxImages), func(s string) error {
+		n, err := ParseNodeStatusMaxImages(s)
+		if err != nil {
+			return err
+		}
+		v.NodeStatusMaxImages = &n
 		return nil
 	})
 	fs.Func("port", fmt.Sprintf("the kubelet API's port (config: port) (default %d)", DefaultPort), func(s string) error {
@@ -132,6 +144,7 @@ func Validate(kc *kubeletv1beta1.KubeletConfiguration) error {
 	check(kc.Port >= 1 && kc.Port <= 65535, "port %d: want 1-65535", kc.Port)
 	check(net.ParseIP(kc.Address) != nil, "address %q: want an IP address", kc.Address)
 	check(kc.MaxPods >= 0, "maxPods %d: must not be negative", kc.MaxPods)
+	check(kc.NodeStatusMaxImages == nil || *kc.NodeStatusMaxImages >= -1, "nodeStatusMaxImages %d: want -1 (no cap) or more", ptrValue(kc.NodeStatusMaxImages))
 	check(kc.NodeLeaseDurationSeconds >= 1, "nodeLeaseDurationSeconds %d: want at least 1", kc.NodeLeaseDurationSeconds)
 	check(kc.NodeStatusUpdateFrequency.Duration > 0 && kc.SyncFrequency.Duration > 0 && kc.FileCheckFrequency.Duration > 0,
 		"syncFrequency, fileCheckFrequency and nodeStatusUpdateFrequency must be positive")
@@ -148,6 +161,23 @@ func Validate(kc *kubeletv1beta1.KubeletConfiguration) error {
 		errs = append(errs, err)
 	}
 	return oneLine(errs)
+}
+
+// ParseNodeStatusMaxImages reads --node-status-max-images: a whole number,
+// -1 (no cap) or more.
+func ParseNodeStatusMaxImages(s string) (int32, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	if err != nil || n < -1 {
+		return 0, fmt.Errorf("want a whole number, -1 (no cap) or more, got %q", s)
+	}
+	return int32(n), nil
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // oneLine joins errs into one error of one line ("; " between them), nil

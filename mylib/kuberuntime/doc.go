@@ -38,8 +38,11 @@
 //     volumes; the termination message is read without following a
 //     symlink, and upstream's pod-wide cap on messages (12 KiB) is not
 //     applied;
-//   - no sidecar (restartable) init containers, ephemeral containers,
-//     httpGet lifecycle hooks or in-place resize: not needed to run a pod;
+//   - no httpGet lifecycle hooks or in-place resize: not needed to run
+//     a pod;
+//   - a sidecar (restartable init container) whose spec changed keeps
+//     running (upstream replaces it), and the sidecars' turn to stop is
+//     timed on the Manager's clock;
 //   - no security context, cgroup parent or seccomp in the configs: the
 //     mock runtime ignores them;
 //   - the container hash is FNV-32a of the spec's JSON, not upstream's

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
@@ -45,7 +46,7 @@ func containerRef(pod *v1.Pod, container *v1.Container) *v1.ObjectReference {
 			return ref
 		}
 	}
-	ref.FieldPath = fmt.Sprintf("spec.containers{%s}", container.Name)
+	ref.FieldPath = containerFieldPath(pod, container.Name) // kuberuntime_ephemeral.go: spec.ephemeralContainers{…} too
 	return ref
 }
 
@@ -97,6 +98,9 @@ func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Con
 		config.Envs = append(config.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
 	config.Mounts = makeMounts(opts, container)
+	if err := m.applyEphemeralTarget(ctx, config, container, pod); err != nil { // kuberuntime_ephemeral.go
+		return nil, err
+	}
 	return config, nil
 }
 
@@ -176,6 +180,17 @@ func (m *Manager) startContainer(ctx context.Context, podSandboxID string, sandb
 // minimumGracePeriodInSeconds. pod may be nil for a
 // container whose pod the kubelet no longer knows; its annotations then say.
 func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, c *kubecontainer.Container, message string, gracePeriodOverride *int64) error {
+	return m.killContainerInOrder(ctx, pod, c, message, gracePeriodOverride, nil)
+}
+
+// killContainerInOrder is killContainer that, given an ordering, waits
+// after the preStop hook for the container's turn (a sidecar's: the
+// regular containers and the later sidecars stopped) and gives
+// StopContainer what is left of the grace period, as upstream.
+func (m *Manager) killContainerInOrder(ctx context.Context, pod *v1.Pod, c *kubecontainer.Container, message string, gracePeriodOverride *int64, ordering *terminationOrdering) error {
+	if ordering != nil {
+		defer ordering.containerTerminated(c.Name) // stopped or not, the next one goes on
+	}
 	gracePeriod := int64(defaultTerminationGracePeriod)
 	var spec *v1.Container
 	switch {
@@ -218,6 +233,10 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, c *kubecontain
 	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && gracePeriod > 0 {
 		gracePeriod -= m.executePreStopHook(ctx, pod, c.ID, spec, gracePeriod)
 	}
+	if ordering != nil && gracePeriod > 0 {
+		// Whole seconds: the time waited is rounded down.
+		gracePeriod -= int64(ordering.waitForTurn(c.Name, gracePeriod))
+	}
 	if gracePeriod < minimumGracePeriodInSeconds {
 		gracePeriod = minimumGracePeriodInSeconds
 	}
@@ -230,16 +249,29 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, c *kubecontain
 }
 
 // killContainersWithSyncResult stops the running pod's containers in
-// parallel, one result each.
+// parallel, one result each. With the pod's spec known, its sidecars stop
+// last, in reverse order (terminationOrdering).
 func (m *Manager) killContainersWithSyncResult(ctx context.Context, pod *v1.Pod, runningPod kubecontainer.Pod, gracePeriodOverride *int64) []*kubecontainer.SyncResult {
 	results := make([]*kubecontainer.SyncResult, len(runningPod.Containers))
+	var ordering *terminationOrdering
+	if pod != nil {
+		names := make([]string, 0, len(runningPod.Containers))
+		for _, c := range runningPod.Containers {
+			names = append(names, c.Name)
+		}
+		clk := m.clock
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		ordering = newTerminationOrdering(clk, pod, names)
+	}
 	var wg sync.WaitGroup
 	for i, c := range runningPod.Containers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := kubecontainer.NewSyncResult(kubecontainer.KillContainer, c.Name)
-			if err := m.killContainer(ctx, pod, c, "", gracePeriodOverride); err != nil {
+			if err := m.killContainerInOrder(ctx, pod, c, "", gracePeriodOverride, ordering); err != nil {
 				r.Fail(kubecontainer.ErrKillContainer, err.Error())
 			}
 			results[i] = r

@@ -110,46 +110,166 @@ func isInitContainerFailed(s *kubecontainer.Status) bool {
 	return s.State == kubecontainer.ContainerStateUnknown || (s.State == kubecontainer.ContainerStateExited && s.ExitCode != 0)
 }
 
-// findNextInitContainerToRun returns the status of the last failed init
-// container if any, the next init container to run, and whether all init
-// containers completed. A running regular container means they all did.
-func findNextInitContainerToRun(pod *v1.Pod, podStatus *kubecontainer.PodStatus) (failed *kubecontainer.Status, next int, done bool) {
+// hasAnyRegularContainerCreated tells whether a regular container was ever
+// created in the pod: then its init containers all did their part.
+func hasAnyRegularContainerCreated(pod *v1.Pod, podStatus *kubecontainer.PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		cs := podStatus.FindContainerStatusByName(pod.Spec.Containers[i].Name)
+		if cs == nil {
+			continue
+		}
+		switch cs.State {
+		case kubecontainer.ContainerStateCreated, kubecontainer.ContainerStateRunning, kubecontainer.ContainerStateExited:
+			return true
+		}
+	}
+	return false
+}
+
+// sidecarStarted tells whether a running sidecar has started: it has no
+// startup probe, or the probe succeeded. found is false while the probe
+// has no result yet. A Manager without a startup results manager takes
+// every running sidecar as started.
+func (m *Manager) sidecarStarted(c *v1.Container, id kubecontainer.ContainerID) (result proberesults.Result, found bool) {
+	if c.StartupProbe == nil || m.startupManager == nil {
+		return proberesults.Success, true
+	}
+	return m.startupManager.Get(id)
+}
+
+// computeInitContainerActions fills changes with the init containers to
+// start (and sidecars to kill) and tells whether the pod has initialized:
+// its regular containers may run. As upstream, it walks the init
+// containers from the last to the first, since the runtime may have
+// forgotten the early ones: the last one with a status says where the pod
+// is. A regular init container runs to completion before the next starts;
+// a sidecar (restartPolicy Always) only has to start (its startup probe,
+// if any, succeeded). Once a later init container has a status, the
+// earlier regular ones need nothing more, but an earlier sidecar that
+// exited (or vanished) is started again, whatever the pod's restartPolicy.
+// Unlike upstream, a sidecar whose spec changed is not replaced.
+func (m *Manager) computeInitContainerActions(pod *v1.Pod, podStatus *kubecontainer.PodStatus, changes *podActions) bool {
 	inits := pod.Spec.InitContainers
 	if len(inits) == 0 {
-		return nil, -1, true
+		return true
 	}
+	// A regular container created or running means initialization is over;
+	// an exited one may belong to an earlier sandbox, so it does not count.
+	podHasInitialized := false
 	for i := range pod.Spec.Containers {
-		if cs := podStatus.FindContainerStatusByName(pod.Spec.Containers[i].Name); cs != nil && cs.State == kubecontainer.ContainerStateRunning {
-			return nil, -1, true
+		if cs := podStatus.FindContainerStatusByName(pod.Spec.Containers[i].Name); cs != nil &&
+			(cs.State == kubecontainer.ContainerStateCreated || cs.State == kubecontainer.ContainerStateRunning) {
+			podHasInitialized = true
+			break
 		}
 	}
-	for i := len(inits) - 1; i >= 0; i-- {
-		if cs := podStatus.FindContainerStatusByName(inits[i].Name); cs != nil && isInitContainerFailed(cs) {
-			return cs, i, false
-		}
+	// isPreviouslyInitialized: an init container after the one at hand
+	// has already run (or the pod has initialized).
+	isPreviouslyInitialized := podHasInitialized
+	restartOnFailure := shouldRestartOnFailure(pod)
+	var toStart []int // collected last to first
+	kill := func(c *v1.Container, cs *kubecontainer.Status, message string) {
+		changes.ContainersToKill[cs.ID] = containerToKillInfo{
+			container: &kubecontainer.Container{ID: cs.ID, Name: cs.Name}, name: c.Name, message: message}
 	}
+
 	for i := len(inits) - 1; i >= 0; i-- {
-		cs := podStatus.FindContainerStatusByName(inits[i].Name)
-		switch {
-		case cs == nil:
-			continue
-		case cs.State == kubecontainer.ContainerStateExited:
-			if i == len(inits)-1 {
-				return nil, -1, true // all succeeded
+		c := &inits[i]
+		sidecar := kubecontainer.IsRestartableInitContainer(c)
+		cs := podStatus.FindContainerStatusByName(c.Name)
+		if cs == nil {
+			// Never ran, or the runtime removed it: only a sidecar past
+			// which the pod went on must be running again.
+			if isPreviouslyInitialized && sidecar {
+				toStart = append(toStart, i)
 			}
-			return nil, i + 1, false
-		default:
-			return nil, -1, false // still running (or created): wait for it
+			continue
 		}
+		if isPreviouslyInitialized && !sidecar {
+			continue // done its part
+		}
+
+		switch cs.State {
+		case kubecontainer.ContainerStateCreated:
+			// Created but never started (the start failed): start it.
+			toStart = append(toStart, i)
+
+		case kubecontainer.ContainerStateRunning:
+			if !sidecar {
+				break // wait for it to complete
+			}
+			result, found := m.sidecarStarted(c, cs.ID)
+			if !found {
+				break // its startup probe has not run yet: wait
+			}
+			if result != proberesults.Success {
+				if result == proberesults.Failure {
+					kill(c, cs, fmt.Sprintf("Init container %s failed startup probe", c.Name))
+					toStart = append(toStart, i)
+				}
+				break
+			}
+			// Started: the next init container (or the regular ones) may go.
+			if i == len(inits)-1 {
+				podHasInitialized = true
+			} else if !isPreviouslyInitialized {
+				toStart = append(toStart, i+1)
+			}
+			// Its liveness probe does not hold up the next container, but
+			// a failed one restarts the sidecar.
+			if c.LivenessProbe != nil && m.livenessManager != nil {
+				if r, ok := m.livenessManager.Get(cs.ID); ok && r == proberesults.Failure {
+					kill(c, cs, fmt.Sprintf("Init container %s failed liveness probe", c.Name))
+					toStart = append(toStart, i)
+				}
+			}
+
+		case kubecontainer.ContainerStateExited:
+			if sidecar {
+				toStart = append(toStart, i) // a sidecar always comes back
+				break
+			}
+			if isInitContainerFailed(cs) {
+				if !restartOnFailure {
+					changes.KillPod = true
+					changes.InitContainersToStart = nil
+					return false
+				}
+				toStart = append(toStart, i)
+				break
+			}
+			if i == len(inits)-1 {
+				podHasInitialized = true
+			} else {
+				toStart = append(toStart, i+1)
+			}
+
+		default: // unknown: kill whatever is left of it and start again
+			if !sidecar && !restartOnFailure {
+				changes.KillPod = true
+				changes.InitContainersToStart = nil
+				return false
+			}
+			kill(c, cs, fmt.Sprintf("Init container is in %q state, try killing it before restart", cs.State))
+			toStart = append(toStart, i)
+		}
+		isPreviouslyInitialized = true
 	}
-	return nil, 0, false
+	if !isPreviouslyInitialized {
+		toStart = append(toStart, 0) // nothing ran yet: the first one
+	}
+	for j := len(toStart) - 1; j >= 0; j-- { // the spec's order
+		changes.InitContainersToStart = append(changes.InitContainersToStart, toStart[j])
+	}
+	return podHasInitialized
 }
 
 // computePodActions compares the pod's spec with what the runtime runs.
 // A running container whose liveness or startup probe failed is killed,
 // and started again unless the restart policy is Never, as upstream.
-// Unlike upstream: no sidecar (restartable) init containers, no ephemeral
-// containers, no in-place resize.
+// Sidecars (restartable init containers) keep running beside the regular
+// containers and stop with them once those are done. Unlike upstream: no
+// in-place resize.
 func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodStatus) podActions {
 	createPodSandbox, attempt, sandboxID := runtimeutil.PodSandboxChanged(pod, podStatus)
 	changes := podActions{
@@ -174,11 +294,9 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 			}
 			toStart = append(toStart, i)
 		}
-		if len(toStart) == 0 {
-			if _, _, done := findNextInitContainerToRun(pod, podStatus); done {
-				changes.CreateSandbox = false // everything succeeded already
-				return changes
-			}
+		if len(toStart) == 0 && hasAnyRegularContainerCreated(pod, podStatus) {
+			changes.CreateSandbox = false // everything succeeded already
+			return changes
 		}
 		if len(pod.Spec.InitContainers) != 0 {
 			changes.InitContainersToStart = []int{0}
@@ -188,16 +306,8 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 		return changes
 	}
 
-	failed, next, done := findNextInitContainerToRun(pod, podStatus)
-	if !done {
-		if next >= 0 {
-			if failed != nil && !shouldRestartOnFailure(pod) {
-				changes.KillPod = true // an init container failed for good
-			} else {
-				changes.InitContainersToStart = []int{next}
-			}
-		}
-		return changes
+	if initialized := m.computeInitContainerActions(pod, podStatus, &changes); changes.KillPod || !initialized {
+		return changes // an init container failed for good, or initialization goes on
 	}
 
 	keepCount := 0
@@ -235,7 +345,10 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 		keepCount++
 	}
 	if keepCount == 0 && len(changes.ContainersToStart) == 0 {
-		changes.KillPod = true // nothing runs and nothing should
+		// Nothing runs and nothing should: the regular containers are done,
+		// so the sidecars are stopped too, not restarted.
+		changes.KillPod = true
+		changes.InitContainersToStart = nil
 	}
 	return changes
 }
@@ -243,8 +356,9 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 // SyncPod brings the runtime to the pod's spec, in upstream's steps:
 // compute the actions; kill the pod if its sandbox must go (or nothing
 // should run), else stop containers to replace; make the sandbox; start
-// the next init container and wait for it to finish (the next sync goes
-// on); else start the regular containers that should run. pullSecrets are
+// the init containers due (a regular one is waited for by the next syncs,
+// a sidecar only until it has started), then the regular containers that
+// should run. pullSecrets are
 // the pod's imagePullSecrets, read by the caller; backOff may be nil (no
 // CrashLoopBackOff).
 func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, pullSecrets []v1.Secret, backOff *flowcontrol.Backoff) (result kubecontainer.PodSyncResult) {
@@ -338,11 +452,13 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		_ = start(kubecontainer.StartContainer, &c) // recorded in result
 	}
+	// Init containers in the spec's order: a sidecar that fails to start
+	// does not stop the others; a regular one does (the next sync retries).
 	for _, i := range changes.InitContainersToStart {
-		if err := start(kubecontainer.InitContainer, &pod.Spec.InitContainers[i]); err != nil {
+		c := &pod.Spec.InitContainers[i]
+		if err := start(kubecontainer.InitContainer, c); err != nil && !kubecontainer.IsRestartableInitContainer(c) {
 			return result
 		}
-		return result // started: the next sync sees whether it completed
 	}
 	for _, i := range changes.ContainersToStart {
 		_ = start(kubecontainer.StartContainer, &pod.Spec.Containers[i]) // recorded in result; the others still start

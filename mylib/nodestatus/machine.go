@@ -3,6 +3,8 @@ package nodestatus
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"runtime"
@@ -24,6 +26,42 @@ type Machine struct {
 	NumCores                 int   // runtime.NumCPU()
 	MemoryCapacity           int64 // bytes, MemTotal in /proc/meminfo
 	EphemeralStorageCapacity int64 // bytes of the filesystem that holds rootDir
+
+	// Mock is set by ReadMachineOf with a MockMachine: the node is one of
+	// the course's mock machines, and reports IDs of its own (NodeIDs).
+	Mock bool
+}
+
+// NodeIDs are the machine ID, system UUID and boot ID the node nodeName
+// reports. On the host they are the files' (as upstream's cAdvisor reads
+// them). On a mock machine, or for a file that could not be read (the
+// system UUID is root's), each is derived from the node's name instead
+// (the course's choice; upstream reports nothing then): the same after a
+// restart, and different for two nodes on one host. A derived boot ID
+// mixes in the host's, so a mock node too "reboots" with its host.
+func (m *Machine) NodeIDs(nodeName string) (machineID, systemUUID, bootID string) {
+	machineID, systemUUID, bootID = m.MachineID, m.SystemUUID, m.BootID
+	if m.Mock || machineID == "" {
+		machineID = strings.ReplaceAll(nameUUID("machine-id", nodeName), "-", "") // /etc/machine-id's form
+	}
+	if m.Mock || systemUUID == "" {
+		systemUUID = nameUUID("system-uuid", nodeName)
+	}
+	if m.Mock || bootID == "" {
+		bootID = nameUUID("boot-id", nodeName+"/"+m.BootID)
+	}
+	return machineID, systemUUID, bootID
+}
+
+// nameUUID is a name-based UUID (SHA-1, version 5 of RFC 9562) of kind
+// and name, in the usual 8-4-4-4-12 form.
+func nameUUID(kind, name string) string {
+	sum := sha1.Sum([]byte("mykubelet/" + kind + "/" + name))
+	u := sum[:16]
+	u[6] = u[6]&0x0f | 0x50 // version 5
+	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
+	h := hex.EncodeToString(u)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
 // ReadMachine describes this host. rootDir is the kubelet's root directory
@@ -124,7 +162,8 @@ type MockMachine struct {
 func (m MockMachine) IsZero() bool { return m == MockMachine{} }
 
 // ReadMachineOf is ReadMachine with the mock machine's set sizes in place
-// of the host's: MemoryCapacity and EphemeralStorageCapacity (the nodefs).
+// of the host's: MemoryCapacity and EphemeralStorageCapacity (the nodefs);
+// it is Mock, so the node's IDs are its own (NodeIDs).
 // The image filesystem is not part of a node's capacity (upstream's node
 // status has no imagefs figure either); it shows in the summary only. A
 // zero mock is ReadMachine.
@@ -139,5 +178,6 @@ func ReadMachineOf(rootDir string, mock MockMachine) (*Machine, error) {
 	if mock.NodeFsCapacity > 0 {
 		m.EphemeralStorageCapacity = mock.NodeFsCapacity
 	}
+	m.Mock = !mock.IsZero()
 	return m, nil
 }

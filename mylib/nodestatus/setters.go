@@ -1,7 +1,10 @@
 // Package nodestatus fills in a Node's status, one small function per part,
 // as the kubelet's pkg/kubelet/nodestatus/setters.go does: addresses,
-// capacity and allocatable, system info, daemon endpoints and the four
-// conditions (MemoryPressure, DiskPressure, PIDPressure, Ready).
+// capacity and allocatable, system info, daemon endpoints, the images the
+// runtime holds and the four conditions (MemoryPressure, DiskPressure,
+// PIDPressure, Ready). The condition setters record the kubelet's node
+// events on their transitions (NodeHasSufficientMemory, NodeReady, …)
+// through a RecordEventFunc, as upstream's recordEventFunc.
 //
 // A Setter changes the Node it is given and nothing else; the caller runs
 // them in order on a copy of the Node and then decides whether to send the
@@ -26,9 +29,15 @@
 //     cAdvisor: a few files give the IDs and the capacity;
 //   - NodeAddress gives one InternalIP and the Hostname: no cloud provider,
 //     no DNS lookup of the node name, no second address family;
-//   - no Images, VolumesInUse, VolumeLimits, RuntimeHandlers or
-//     NodeFeatures setters: this kubelet keeps no image list and has no
-//     volume manager or RuntimeClass support;
+//   - no VolumesInUse, VolumeLimits, RuntimeHandlers or NodeFeatures
+//     setters: the course's volumes need no attaching and the mock runtime
+//     has one handler;
+//   - with a MockMachine, or when a file cannot be read (the system UUID
+//     is root's), the node's IDs are derived from its name (NodeIDs), so
+//     two nodes on one host differ; upstream reports what cAdvisor read,
+//     or nothing;
+//   - the event functions are optional trailing arguments, so that a
+//     caller without a recorder (a fleet's nodes) passes none.
 //   - the pressure conditions read a function the caller gives
 //     (NoPressure without an eviction manager, which this kubelet lacks).
 package nodestatus
@@ -45,6 +54,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"mykubelet/mylib/events"
 )
 
 // Setter updates part of a node's status in place.
@@ -89,16 +101,28 @@ func NodeAddress(nodeIP net.IP, hostname string, resolveAddress func(net.IP) (ne
 // Capacity comes from machineInfoFunc (upstream: cAdvisor) plus pods=maxPods;
 // a resource in capacityOverride replaces the measured one. Allocatable is
 // capacity minus reservationFunc(capacity) (upstream:
-// ContainerManager.GetNodeAllocatableReservation), never below zero.
-func MachineInfo(maxPods int, machineInfoFunc func() (*Machine, error), capacityOverride v1.ResourceList, reservationFunc func(capacity v1.ResourceList) v1.ResourceList) Setter {
+// ContainerManager.GetNodeAllocatableReservation), never below zero. The
+// IDs are the machine's NodeIDs. When the boot ID differs from the one the
+// node had, recordEventFunc (optional) gets a Warning Rebooted event, as
+// upstream's.
+func MachineInfo(maxPods int, machineInfoFunc func() (*Machine, error), capacityOverride v1.ResourceList, reservationFunc func(capacity v1.ResourceList) v1.ResourceList, recordEventFunc ...func(eventType, event, message string)) Setter {
 	return func(ctx context.Context, node *v1.Node) error {
 		info, err := machineInfoFunc()
 		if err != nil {
 			return fmt.Errorf("node %s: machine info: %w", node.Name, err)
 		}
-		node.Status.NodeInfo.MachineID = info.MachineID
-		node.Status.NodeInfo.SystemUUID = info.SystemUUID
-		node.Status.NodeInfo.BootID = info.BootID
+		machineID, systemUUID, bootID := info.NodeIDs(node.Name)
+		node.Status.NodeInfo.MachineID = machineID
+		node.Status.NodeInfo.SystemUUID = systemUUID
+		if old := node.Status.NodeInfo.BootID; old != "" && old != bootID {
+			for _, record := range recordEventFunc {
+				if record == nil {
+					continue
+				}
+				record(v1.EventTypeWarning, events.NodeRebooted, fmt.Sprintf("Node %s has been rebooted, boot id: %s", node.Name, bootID))
+			}
+		}
+		node.Status.NodeInfo.BootID = bootID
 
 		capacity := v1.ResourceList{
 			v1.ResourceCPU:              *resource.NewQuantity(int64(info.NumCores), resource.DecimalSI),
@@ -215,38 +239,64 @@ func DaemonEndpoints(kubeletPort int32) Setter {
 // it never reports pressure.
 func NoPressure() bool { return false }
 
+// RecordEventFunc records an event of this type and reason on the node
+// (upstream: Kubelet.recordNodeStatusEvent, whose message is "Node <name>
+// status is now: <event>").
+type RecordEventFunc func(eventType, event string)
+
 // MemoryPressureCondition sets the MemoryPressure condition from pressureFunc
-// (upstream: the eviction manager's IsUnderMemoryPressure).
-func MemoryPressureCondition(nowFunc func() time.Time, pressureFunc func() bool) Setter {
-	return pressureCondition(v1.NodeMemoryPressure, nowFunc, pressureFunc,
-		reasonMessage{"KubeletHasInsufficientMemory", "kubelet has insufficient memory available"},
-		reasonMessage{"KubeletHasSufficientMemory", "kubelet has sufficient memory available"})
+// (upstream: the eviction manager's IsUnderMemoryPressure). When the
+// condition is new or its status changes, recordEventFunc (optional) gets
+// NodeHasSufficientMemory or NodeHasInsufficientMemory.
+func MemoryPressureCondition(nowFunc func() time.Time, pressureFunc func() bool, recordEventFunc ...RecordEventFunc) Setter {
+	return pressureCondition(v1.NodeMemoryPressure, nowFunc, pressureFunc, recordEventFunc,
+		reasonMessage{"KubeletHasInsufficientMemory", "kubelet has insufficient memory available", events.NodeHasInsufficientMemory},
+		reasonMessage{"KubeletHasSufficientMemory", "kubelet has sufficient memory available", events.NodeHasSufficientMemory})
 }
 
-// DiskPressureCondition sets the DiskPressure condition from pressureFunc.
-func DiskPressureCondition(nowFunc func() time.Time, pressureFunc func() bool) Setter {
-	return pressureCondition(v1.NodeDiskPressure, nowFunc, pressureFunc,
-		reasonMessage{"KubeletHasDiskPressure", "kubelet has disk pressure"},
-		reasonMessage{"KubeletHasNoDiskPressure", "kubelet has no disk pressure"})
+// DiskPressureCondition sets the DiskPressure condition from pressureFunc;
+// its events are NodeHasNoDiskPressure and NodeHasDiskPressure.
+func DiskPressureCondition(nowFunc func() time.Time, pressureFunc func() bool, recordEventFunc ...RecordEventFunc) Setter {
+	return pressureCondition(v1.NodeDiskPressure, nowFunc, pressureFunc, recordEventFunc,
+		reasonMessage{"KubeletHasDiskPressure", "kubelet has disk pressure", events.NodeHasDiskPressure},
+		reasonMessage{"KubeletHasNoDiskPressure", "kubelet has no disk pressure", events.NodeHasNoDiskPressure})
 }
 
-// PIDPressureCondition sets the PIDPressure condition from pressureFunc.
-func PIDPressureCondition(nowFunc func() time.Time, pressureFunc func() bool) Setter {
-	return pressureCondition(v1.NodePIDPressure, nowFunc, pressureFunc,
-		reasonMessage{"KubeletHasInsufficientPID", "kubelet has insufficient PID available"},
-		reasonMessage{"KubeletHasSufficientPID", "kubelet has sufficient PID available"})
+// PIDPressureCondition sets the PIDPressure condition from pressureFunc;
+// its events are NodeHasSufficientPID and NodeHasInsufficientPID.
+func PIDPressureCondition(nowFunc func() time.Time, pressureFunc func() bool, recordEventFunc ...RecordEventFunc) Setter {
+	return pressureCondition(v1.NodePIDPressure, nowFunc, pressureFunc, recordEventFunc,
+		reasonMessage{"KubeletHasInsufficientPID", "kubelet has insufficient PID available", events.NodeHasInsufficientPID},
+		reasonMessage{"KubeletHasSufficientPID", "kubelet has sufficient PID available", events.NodeHasSufficientPID})
 }
 
-type reasonMessage struct{ reason, message string }
+// reasonMessage is a condition's reason and message, and the event its
+// transition records.
+type reasonMessage struct{ reason, message, event string }
 
-func pressureCondition(condType v1.NodeConditionType, nowFunc func() time.Time, pressureFunc func() bool, underPressure, noPressure reasonMessage) Setter {
+func pressureCondition(condType v1.NodeConditionType, nowFunc func() time.Time, pressureFunc func() bool, recordEventFunc []RecordEventFunc, underPressure, noPressure reasonMessage) Setter {
 	return func(ctx context.Context, node *v1.Node) error {
 		status, rm := v1.ConditionFalse, noPressure
 		if pressureFunc() {
 			status, rm = v1.ConditionTrue, underPressure
 		}
+		// A new condition counts as Unknown before, as upstream: the
+		// first status records its event too.
+		_, old := GetNodeCondition(&node.Status, condType)
+		changed := old == nil || old.Status != status
 		SetNodeCondition(node, condType, status, rm.reason, rm.message, nowFunc())
+		if changed {
+			recordEvents(recordEventFunc, v1.EventTypeNormal, rm.event)
+		}
 		return nil
+	}
+}
+
+func recordEvents(fns []RecordEventFunc, eventType, event string) {
+	for _, record := range fns {
+		if record != nil {
+			record(eventType, event)
+		}
 	}
 }
 
@@ -259,9 +309,29 @@ var RequiredCapacities = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1
 // unless runtimeErrorsFunc (may be nil) returns an error or a resource in
 // requiredCapacities is missing from status.capacity; then False with reason
 // KubeletNotReady and the errors as the message. Run it after the setters
-// that fill in capacity.
-func ReadyCondition(nowFunc func() time.Time, runtimeErrorsFunc func() error, requiredCapacities []v1.ResourceName) Setter {
+// that fill in capacity. When the status of an existing Ready condition
+// changes, recordEventFunc (optional) gets NodeReady or NodeNotReady (both
+// Normal, as upstream); a new condition records nothing, as upstream's, so
+// the event shows when a node that started NotReady (or Unknown, after a
+// restart) turns Ready.
+func ReadyCondition(nowFunc func() time.Time, runtimeErrorsFunc func() error, requiredCapacities []v1.ResourceName, recordEventFunc ...RecordEventFunc) Setter {
 	return func(ctx context.Context, node *v1.Node) error {
+		_, old := GetNodeCondition(&node.Status, v1.NodeReady)
+		var oldStatus v1.ConditionStatus
+		if old != nil {
+			oldStatus = old.Status
+		}
+		set := func(status v1.ConditionStatus, reason, message string) {
+			SetNodeCondition(node, v1.NodeReady, status, reason, message, nowFunc())
+			switch {
+			case oldStatus == "" || oldStatus == status:
+			case status == v1.ConditionTrue:
+				recordEvents(recordEventFunc, v1.EventTypeNormal, events.NodeReady)
+			default:
+				recordEvents(recordEventFunc, v1.EventTypeNormal, events.NodeNotReady)
+				klog.FromContext(ctx).Info("Node became not ready", "node", node.Name, "reason", reason, "message", message)
+			}
+		}
 		var errs []error
 		if runtimeErrorsFunc != nil {
 			errs = append(errs, runtimeErrorsFunc())
@@ -276,10 +346,10 @@ func ReadyCondition(nowFunc func() time.Time, runtimeErrorsFunc func() error, re
 			errs = append(errs, fmt.Errorf("missing node capacity for resources: %s", strings.Join(missing, ", ")))
 		}
 		if err := errors.Join(errs...); err != nil {
-			SetNodeCondition(node, v1.NodeReady, v1.ConditionFalse, "KubeletNotReady", strings.ReplaceAll(err.Error(), "\n", "; "), nowFunc())
+			set(v1.ConditionFalse, "KubeletNotReady", strings.ReplaceAll(err.Error(), "\n", "; "))
 			return nil
 		}
-		SetNodeCondition(node, v1.NodeReady, v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status", nowFunc())
+		set(v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
 		return nil
 	}
 }

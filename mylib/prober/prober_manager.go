@@ -17,8 +17,6 @@
 //   - prober_probe_total and prober_probe_duration_seconds go to the
 //     *metrics.Metrics of Config (one kubelet's registry), not to
 //     process-wide series;
-//   - sidecar (restartable init) containers are not probed: the runtime
-//     manager runs none;
 //   - Close stops every worker and waits for them, so a test or a stopping
 //     kubelet leaves no goroutine behind;
 //   - a probe field left at zero takes the API server's default (period
@@ -158,10 +156,23 @@ func newManager(cfg Config) (*manager, error) {
 	}, nil
 }
 
+// probedContainers are the pod's containers that may have probes: its
+// sidecars (restartable init containers) and its regular containers, as
+// upstream. A regular init container is never probed.
+func probedContainers(pod *v1.Pod) []v1.Container {
+	var out []v1.Container
+	for i := range pod.Spec.InitContainers {
+		if kubecontainer.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			out = append(out, pod.Spec.InitContainers[i])
+		}
+	}
+	return append(out, pod.Spec.Containers...)
+}
+
 func (m *manager) AddPod(pod *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, c := range pod.Spec.Containers {
+	for _, c := range probedContainers(pod) {
 		for _, t := range []probeType{startup, readiness, liveness} {
 			if probeOf(&c, t) == nil {
 				continue
@@ -196,7 +207,7 @@ func probeOf(c *v1.Container, t probeType) *v1.Probe {
 func (m *manager) stopWorkers(pod *v1.Pod, types ...probeType) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	for _, c := range pod.Spec.Containers {
+	for _, c := range probedContainers(pod) {
 		for _, t := range types {
 			if w, ok := m.workers[probeKey{pod.UID, c.Name, t}]; ok {
 				w.stop()
@@ -240,8 +251,41 @@ func (m *manager) workerCount() int {
 }
 
 func (m *manager) UpdatePodStatus(pod *v1.Pod, podStatus *v1.PodStatus) {
-	for i := range podStatus.ContainerStatuses {
-		c := &podStatus.ContainerStatuses[i]
+	m.updateStatuses(pod, podStatus.ContainerStatuses)
+	// Init containers: a regular one is ready once it completed and is
+	// never "started" as such; a sidecar is started and ready as a
+	// regular container is.
+	sidecars := map[string]bool{}
+	for i := range pod.Spec.InitContainers {
+		if kubecontainer.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			sidecars[pod.Spec.InitContainers[i].Name] = true
+		}
+	}
+	var probed []v1.ContainerStatus
+	for i := range podStatus.InitContainerStatuses {
+		c := &podStatus.InitContainerStatuses[i]
+		if sidecars[c.Name] {
+			probed = append(probed, *c)
+			continue
+		}
+		started := c.State.Running != nil
+		c.Started = &started
+		c.Ready = c.State.Terminated != nil && c.State.Terminated.ExitCode == 0
+	}
+	m.updateStatuses(pod, probed)
+	for _, p := range probed {
+		for i := range podStatus.InitContainerStatuses {
+			if podStatus.InitContainerStatuses[i].Name == p.Name {
+				podStatus.InitContainerStatuses[i].Started, podStatus.InitContainerStatuses[i].Ready = p.Started, p.Ready
+			}
+		}
+	}
+}
+
+// updateStatuses sets Started and Ready of statuses of probed containers.
+func (m *manager) updateStatuses(pod *v1.Pod, statuses []v1.ContainerStatus) {
+	for i := range statuses {
+		c := &statuses[i]
 		started := m.isContainerStarted(pod, c)
 		c.Started = &started
 		if !started {

@@ -152,7 +152,12 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	if status.Phase == v1.PodFailed || status.Phase == v1.PodSucceeded {
 		return false
 	}
-	c, ok := findStatus(status.ContainerStatuses, w.container.Name)
+	statuses := status.ContainerStatuses
+	sidecar := kubecontainer.IsRestartableInitContainer(&w.container)
+	if sidecar {
+		statuses = status.InitContainerStatuses
+	}
+	c, ok := findStatus(statuses, w.container.Name)
 	if !ok || c.ContainerID == "" {
 		return true
 	}
@@ -173,7 +178,8 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	}
 	if c.State.Running == nil {
 		w.resultsManager.Set(w.containerID, results.Failure, w.pod)
-		return c.State.Terminated == nil || w.pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		// A sidecar is restarted whatever the pod's policy.
+		return c.State.Terminated == nil || sidecar || w.pod.Spec.RestartPolicy != v1.RestartPolicyNever
 	}
 	if w.pod.DeletionTimestamp != nil && (w.probeType == liveness || w.probeType == startup) {
 		w.resultsManager.Set(w.containerID, results.Success, w.pod) // a quiet shutdown

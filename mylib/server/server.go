@@ -37,6 +37,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -46,6 +47,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -313,7 +316,7 @@ func (fw *flushWriter) Write(p []byte) (int, error) {
 // waits to start.
 func ValidateContainerLogStatus(podName string, ps *v1.PodStatus, containerName string, previous bool) (string, error) {
 	var cs *v1.ContainerStatus
-	for _, list := range [][]v1.ContainerStatus{ps.ContainerStatuses, ps.InitContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{ps.ContainerStatuses, ps.InitContainerStatuses, ps.EphemeralContainerStatuses} {
 		for i := range list {
 			if list[i].Name == containerName {
 				cs = &list[i]
@@ -367,14 +370,15 @@ func ValidateContainerLogStatus(podName string, ps *v1.PodStatus, containerName 
 }
 
 // runningContainerID is the ID of the pod's running container of that
-// name, for exec and attach (upstream's findContainer, which reads the
+// name (regular, init or ephemeral: `kubectl debug -it` attaches to its
+// ephemeral container), for exec and attach (upstream's findContainer, which reads the
 // runtime; this reads the status the kubelet wrote).
 func (s *Server) runningContainerID(ns, podName, container string) (*v1.Pod, string, int, error) {
 	pod, ps, ok := s.podAndStatus(ns, podName)
 	if !ok {
 		return nil, "", http.StatusNotFound, errors.New("pod does not exist")
 	}
-	for _, list := range [][]v1.ContainerStatus{ps.ContainerStatuses, ps.InitContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{ps.ContainerStatuses, ps.InitContainerStatuses, ps.EphemeralContainerStatuses} {
 		for _, cs := range list {
 			if cs.Name == container && cs.State.Running != nil {
 				if _, raw, ok := strings.Cut(cs.ContainerID, "://"); ok {
@@ -446,6 +450,11 @@ func (s *Server) getAttach(w http.ResponseWriter, r *http.Request) {
 	s.proxyStream(w, r, resp.GetUrl(), err)
 }
 
+// getPortForward asks the runtime for a port-forward URL to the pod's
+// sandbox, the newest ready one (upstream's GetPortForward takes the newest
+// sandbox of the pod's UID), and proxies the connection there. The ports
+// in the query (port=…, what a WebSocket client names) go along in the
+// request; an SPDY client names each port on its streams.
 func (s *Server) getPortForward(w http.ResponseWriter, r *http.Request) {
 	pod, _, ok := s.podAndStatus(r.PathValue("namespace"), r.PathValue("pod"))
 	if !ok {
@@ -456,14 +465,28 @@ func (s *Server) getPortForward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "pod not found", http.StatusNotFound)
 		return
 	}
+	var ports []int32
+	for _, p := range r.URL.Query()["port"] {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			http.Error(w, fmt.Sprintf("unable to parse %q as a port", p), http.StatusBadRequest)
+			return
+		}
+		ports = append(ports, int32(n))
+	}
 	sandboxes, err := s.cfg.Runtime.ListPodSandbox(r.Context(), &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
 		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
 		LabelSelector: map[string]string{kubetypes.KubernetesPodUIDLabel: string(pod.UID)}}})
-	if err != nil || len(sandboxes.GetItems()) == 0 {
-		http.Error(w, fmt.Sprintf("pod %q has no running sandbox: %v", pod.Name, err), http.StatusInternalServerError)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("failed to find sandboxID for pod %s_%s(%s): %v", pod.Name, pod.Namespace, pod.UID, err), http.StatusInternalServerError)
 		return
 	}
-	resp, err := s.cfg.Runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sandboxes.GetItems()[0].GetId()})
+	if len(sandboxes.GetItems()) == 0 {
+		http.Error(w, fmt.Sprintf("failed to find sandboxID for pod %s_%s(%s): it has no ready sandbox", pod.Name, pod.Namespace, pod.UID), http.StatusInternalServerError)
+		return
+	}
+	newest := slices.MaxFunc(sandboxes.GetItems(), func(a, b *runtimeapi.PodSandbox) int { return cmp.Compare(a.GetCreatedAt(), b.GetCreatedAt()) })
+	resp, err := s.cfg.Runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: newest.GetId(), Port: ports})
 	s.proxyStream(w, r, resp.GetUrl(), err)
 }
 

@@ -58,14 +58,21 @@ func unreadyMessage(unknown, unready []string, unreadyWord string) string {
 	return strings.Join(msgs, ", ")
 }
 
-// GenerateContainersReadyCondition is True when every regular container is
-// ready; a pod that finished is never ready.
+// GenerateContainersReadyCondition is True when every sidecar (restartable
+// init container) and every regular container is ready; a pod that
+// finished is never ready.
 func GenerateContainersReadyCondition(pod *v1.Pod, containerStatuses []v1.ContainerStatus, podPhase v1.PodPhase) v1.PodCondition {
 	if containerStatuses == nil {
 		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: UnknownContainerStatuses}
 	}
 	var unknown, unready []string
-	for _, c := range pod.Spec.Containers {
+	var counted []v1.Container
+	for i := range pod.Spec.InitContainers {
+		if kubecontainer.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			counted = append(counted, pod.Spec.InitContainers[i])
+		}
+	}
+	for _, c := range append(counted, pod.Spec.Containers...) {
 		s, ok := findContainerStatus(containerStatuses, c.Name)
 		switch {
 		case !ok:
@@ -115,7 +122,8 @@ func GeneratePodReadyCondition(pod *v1.Pod, conditions []v1.PodCondition, contai
 }
 
 // GeneratePodInitializedCondition is True once every init container
-// completed (is ready), or once any regular container started.
+// completed (is ready) and every sidecar started, or once any regular
+// container started.
 func GeneratePodInitializedCondition(pod *v1.Pod, containerStatuses []v1.ContainerStatus, podPhase v1.PodPhase) v1.PodCondition {
 	if containerStatuses == nil && len(pod.Spec.InitContainers) > 0 {
 		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionFalse, Reason: UnknownContainerStatuses}
@@ -126,6 +134,10 @@ func GeneratePodInitializedCondition(pod *v1.Pod, containerStatuses []v1.Contain
 		switch {
 		case !ok:
 			unknown = append(unknown, c.Name)
+		case kubecontainer.IsRestartableInitContainer(&c):
+			if s.Started == nil || !*s.Started {
+				incomplete = append(incomplete, c.Name)
+			}
 		case !s.Ready:
 			incomplete = append(incomplete, c.Name)
 		}

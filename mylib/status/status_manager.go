@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/metrics"
 )
@@ -237,7 +238,7 @@ func (m *manager) updateStatusInternal(pod *v1.Pod, status v1.PodStatus, forceUp
 			old = mirror.Status
 		}
 	}
-	if err := checkContainerStateTransition(&old, &status, pod.Spec.RestartPolicy); err != nil {
+	if err := checkContainerStateTransition(&old, &status, &pod.Spec); err != nil {
 		klog.ErrorS(err, "Status update on pod aborted", "pod", klog.KObj(pod))
 		return
 	}
@@ -267,14 +268,22 @@ func (m *manager) updateStatusInternal(pod *v1.Pod, status v1.PodStatus, forceUp
 }
 
 // checkContainerStateTransition refuses a container going from terminated
-// back to running when the restart policy says it never restarts.
-func checkContainerStateTransition(old, new *v1.PodStatus, policy v1.RestartPolicy) error {
+// back to running when the restart policy says it never restarts. A
+// sidecar (restartable init container) restarts whatever the pod's policy.
+func checkContainerStateTransition(old, new *v1.PodStatus, spec *v1.PodSpec) error {
+	policy := spec.RestartPolicy
 	if policy == v1.RestartPolicyAlways {
 		return nil
 	}
-	for _, lists := range [][2][]v1.ContainerStatus{{old.ContainerStatuses, new.ContainerStatuses}, {old.InitContainerStatuses, new.InitContainerStatuses}} {
+	sidecars := map[string]bool{}
+	for i := range spec.InitContainers {
+		if kubecontainer.IsRestartableInitContainer(&spec.InitContainers[i]) {
+			sidecars[spec.InitContainers[i].Name] = true
+		}
+	}
+	for li, lists := range [][2][]v1.ContainerStatus{{old.ContainerStatuses, new.ContainerStatuses}, {old.InitContainerStatuses, new.InitContainerStatuses}} {
 		for _, o := range lists[0] {
-			if o.State.Terminated == nil {
+			if o.State.Terminated == nil || (li == 1 && sidecars[o.Name]) {
 				continue
 			}
 			if policy == v1.RestartPolicyOnFailure && o.State.Terminated.ExitCode != 0 {

@@ -24,6 +24,7 @@ func main() {
 	dir := fs.String("dir", "", "the cluster's state directory")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager --node-monitor-grace-period (0: upstream default, 50s)")
 	signing := fs.Duration("cluster-signing-duration", 0, "kube-controller-manager --cluster-signing-duration (0: upstream default, a year)")
+	clusterCIDR := fs.String("cluster-cidr", "", "kube-controller-manager --cluster-cidr, where the nodes' podCIDRs come from (\"\": "+localcluster.ClusterCIDR+")")
 	metricsServer := fs.Bool("metrics-server", false, "start metrics-server too (BIN_DIR/metrics-server), registered as the APIService "+localcluster.MetricsAPIService)
 	resolution := fs.Duration("metric-resolution", 0, "metrics-server --metric-resolution (0: the manifest's, 15s; at least 10s)")
 	ports := localcluster.DefaultPorts
@@ -44,7 +45,7 @@ func main() {
 	switch fs.Arg(0) {
 	case "up":
 		err = up(localcluster.Config{Dir: *dir, BinDir: *binDir, Ports: ports, NodeMonitorGracePeriod: *grace, ClusterSigningDuration: *signing,
-			MetricsServer: *metricsServer, MetricResolution: *resolution, Detach: true})
+			ClusterCIDR: *clusterCIDR, MetricsServer: *metricsServer, MetricResolution: *resolution, Detach: true})
 	case "down":
 		err = down(*dir)
 	case "status":

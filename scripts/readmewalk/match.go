@@ -16,8 +16,12 @@ import (
 //     of lines, even none;
 //   - example values a README shows literally are read as placeholders:
 //     UIDs, RFC 3339 times, long hex hashes, node-csr-<hash> names,
-//     system:bootstrap:<id>, 127.0.0.1:<port>, and, in a transcript (Ages),
-//     kubectl's ages such as 12s or 5m3s.
+//     system:bootstrap:<id>, 127.0.0.1:<port>, pod IPs (any address of the
+//     mock's default range 10.88.0.0/16 or of the local control plane's
+//     cluster CIDR 10.128.0.0/12 matches any other of them: which /24 a
+//     node gets depends on the nodes registered before it, and a pod
+//     started before the node had its podCIDR keeps a 10.88 address), and,
+//     in a transcript (Ages), kubectl's ages such as 12s or 5m3s.
 var (
 	placeholderRe = regexp.MustCompile(`<[A-Za-z][A-Za-z0-9 .-]*(\|[A-Za-z0-9 .-]+)*>`)
 	spacesRe      = regexp.MustCompile(`\s+`)
@@ -31,8 +35,10 @@ var (
 		{regexp.MustCompile(`node-csr-[A-Za-z0-9_-]{16,}`), "node-csr-<hash>"},
 		{regexp.MustCompile(`system:bootstrap:[a-z0-9]{6}\b`), "system:bootstrap:<id>"},
 		{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:<port>"},
+		{podIPRe, "<pod-ip>"},
 	}
-	ageRe = regexp.MustCompile(`(^|\s)\d+(s|m|h|d)(\d+(s|m|h))?(\s|$)`)
+	podIPRe = regexp.MustCompile(`\b10\.(?:88|12[89]|13\d|14[0-3])\.\d{1,3}\.\d{1,3}\b`)
+	ageRe   = regexp.MustCompile(`(^|\s)\d+(s|m|h|d)(\d+(s|m|h))?(\s|$)`)
 )
 
 // Matcher compares README blocks with output.
@@ -59,6 +65,8 @@ func (m Matcher) lineRe(line string, ages bool) *regexp.Regexp {
 		switch {
 		case ph == "node-name" && m.NodeName != "":
 			b.WriteString(regexp.QuoteMeta(m.NodeName))
+		case ph == "pod-ip":
+			b.WriteString(strings.TrimPrefix(strings.TrimSuffix(podIPRe.String(), `\b`), `\b`))
 		case strings.Contains(ph, "|"):
 			alts := strings.Split(ph, "|")
 			for i := range alts {

@@ -69,6 +69,8 @@ func TestMatch(t *testing.T) {
 		{[]string{"NAME   AGE", "<node-name>   12s"}, "NAME     AGE\nwalker   5m3s\n", true},
 		{[]string{"uid 6f1c2d3e-1111-2222-3333-444455556666 at 2026-01-02T03:04:05Z"}, "uid 0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff at 2026-11-22T19:00:00.5Z", false},
 		{[]string{"Extra: X509SHA256=…"}, "Extra: X509SHA256=abc", false},
+		{[]string{"hello   Running   10.128.0.2   n1"}, "hello Running 10.88.0.7 n1", false},
+		{[]string{"podCIDR 10.128.0.0/24"}, "podCIDR 10.128.3.0/24", false},
 	}
 	for _, c := range ok {
 		require.NoError(t, m.Match(c.exp, c.out, c.ages), "%q vs %q", c.exp, c.out)
@@ -83,6 +85,8 @@ func TestMatch(t *testing.T) {
 		{[]string{"rbac: <created|unchanged> x"}, "rbac: deleted x"},
 		{[]string{"NAME AGE", "x 12s"}, "NAME AGE\nx 12s extra"},
 		{[]string{"a", "…"}, "b"},
+		{[]string{"hello   Running   10.128.0.2   n1"}, "hello Running 192.168.1.2 n1"},
+		{[]string{"podCIDR 10.128.0.0/24"}, "podCIDR 10.128.3.0/16"},
 	}
 	for _, c := range bad {
 		require.Error(t, m.Match(c.exp, c.out, false), "%q vs %q", c.exp, c.out)

@@ -20,6 +20,14 @@
 // and ends, so no other goroutine ever runs there); the socket keeps the
 // namespace. Nothing in it routes anywhere else.
 //
+// The range is the node's pod CIDR once the kubelet hands it over (CRI
+// UpdateRuntimeConfig; before that, the runtime's default): SwitchRange
+// puts the new range's gateway on the host end beside the old one, new
+// sandboxes' addresses come from the new range, and the old range's
+// gateway (and with it the host's route) goes when the last sandbox
+// address in it leaves eth0 — at once when none is left. A range that
+// overlaps a route of someone else's is refused, as New refuses it.
+//
 // It needs root. It talks to the kernel itself, as CNI plugins do: netlink
 // messages (github.com/vishvananda/netlink) make the veth pair, the
 // addresses and the links, and list the routes; the namespace is made as

@@ -68,6 +68,15 @@ func (a *IPAllocator) Allocate() (string, error) {
 	return "", fmt.Errorf("no free IP left in the pod CIDR %s (%d sandboxes)", a.prefix, len(a.used))
 }
 
+// Reserve marks ip taken without handing it out: a sandbox that already
+// runs there when the runtime switches to this range (a pod CIDR it had
+// before). An address outside the range is ignored.
+func (a *IPAllocator) Reserve(ip string) {
+	if addr, err := netip.ParseAddr(ip); err == nil && a.prefix.Contains(addr) {
+		a.used[addr] = true
+	}
+}
+
 // Release frees ip; an address not taken is ignored.
 func (a *IPAllocator) Release(ip string) {
 	if addr, err := netip.ParseAddr(ip); err == nil {

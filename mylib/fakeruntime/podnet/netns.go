@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,14 +31,21 @@ var netnsSeq atomic.Int32 // several runtimes in one process (tests) get their o
 
 // Network is the runtime's network namespace and veth pair.
 type Network struct {
-	name   string // the namespace, NetnsPrefix<pid>-<n>
-	hostIf string // the veth's host end
-	prefix netip.Prefix
+	name   string          // the namespace, NetnsPrefix<pid>-<n>
+	hostIf string          // the veth's host end
+	prefix netip.Prefix    // the range New made the veth for
 	ns     *os.File        // the namespace, for setns
 	nl     *netlink.Handle // netlink sockets in the namespace, for eth0's addresses
 
 	mu     sync.Mutex
 	closed bool
+	// The pod CIDRs the veth carries (its host end holds each one's
+	// gateway, so the host routes each through it), with how many
+	// sandbox addresses each has on eth0. New sandboxes' addresses come
+	// from current; an earlier range stays while one of its addresses
+	// does, and goes with the last (SwitchRange, DelIP).
+	ranges  map[netip.Prefix]int
+	current netip.Prefix
 }
 
 // New makes the namespace and the veth pair for prefix, after
@@ -48,14 +56,16 @@ func New(prefix netip.Prefix) (*Network, error) {
 		return nil, errors.New("the pod network needs root (to make a network namespace and a veth pair)")
 	}
 	RemoveStaleNetworks()
-	if err := checkRouteFree(prefix); err != nil {
+	if err := checkRouteFree(prefix, 0); err != nil {
 		return nil, err
 	}
 	pid, seq := os.Getpid(), netnsSeq.Add(1)-1
 	n := &Network{
-		name:   fmt.Sprintf("%s%d-%d", NetnsPrefix, pid, seq),
-		hostIf: fmt.Sprintf("mkl%d-%d", pid, seq),
-		prefix: prefix,
+		name:    fmt.Sprintf("%s%d-%d", NetnsPrefix, pid, seq),
+		hostIf:  fmt.Sprintf("mkl%d-%d", pid, seq),
+		prefix:  prefix,
+		ranges:  map[netip.Prefix]int{prefix: 0},
+		current: prefix,
 	}
 	if err := n.setUp(); err != nil {
 		n.Close()
@@ -86,9 +96,8 @@ func (n *Network) setUp() error {
 	if err != nil {
 		return fmt.Errorf("veth %s: %w", n.hostIf, err)
 	}
-	gw := &net.IPNet{IP: n.prefix.Addr().Next().AsSlice(), Mask: net.CIDRMask(n.prefix.Bits(), n.prefix.Addr().BitLen())}
-	if err := netlink.AddrAdd(host, &netlink.Addr{IPNet: gw}); err != nil {
-		return fmt.Errorf("add %s to %s: %w", gw, n.hostIf, err)
+	if err := netlink.AddrAdd(host, gateway(n.prefix)); err != nil {
+		return fmt.Errorf("add %s to %s: %w", gateway(n.prefix).IPNet, n.hostIf, err)
 	}
 	if err := netlink.LinkSetUp(host); err != nil {
 		return fmt.Errorf("set %s up: %w", n.hostIf, err)
@@ -190,10 +199,17 @@ func deleteNamedNetns(name string) error {
 	return nil
 }
 
+// gateway is prefix's first host address, with prefix's mask: the host
+// end's address for that range.
+func gateway(prefix netip.Prefix) *netlink.Addr {
+	return &netlink.Addr{IPNet: &net.IPNet{IP: prefix.Addr().Next().AsSlice(), Mask: net.CIDRMask(prefix.Bits(), prefix.Addr().BitLen())}}
+}
+
 // checkRouteFree fails if the host already routes part of prefix (another
-// runtime's pod network, a CNI bridge, a VPN): two routes would fight. It
-// reads the main table, as `ip route show` does.
-func checkRouteFree(prefix netip.Prefix) error {
+// runtime's pod network, a CNI bridge, a VPN): two routes would fight.
+// Routes through the link with index ours (the caller's own veth; 0: none)
+// do not count. It reads the main table, as `ip route show` does.
+func checkRouteFree(prefix netip.Prefix, ours int) error {
 	routes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
 	for i := 0; errors.Is(err, netlink.ErrDumpInterrupted) && i < 5; i++ {
 		routes, err = netlink.RouteList(nil, netlink.FAMILY_V4) // the table changed while it was read
@@ -202,8 +218,8 @@ func checkRouteFree(prefix netip.Prefix) error {
 		return fmt.Errorf("pod network: list the host's routes: %w", err)
 	}
 	for _, rt := range routes {
-		if rt.Dst == nil {
-			continue // the default route
+		if rt.Dst == nil || (ours != 0 && rt.LinkIndex == ours) {
+			continue // the default route, or one of ours
 		}
 		a, ok := netip.AddrFromSlice(rt.Dst.IP)
 		bits, _ := rt.Dst.Mask.Size()
@@ -251,30 +267,134 @@ func RemoveStaleNetworks() {
 }
 
 // AddIP puts a sandbox's IP on eth0 in the namespace (ip -n NAME addr add
-// IP/BITS dev eth0).
+// IP/BITS dev eth0, BITS its range's).
 func (n *Network) AddIP(addr string) error {
-	if err := n.eth0Addr(addr, n.nl.AddrAdd); err != nil {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	p, err := n.eth0Addr(addr, n.nl.AddrAdd)
+	if err != nil {
 		return fmt.Errorf("add %s to eth0 in %s: %w", addr, n.name, err)
+	}
+	n.ranges[p]++
+	return nil
+}
+
+// DelIP takes it off; one not there is not an error. The last address of
+// a range that is no longer the current one takes the range with it.
+func (n *Network) DelIP(addr string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	p, _ := n.eth0Addr(addr, n.nl.AddrDel)
+	if !p.IsValid() {
+		return
+	}
+	if n.ranges[p] > 0 {
+		n.ranges[p]--
+	}
+	if p != n.current && n.ranges[p] == 0 {
+		n.dropRange(p)
+	}
+}
+
+// eth0Addr calls do (AddrAdd or AddrDel) with eth0 and addr/bits, bits
+// those of the range that holds addr, and returns that range. Caller
+// holds mu.
+func (n *Network) eth0Addr(addr string, do func(netlink.Link, *netlink.Addr) error) (netip.Prefix, error) {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	var p netip.Prefix
+	for r := range n.ranges {
+		if r.Contains(a) {
+			p = r
+		}
+	}
+	if !p.IsValid() {
+		return netip.Prefix{}, fmt.Errorf("%s is in none of the pod network's ranges (%s)", addr, n.rangesString())
+	}
+	eth0, err := n.nl.LinkByName("eth0")
+	if err != nil {
+		return p, err
+	}
+	return p, do(eth0, &netlink.Addr{IPNet: &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(p.Bits(), a.BitLen())}})
+}
+
+// SwitchRange makes prefix the range new sandboxes' addresses come from,
+// as a CNI bridge plugin reconfigured with the node's pod CIDR would:
+// the host end of the veth takes prefix's gateway (so the host routes
+// prefix through it), and the ranges before it stay on the veth only while
+// a sandbox still has an address in them. It fails, changing nothing, when
+// prefix overlaps a range a sandbox still uses or a route of the host's
+// that is not the pod network's.
+func (n *Network) SwitchRange(prefix netip.Prefix) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return errors.New("the pod network is gone")
+	}
+	prefix = prefix.Masked()
+	if prefix == n.current {
+		return nil
+	}
+	if _, ours := n.ranges[prefix]; !ours {
+		for p, addrs := range n.ranges {
+			if p.Overlaps(prefix) && addrs > 0 {
+				return fmt.Errorf("pod network %s: the pod CIDR %s overlaps %s, where %d sandbox(es) still run", n.name, prefix, p, addrs)
+			}
+		}
+		host, err := netlink.LinkByName(n.hostIf)
+		if err != nil {
+			return fmt.Errorf("veth %s: %w", n.hostIf, err)
+		}
+		if err := checkRouteFree(prefix, host.Attrs().Index); err != nil {
+			return err
+		}
+		if err := netlink.AddrAdd(host, gateway(prefix)); err != nil {
+			return fmt.Errorf("add %s to %s: %w", gateway(prefix).IPNet, n.hostIf, err)
+		}
+		n.ranges[prefix] = 0
+	}
+	n.current = prefix
+	for p, addrs := range n.ranges {
+		if p != prefix && addrs == 0 {
+			n.dropRange(p)
+		}
 	}
 	return nil
 }
 
-// DelIP takes it off; one not there is not an error.
-func (n *Network) DelIP(addr string) {
-	_ = n.eth0Addr(addr, n.nl.AddrDel)
+// dropRange takes p's gateway off the host end (and with it the host's
+// route to p). Caller holds mu.
+func (n *Network) dropRange(p netip.Prefix) {
+	delete(n.ranges, p)
+	if host, err := netlink.LinkByName(n.hostIf); err == nil {
+		_ = netlink.AddrDel(host, gateway(p)) // gone already is fine
+	}
 }
 
-// eth0Addr calls do (AddrAdd or AddrDel) with eth0 and addr/bits.
-func (n *Network) eth0Addr(addr string, do func(netlink.Link, *netlink.Addr) error) error {
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		return err
+// Ranges are the pod CIDRs the veth carries, the current one first.
+func (n *Network) Ranges() []netip.Prefix {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := []netip.Prefix{n.current}
+	for p := range n.ranges {
+		if p != n.current {
+			out = append(out, p)
+		}
 	}
-	eth0, err := n.nl.LinkByName("eth0")
-	if err != nil {
-		return err
+	slices.SortFunc(out[1:], func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	return out
+}
+
+// rangesString lists the ranges for an error. Caller holds mu.
+func (n *Network) rangesString() string {
+	var s []string
+	for p := range n.ranges {
+		s = append(s, p.String())
 	}
-	return do(eth0, &netlink.Addr{IPNet: &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(n.prefix.Bits(), a.BitLen())}})
+	slices.Sort(s)
+	return strings.Join(s, ", ")
 }
 
 // Listen listens on TCP addr inside the namespace.

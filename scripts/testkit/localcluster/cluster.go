@@ -41,6 +41,15 @@ const (
 	FrontProxyClientName = "front-proxy-client"
 	// ServiceClusterIPRange is the API server's --service-cluster-ip-range.
 	ServiceClusterIPRange = "10.96.0.0/16"
+	// ClusterCIDR is kube-controller-manager's --cluster-cidr, the range
+	// its node IPAM controller (nodeipam, with --allocate-node-cidrs)
+	// carves the nodes' spec.podCIDR out of: 4,096 ranges of
+	// NodeCIDRMaskSize, room for the 1,000-node fleet, clear of the
+	// service range and of the mock runtime's default 10.88.0.0/16.
+	ClusterCIDR = "10.128.0.0/12"
+	// NodeCIDRMaskSize is kube-controller-manager's --node-cidr-mask-size
+	// (upstream's default for IPv4, 24: 254 pods' addresses a node).
+	NodeCIDRMaskSize = 24
 	// KubeletPreferredAddressTypes is the API server's
 	// --kubelet-preferred-address-types, kubeadm's order: the node's
 	// InternalIP before its hostname.
@@ -73,6 +82,11 @@ type Config struct {
 	// --cluster-signing-duration, the longest life of a certificate it
 	// signs for a CSR; zero keeps upstream's (a year).
 	ClusterSigningDuration time.Duration
+	// ClusterCIDR is kube-controller-manager's --cluster-cidr; "" is
+	// the package's ClusterCIDR. A test that runs beside other clusters on
+	// one machine picks a range of its own: each node's pod network routes
+	// its podCIDR on the host, and two routes to one range would fight.
+	ClusterCIDR string
 	// Detach starts the processes in their own session so they outlive this
 	// program; they are stopped with Down. Otherwise they are children that
 	// die with this process, stopped with Cluster.Stop.

@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,4 +184,26 @@ func TestMetricsServerFlags(t *testing.T) {
 	require.Contains(t, a, "--kubelet-request-timeout=9s", "metrics-server refuses a timeout above 90% of the resolution")
 	require.Equal(t, "https://127.0.0.1:4443", c.MetricsServerHost())
 	require.Empty(t, (&Cluster{}).MetricsServerHost(), "no metrics-server unless asked for")
+}
+
+// TestControllerManagerAllocatesNodeCIDRs: the node IPAM controller runs
+// with a cluster CIDR that holds the 1,000-node fleet at /24 a node and
+// overlaps neither the services nor the mock runtime's default pod range;
+// a test's own range replaces it.
+func TestControllerManagerAllocatesNodeCIDRs(t *testing.T) {
+	c := &Cluster{cfg: Config{Dir: "/d"}}
+	a := c.args("kube-controller-manager")
+	require.Contains(t, a, "--allocate-node-cidrs=true")
+	require.Contains(t, a, "--cluster-cidr=10.128.0.0/12")
+	require.Contains(t, a, "--node-cidr-mask-size=24")
+	require.Contains(t, a, "--controllers=*,bootstrapsigner,tokencleaner", "nodeipam is among the defaults (*)")
+
+	cluster := netip.MustParsePrefix(ClusterCIDR)
+	require.GreaterOrEqual(t, 1<<(NodeCIDRMaskSize-cluster.Bits()), 1000, "a podCIDR for each node of the fleet")
+	for _, other := range []string{ServiceClusterIPRange, "10.88.0.0/16" /* fakeruntime.DefaultPodCIDR */} {
+		require.False(t, cluster.Overlaps(netip.MustParsePrefix(other)), other)
+	}
+
+	c.cfg.ClusterCIDR = "10.200.0.0/16"
+	require.Contains(t, c.args("kube-controller-manager"), "--cluster-cidr=10.200.0.0/16")
 }

@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,8 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -108,6 +111,13 @@ func (c *Cluster) args(name string) []string {
 			// turns them on for bootstrap tokens, and so do we.
 			"--controllers=*,bootstrapsigner,tokencleaner",
 			"--leader-elect=false",
+			// The node IPAM controller (nodeipam, among *) gives each node
+			// a spec.podCIDR, which the kubelet hands to its runtime, as
+			// kubeadm's --pod-network-cidr sets it up.
+			"--allocate-node-cidrs=true",
+			"--cluster-cidr=" + cmp.Or(c.cfg.ClusterCIDR, ClusterCIDR),
+			"--node-cidr-mask-size=" + strconv.Itoa(NodeCIDRMaskSize),
+			"--service-cluster-ip-range=" + ServiceClusterIPRange,
 		}
 		if c.cfg.NodeMonitorGracePeriod > 0 {
 			a = append(a, "--node-monitor-grace-period="+c.cfg.NodeMonitorGracePeriod.String())
@@ -250,7 +260,11 @@ func (c *Cluster) launch(name string) error {
 		// Die with the test binary even when it is killed.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if !c.cfg.Detach {
+		start = func() error { return startOnLastingThread(cmd) }
+	}
+	if err := start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{name: name, bin: bin, logPath: logPath, cmd: cmd, exited: make(chan struct{})}
@@ -261,6 +275,37 @@ func (c *Cluster) launch(name string) error {
 	}
 	return nil
 }
+
+// startOnLastingThread starts cmd from an OS thread that never ends. The
+// kernel sends Pdeathsig when the thread that forked the child ends, not
+// the process; and Go ends a thread when a goroutine locked to it returns
+// without unlocking, as the mock runtime's pod network does on purpose
+// (podnet: a thread that entered a network namespace is never reused). A
+// test that runs a pod network beside its control plane would otherwise
+// see the control plane killed at a random moment.
+func startOnLastingThread(cmd *exec.Cmd) error {
+	lastingThreadOnce.Do(func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lasts as long as the process
+			for r := range lastingThreadStarts {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	lastingThreadStarts <- startRequest{cmd, done}
+	return <-done
+}
+
+type startRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+var (
+	lastingThreadOnce   sync.Once
+	lastingThreadStarts = make(chan startRequest)
+)
 
 // Stop stops the processes this Cluster started, newest first: SIGTERM, then
 // SIGKILL after 15 s.

@@ -1,0 +1,80 @@
+package fakeruntime
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestTailPrintsTheLastLines(t *testing.T) {
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	require.Equal(t, int32(0), execIn(t, r, c, "sh", "-c", "printf 'a\\nb\\nc\\nd\\n' > /tmp/f").ExitCode)
+
+	for cmd, want := range map[string]string{
+		"tail -n 2 /tmp/f":                "c\nd\n",
+		"tail -n2 /tmp/f":                 "c\nd\n",
+		"tail -3 /tmp/f":                  "b\nc\nd\n",
+		"tail /tmp/f":                     "a\nb\nc\nd\n",
+		"tail -n 0 /tmp/f":                "",
+		"printf 'x\\ny' | tail -n 1":      "y",
+		"tail -n 1 /tmp/f /tmp/f":         "==> /tmp/f <==\nd\n\n==> /tmp/f <==\nd\n",
+		"tail -n 1 /tmp/missing; echo $?": "1\n",
+	} {
+		resp := execIn(t, r, c, "sh", "-c", cmd)
+		assert.Equal(t, want, string(resp.Stdout), cmd)
+	}
+	resp := execIn(t, r, c, "tail", "/tmp/missing")
+	assert.Equal(t, int32(1), resp.ExitCode)
+	assert.Equal(t, "tail: cannot open '/tmp/missing' for reading: No such file or directory\n", string(resp.Stderr))
+	resp = execIn(t, r, c, "tail", "-n", "x", "/tmp/f")
+	assert.Equal(t, int32(1), resp.ExitCode)
+	assert.Contains(t, string(resp.Stderr), "invalid number of lines")
+}
+
+// TestTailFollowsByNameAsTheDocsSidecar is the logshipper of the
+// documentation's "Sidecar Containers" Job: `tail -F /opt/logs.txt` on a
+// file that does not exist yet, printing what is appended once it does.
+func TestTailFollowsByNameAsTheDocsSidecar(t *testing.T) {
+	r, clk := fixture(t)
+	sb, err := r.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "myjob", Namespace: "default", Uid: "u"}, LogDirectory: t.TempDir()}})
+	require.NoError(t, err)
+	created, err := r.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "logshipper"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
+		LogPath: "logshipper/0.log", Command: []string{"sh", "-c", "tail -F /tmp/logs.txt"}}})
+	require.NoError(t, err)
+	c := created.ContainerId
+	startContainer(t, r, c)
+	waitRunningUtility(t, r, c, "tail", 1)
+
+	// Each poll steps the clock by the poll interval, so that tail's next
+	// timer fires whenever it is set.
+	logs := func(want string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			clk.Step(tailPollInterval)
+			return logOf(t, r, c) == want
+		}, 10*time.Second, 10*time.Millisecond, "log: %q", logOf(t, r, c))
+	}
+	require.Equal(t, int32(0), execIn(t, r, c, "sh", "-c", "echo logging > /tmp/logs.txt").ExitCode)
+	logs("tail: cannot open '/tmp/logs.txt' for reading: No such file or directory\n" +
+		"tail: '/tmp/logs.txt' has appeared;  following new file\nlogging\n")
+
+	require.Equal(t, int32(0), execIn(t, r, c, "sh", "-c", "echo more >> /tmp/logs.txt").ExitCode)
+	logs("tail: cannot open '/tmp/logs.txt' for reading: No such file or directory\n" +
+		"tail: '/tmp/logs.txt' has appeared;  following new file\nlogging\nmore\n")
+
+	// Truncated and written again: followed from the start of the new file.
+	require.Equal(t, int32(0), execIn(t, r, c, "sh", "-c", "echo new > /tmp/logs.txt").ExitCode)
+	logs("tail: cannot open '/tmp/logs.txt' for reading: No such file or directory\n" +
+		"tail: '/tmp/logs.txt' has appeared;  following new file\nlogging\nmore\n" +
+		"tail: /tmp/logs.txt: file truncated\nnew\n")
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
+}
