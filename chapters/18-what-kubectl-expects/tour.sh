@@ -62,7 +62,7 @@ step "kubectl debug: an ephemeral container in the pause container's process nam
 show kubectl run ephemeral-demo --image=registry.k8s.io/pause:3.1 --restart=Never
 show kubectl wait --for=condition=Ready pod/ephemeral-demo --timeout=60s
 # shellcheck disable=SC2016 # $(hostname) is the container's shell's
-echo 'echo in $(hostname)' | kubectl debug -i ephemeral-demo --image=busybox:1.28 --target=ephemeral-demo 2>&1 | grep 'in ephemeral-demo'
+echo 'echo in $(hostname); ps; exit' | kubectl debug -i ephemeral-demo --image=busybox:1.28 --target=ephemeral-demo 2>&1 | grep 'in ephemeral-demo'
 show kubectl wait --for=jsonpath='{.status.ephemeralContainerStatuses[0].state.terminated.reason}'=Completed pod/ephemeral-demo --timeout=30s
 show kubectl get pod ephemeral-demo -o jsonpath='{range .status.ephemeralContainerStatuses[*]}{.name}: {.state.terminated.reason}, restarts {.restartCount}{"\n"}{end}'
 
