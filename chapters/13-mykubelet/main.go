@@ -8,7 +8,7 @@
 // container runtime), which calls app.RunKubelet (the pod sources, the
 // events, kubelet.NewMainKubelet, the kubelet API), which calls
 // Kubelet.Run: registration, Lease, status, PLEG, pod workers, sync loop.
-// Everything chapters 04 to 12 and 15 to 17 built, in one process.
+// Everything chapters 04 to 12 and 15 to 18 built, in one process.
 package main
 
 import (
@@ -118,7 +118,7 @@ func (c *KubeletCommand) Execute(args []string) int {
 
 // complete reads the KubeletConfiguration (file, defaults, flags over
 // file), fills in the defaults that depend on the root directory, and
-// turns on every part of the kubelet that chapters 09 to 12 and 15 to 17 built.
+// turns on every part of the kubelet that chapters 09 to 12 and 15 to 18 built.
 func (c *KubeletCommand) complete() (*KubeletServer, error) {
 	kc, err := c.flags.KubeletConfiguration()
 	if err != nil {
