@@ -399,31 +399,38 @@ func (n *Network) rangesString() string {
 
 // Listen listens on TCP addr inside the namespace.
 func (n *Network) Listen(addr string) (net.Listener, error) {
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	ch := make(chan result, 1)
+	var l net.Listener
+	err := n.inNamespace(func() (err error) {
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
+	return l, err
+}
+
+// inNamespace runs fn on a goroutine whose OS thread has joined the
+// namespace with setns, and waits for it. The thread is never given back:
+// when the goroutine ends, the Go runtime ends the thread, so no other
+// goroutine ever runs in the namespace. The sockets fn makes stay in the
+// namespace (a socket keeps the namespace it was made in), so the caller
+// uses them from any thread.
+func (n *Network) inNamespace(fn func() error) error {
+	done := make(chan error, 1)
 	go func() {
-		// This goroutine's thread joins the namespace and is never given
-		// back: when the goroutine ends, the Go runtime ends the thread.
-		runtime.LockOSThread()
+		runtime.LockOSThread() // and never unlocked: see above
 		n.mu.Lock()
 		closed := n.closed
 		n.mu.Unlock()
 		if closed {
-			ch <- result{nil, errors.New("the pod network is gone")}
+			done <- errors.New("the pod network is gone")
 			return
 		}
 		if err := n.Enter(); err != nil {
-			ch <- result{nil, err}
+			done <- err
 			return
 		}
-		l, err := net.Listen("tcp", addr)
-		ch <- result{l, err}
+		done <- fn()
 	}()
-	r := <-ch
-	return r.l, r.err
+	return <-done
 }
 
 // Close removes the namespace, which takes the veth pair with it.
