@@ -193,6 +193,42 @@ func (r *Runtime) Attach(_ context.Context, req *runtimeapi.AttachRequest) (*run
 	return &runtimeapi.AttachResponse{Url: u}, nil
 }
 
+// clientStream is a stream the client opened, with the channel closed
+// once the runtime's reply to it is sent (nothing may be written before).
+type clientStream struct {
+	s         httpstream.Stream
+	replySent <-chan struct{}
+}
+
+// upgradeSPDY answers the handshake for protocol and upgrades the
+// connection to SPDY; each stream the client opens (and check, if set,
+// accepts) comes on the channel, until gone is closed. The connection is
+// nil when the handshake or the upgrade failed: the client was answered.
+func upgradeSPDY(w http.ResponseWriter, req *http.Request, protocol string, check func(http.Header) error, gone <-chan struct{}) (httpstream.Connection, <-chan clientStream) {
+	if _, err := httpstream.Handshake(req, w, []string{protocol}); err != nil {
+		return nil, nil // Handshake answered 403 with the protocols it supports
+	}
+	streamCh := make(chan clientStream)
+	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, req, func(s httpstream.Stream, replySent <-chan struct{}) error {
+		if check != nil {
+			if err := check(s.Headers()); err != nil {
+				return err // the stream is refused
+			}
+		}
+		select {
+		case streamCh <- clientStream{s, replySent}:
+			return nil
+		case <-gone:
+			return errors.New("the session is over")
+		}
+	})
+	if conn == nil {
+		return nil, nil
+	}
+	conn.SetIdleTimeout(4 * time.Hour) // as upstream's default StreamIdleTimeout
+	return conn, streamCh
+}
+
 // streams are a session's streams, by their streamType header.
 type streams struct {
 	errorStream, stdin, stdout, stderr, resize httpstream.Stream
@@ -205,29 +241,13 @@ func (r *Runtime) serveStream(w http.ResponseWriter, req *http.Request) {
 		http.NotFound(w, req)
 		return
 	}
-	if _, err := httpstream.Handshake(req, w, []string{remotecommand.StreamProtocolV4Name}); err != nil {
-		return // Handshake answered 403 with the protocols it supports
-	}
-	type streamAndReply struct {
-		s         httpstream.Stream
-		replySent <-chan struct{}
-	}
-	streamCh := make(chan streamAndReply)
 	gone := make(chan struct{})
 	defer close(gone)
-	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, req, func(s httpstream.Stream, replySent <-chan struct{}) error {
-		select {
-		case streamCh <- streamAndReply{s, replySent}:
-			return nil
-		case <-gone:
-			return errors.New("the session is over")
-		}
-	})
+	conn, streamCh := upgradeSPDY(w, req, remotecommand.StreamProtocolV4Name, nil, gone)
 	if conn == nil {
-		return // the upgrade failed and was answered
+		return // the handshake or the upgrade failed and was answered
 	}
 	defer conn.Close()
-	conn.SetIdleTimeout(4 * time.Hour) // as upstream's default StreamIdleTimeout
 
 	want := 1 // the error stream
 	for _, b := range []bool{p.opts.Stdin, p.opts.Stdout, p.opts.Stderr, p.opts.TTY} {

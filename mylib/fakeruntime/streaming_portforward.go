@@ -3,7 +3,6 @@ package fakeruntime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,7 +19,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/streaming/pkg/httpstream"
-	"k8s.io/streaming/pkg/httpstream/spdy"
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/fakeruntime/podnet"
@@ -131,17 +129,10 @@ type timerFunc func(time.Duration) clock.Timer
 // portForwardDialer connects a forwarded stream to its port.
 type portForwardDialer func(ctx context.Context, port int32) (net.Conn, error)
 
-// pfStream is a stream the client opened, with the channel closed once
-// the runtime's reply to it is sent (nothing may be written before).
-type pfStream struct {
-	s         httpstream.Stream
-	replySent <-chan struct{}
-}
-
 // pfPair is one forwarded connection's streams.
 type pfPair struct {
 	requestID   string
-	data, error *pfStream
+	data, error *clientStream
 	done        chan struct{} // closed when both are there
 }
 
@@ -149,28 +140,13 @@ type pfPair struct {
 // of streams until the client closes it. pod names the sandbox in error
 // messages; dial connects a pair to its port.
 func servePortForwardStreams(w http.ResponseWriter, req *http.Request, pod string, newTimer timerFunc, dial portForwardDialer) {
-	if _, err := httpstream.Handshake(req, w, []string{portforward.PortForwardV1Name}); err != nil {
-		return // Handshake answered 403 with the protocols it supports
-	}
-	streamCh := make(chan pfStream)
 	gone := make(chan struct{})
 	defer close(gone)
-	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, req, func(s httpstream.Stream, replySent <-chan struct{}) error {
-		if err := checkPortForwardHeaders(s.Headers()); err != nil {
-			return err // the stream is refused
-		}
-		select {
-		case streamCh <- pfStream{s, replySent}:
-			return nil
-		case <-gone:
-			return errors.New("the session is over")
-		}
-	})
+	conn, streamCh := upgradeSPDY(w, req, portforward.PortForwardV1Name, checkPortForwardHeaders, gone)
 	if conn == nil {
-		return // the upgrade failed and was answered
+		return // the handshake or the upgrade failed and was answered
 	}
 	defer conn.Close()
-	conn.SetIdleTimeout(4 * time.Hour) // as upstream's default StreamIdleTimeout
 
 	ctx, cancel := context.WithCancel(req.Context())
 	defer cancel()
