@@ -41,6 +41,10 @@ var Supported = []string{
 	"evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod",
 	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "imageMinimumGCAge", "imageMaximumGCAge",
 	"serializeImagePulls", "maxParallelImagePulls", "registryPullQPS", "registryBurst",
+	// The pods' DNS: the cluster's DNS Service address and domain, written
+	// into each ClusterFirst pod's resolv.conf (none: upstream's
+	// MissingClusterDNS warning, and the node's resolver instead).
+	"clusterDNS", "clusterDomain",
 }
 
 var codecs = func() serializer.CodecFactory {

@@ -183,6 +183,13 @@ func TestStrictErrorsNameTheFieldAndTheFile(t *testing.T) {
 	}
 }
 
+func TestClusterDNSFields(t *testing.T) {
+	kc, err := Load(writeConfig(t, header+"clusterDNS: [\"10.96.0.10\"]\nclusterDomain: cluster.local\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10.96.0.10"}, kc.ClusterDNS)
+	assert.Equal(t, "cluster.local", kc.ClusterDomain)
+}
+
 func TestUnsupportedFieldsAreAllNamed(t *testing.T) {
 	_, err := Decode([]byte(header + "podPidsLimit: 1\ncpuManagerPolicy: static\nauthentication:\n  x509:\n    clientCAFile: /ca\n"))
 	require.Error(t, err)
