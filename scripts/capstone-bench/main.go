@@ -1,14 +1,17 @@
-// Command capstone-bench is the measuring half of scripts/capstone-bench.sh:
-// it creates pods bound to one node and reports their startup latency as
-// SIG Scalability defines it (pod created → all its containers started,
-// both observed through a watch), the figure mylib/kubelet's
-// BenchmarkPodStartup reports for the in-process Kubelet, here for a node
-// agent running as its own program.
+// Command capstone-bench is the measuring half of scripts/capstone-bench.sh
+// and scripts/startup-bench.sh: it creates pods bound to a node and reports
+// their startup latency as SIG Scalability defines it (pod created → all
+// its containers started, both observed through a watch), the figure
+// mylib/kubelet's BenchmarkPodStartup reports for the in-process Kubelet,
+// here for node agents running as their own programs.
 //
 //	capstone-bench startup --node NAME [--pods 100] [--keep]
+//	capstone-bench compare --node kwok=NODE[:PID] --node capstone=NODE[:PID] … [--apiserver-pid PID]
 //
-// The admin kubeconfig comes from --kubeconfig or $KUBECONFIG. Without
-// --keep the pods are deleted afterwards and it waits until they are gone.
+// startup is one burst on one node. compare runs bursts on several nodes
+// in turn and prints a table (compare.go). The admin kubeconfig comes from
+// --kubeconfig or $KUBECONFIG. Without --keep the pods are deleted
+// afterwards and it waits until they are gone.
 package main
 
 import (
@@ -32,7 +35,8 @@ import (
 	"mykubelet/mylib/signals"
 )
 
-const usage = `usage: capstone-bench [--kubeconfig PATH] startup --node NAME [--pods N] [--label VALUE] [--keep] [--timeout 5m]`
+const usage = `usage: capstone-bench [--kubeconfig PATH] startup --node NAME [--pods N] [--label VALUE] [--keep] [--timeout 5m]
+       capstone-bench [--kubeconfig PATH] compare --node LABEL=NODE[:PID] [--node …] [--pods N] [--rounds N] [--apiserver-pid PID]`
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
@@ -86,18 +90,21 @@ func parse(args []string) (kubeconfig string, b burst, err error) {
 }
 
 func run(args []string, out io.Writer) error {
+	if kubeconfig, c, isCompare, err := parseCompareCommand(args); isCompare {
+		if err != nil {
+			return err
+		}
+		cs, err := adminClient(kubeconfig)
+		if err != nil {
+			return err
+		}
+		return c.run(signals.SetupSignalContext(), cs, out)
+	}
 	kubeconfig, b, err := parse(args)
 	if err != nil {
 		return err
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		return fmt.Errorf("admin kubeconfig: %w", err)
-	}
-	cfg.QPS, cfg.Burst = 1000, 1000 // the creations go out at once
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := adminClient(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -107,10 +114,36 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	slices.Sort(lat)
-	q := func(p float64) int64 { return lat[int(p*float64(len(lat)-1))].Milliseconds() }
+	q := func(p float64) int64 { return quantile(lat, p).Milliseconds() }
 	fmt.Fprintf(out, "pod startup latency, %d pods on node %s (created -> all containers started, seen through a watch): p50 %d ms, p90 %d ms, p99 %d ms, max %d ms\n",
 		len(lat), b.node, q(0.50), q(0.90), q(0.99), lat[len(lat)-1].Milliseconds())
 	return nil
+}
+
+// parseCompareCommand: whether args name the compare command, and if so
+// its settings.
+func parseCompareCommand(args []string) (kubeconfig string, c comparison, isCompare bool, err error) {
+	fs := flag.NewFlagSet("capstone-bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "")
+	if fs.Parse(args) != nil || fs.Arg(0) != "compare" {
+		return "", c, false, nil
+	}
+	c, err = parseCompare(fs.Args()[1:])
+	return kubeconfig, c, true, err
+}
+
+// adminClient is a client from the admin kubeconfig (--kubeconfig, else
+// $KUBECONFIG), rate-limited loosely: a burst's creations go out at once.
+func adminClient(kubeconfig string) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 1000, 1000
+	return kubernetes.NewForConfig(cfg)
 }
 
 // run creates the pods at once, returns each one's startup latency and,
@@ -118,13 +151,26 @@ func run(args []string, out io.Writer) error {
 func (b burst) run(ctx context.Context, cs kubernetes.Interface) ([]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	pods := cs.CoreV1().Pods(metav1.NamespaceDefault)
-	selector := "capstone-bench=" + b.label
-	events, err := watchPods(ctx, cs, selector)
+	events, err := watchPods(ctx, cs, b.selector())
 	if err != nil {
 		return nil, err
 	}
+	lat, err := b.start(ctx, cs, events, false)
+	if err != nil || b.keep {
+		return lat, err
+	}
+	return lat, b.remove(ctx, cs, events)
+}
+
+func (b burst) selector() string { return "capstone-bench=" + b.label }
+
+// start creates the pods at once and returns each one's startup latency
+// once every pod has started (and, with untilReady, once every pod is also
+// Ready: the node has written all it writes to start a pod).
+func (b burst) start(ctx context.Context, cs kubernetes.Interface, events <-chan watch.Event, untilReady bool) ([]time.Duration, error) {
+	pods := cs.CoreV1().Pods(metav1.NamespaceDefault)
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	errs := make(chan error, b.pods)
 	for i := range b.pods {
 		wg.Go(func() {
@@ -139,18 +185,18 @@ func (b burst) run(ctx context.Context, cs kubernetes.Interface) ([]time.Duratio
 			}
 		})
 	}
-	created, done := map[string]time.Time{}, map[string]bool{}
+	created, done, ready := map[string]time.Time{}, map[string]bool{}, map[string]bool{}
 	var lat []time.Duration
-	for len(lat) < b.pods {
+	for len(lat) < b.pods || (untilReady && len(ready) < b.pods) {
 		select {
 		case err := <-errs:
 			return nil, err
 		case e, ok := <-events:
 			if !ok {
-				return nil, fmt.Errorf("%d of %d pods started within %s", len(lat), b.pods, b.timeout)
+				return nil, fmt.Errorf("%d of %d pods started (%d Ready) within %s", len(lat), b.pods, len(ready), b.timeout)
 			}
 			pod, isPod := e.Object.(*v1.Pod)
-			if !isPod || done[pod.Name] {
+			if !isPod {
 				continue
 			}
 			if _, seen := created[pod.Name]; !seen && e.Type == watch.Added {
@@ -159,29 +205,34 @@ func (b burst) run(ctx context.Context, cs kubernetes.Interface) ([]time.Duratio
 			if pod.Status.Phase == v1.PodFailed {
 				return nil, fmt.Errorf("pod %s failed: %s %s", pod.Name, pod.Status.Reason, pod.Status.Message)
 			}
-			if t0, ok := created[pod.Name]; ok && allStarted(pod) {
+			if t0, ok := created[pod.Name]; ok && !done[pod.Name] && allStarted(pod) {
 				lat = append(lat, time.Since(t0))
 				done[pod.Name] = true
 			}
+			if isReady(pod) {
+				ready[pod.Name] = true
+			}
 		}
 	}
-	wg.Wait()
-	if b.keep {
-		return lat, nil
-	}
-	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector}); err != nil {
-		return nil, fmt.Errorf("delete the pods: %w", err)
+	return lat, nil
+}
+
+// remove deletes the burst's pods and waits until the API server has
+// removed them all (the node has stopped them and said so).
+func (b burst) remove(ctx context.Context, cs kubernetes.Interface, events <-chan watch.Event) error {
+	if err := cs.CoreV1().Pods(metav1.NamespaceDefault).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: b.selector()}); err != nil {
+		return fmt.Errorf("delete the pods: %w", err)
 	}
 	for gone := 0; gone < b.pods; {
 		e, ok := <-events
 		if !ok {
-			return nil, fmt.Errorf("%d of %d pods gone within %s", gone, b.pods, b.timeout)
+			return fmt.Errorf("%d of %d pods gone within %s", gone, b.pods, b.timeout)
 		}
 		if e.Type == watch.Deleted {
 			gone++
 		}
 	}
-	return lat, nil
+	return nil
 }
 
 // watchPods watches the pods with the selector until ctx ends; when the API
@@ -231,6 +282,16 @@ func watchPods(ctx context.Context, cs kubernetes.Interface, selector string) (<
 		}
 	}()
 	return out, nil
+}
+
+// isReady: the pod's Ready condition is True.
+func isReady(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // allStarted: every container of the pod is running.

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Pod startup on four nodes of one control plane, in one run: KWOK (pods'
+# statuses from templates, no kubelet logic), upstream's kubelet as a
+# kubemark hollow node (the real kubelet code over a fake CRI), the
+# capstone mykubelet (chapters/13-mykubelet, its mock runtime in process;
+# as root, with its pod network) and chapter 09. Each gets a warm-up burst,
+# then the measured bursts interleave the nodes. It prints, per node, the
+# startup latency's p50/p90/p99 (SIG Scalability's SLI: created -> all
+# containers started, seen through a watch), the p99's ratio to KWOK's, the
+# API writes per started pod and the CPU-seconds per started pod of the API
+# server and of the node's own process. It asserts nothing about time: run
+# it on a quiet machine and quote the load it prints with the figures.
+#
+# The pods are the same on every node: one busybox container, bound to the
+# node by spec.nodeName, in the default namespace, so the ServiceAccount
+# admission gives each its token volume (kube-api-access-*), which the
+# kubelets mount (KWOK mounts nothing). Events stay on everywhere.
+#
+#   scripts/startup-bench.sh                       100 pods, 2 measured rounds, all four nodes
+#   scripts/startup-bench.sh --pods 50 --rounds 3
+#   scripts/startup-bench.sh --nodes kwok,capstone  only those, in that order (the first is the ratios' reference)
+#
+# KWOK v0.8.0 and kubemark are built once by scripts/build-bench-nodes.sh
+# (minutes; cached beside the control plane).
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+
+usage="usage: scripts/startup-bench.sh [--pods N] [--rounds N] [--nodes kwok,kubemark,capstone,09]"
+pods=100 rounds=2 nodes="kwok,kubemark,capstone,09"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --pods | --rounds | --nodes)
+      [[ $# -ge 2 ]] || die "$1 needs a value ($usage)"
+      case "$1" in
+        --pods) pods="$2" ;;
+        --rounds) rounds="$2" ;;
+        --nodes) nodes="$2" ;;
+      esac
+      shift 2
+      ;;
+    -h | --help) echo "$usage"; exit 0 ;;
+    *) die "unknown argument '$1' ($usage)" ;;
+  esac
+done
+for v in pods rounds; do
+  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$v is a whole number above 0 (got '${!v}')"
+done
+((pods <= 110)) || die "--pods ($pods) cannot be above 110, the nodes' --max-pods"
+IFS=, read -r -a wanted <<<"$nodes"
+((${#wanted[@]} > 0)) || die "--nodes names no node ($usage)"
+for n in "${wanted[@]}"; do
+  case "$n" in kwok | kubemark | capstone | 09) ;; *) die "--nodes: unknown node '$n' (kwok, kubemark, capstone, 09)" ;; esac
+done
+[[ "$(printf '%s\n' "${wanted[@]}" | sort | uniq -d)" == "" ]] || die "--nodes names a node twice: $nodes"
+want() { [[ ",$nodes," == *",$1,"* ]]; }
+command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.md, Prerequisites)"
+[[ "$(id -u)" == 0 ]] || echo "warning: not root: the capstone runs without its pod network (the figure the issue asks for is as root)" >&2
+
+"$REPO_ROOT/scripts/build-control-plane.sh" >/dev/null
+if want kwok || want kubemark; then "$REPO_ROOT/scripts/build-bench-nodes.sh" >/dev/null; fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/startup-bench.XXXXXX")"
+chmod 0700 "$work"
+pids=() cluster_up=false
+export MYKUBELET_STATE_DIR="$work/state" KUBECONFIG="$work/state/cluster/admin.kubeconfig"
+kubectl() { "$BIN_DIR/kubectl" "$@"; }
+cleanup() {
+  local rc=$? p
+  set +e
+  if [[ $rc -ne 0 ]]; then
+    for f in "$work"/*.log; do
+      [[ -s "$f" ]] || continue
+      echo "--- the last lines of $(basename "$f"):" >&2
+      tail -n 8 "$f" >&2
+    done
+  fi
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do
+    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$p" 2>/dev/null
+  done
+  $cluster_up && "$REPO_ROOT/scripts/cluster.sh" down >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 30000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && [[ " $taken " != *" $p "* ]]; then
+      taken="$taken $p"
+      echo "$p"
+      return
+    fi
+  done
+  die "no free port found"
+}
+taken=""
+for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT CONTROLLER_MANAGER_PORT SCHEDULER_PORT; do
+  p="$(free_port)"; taken="$taken $p"
+  export "MYKUBELET_$v=$p"
+done
+
+say "building the nodes and the measuring helper"
+go build -o "$work/capstone-bench" ./scripts/capstone-bench
+want capstone && go build -o "$work/mykubelet" ./chapters/13-mykubelet
+if want 09; then
+  go build -o "$work/03-tls-bootstrap" ./chapters/03-tls-bootstrap
+  go build -o "$work/09-sync-pod" ./chapters/09-sync-pod
+fi
+
+say "a local control plane of its own on 127.0.0.1:$MYKUBELET_APISERVER_PORT"
+cluster_up=true
+"$REPO_ROOT/scripts/cluster.sh" up >/dev/null 2>&1 || die "scripts/cluster.sh up failed"
+apiserver_pid="$(head -n 1 "$MYKUBELET_STATE_DIR/cluster/run/kube-apiserver.pid")" # its pid, then its binary
+kill -0 "$apiserver_pid" 2>/dev/null || die "no kube-apiserver process $apiserver_pid"
+# The pods' token volumes need the default ServiceAccount, which the
+# controller manager creates.
+for _ in $(seq 120); do kubectl get serviceaccount default >/dev/null 2>&1 && break; sleep 0.5; done
+kubectl get serviceaccount default >/dev/null || die "no ServiceAccount default/default after 60 s"
+
+# Every node but KWOK's joins with a bootstrap token of its own, as a real
+# node does, and then speaks with its own credentials (system:node:NAME).
+issue=()
+for n in kubemark capstone 09; do want "$n" && issue+=("bench-$n"); done
+if ((${#issue[@]} > 0)); then
+  go run ./scripts/classroom --state-dir "$work" issue "${issue[@]}" >/dev/null
+fi
+bootstrap() { echo "$work/classroom/bench-$1/bootstrap-kubelet.kubeconfig"; }
+declare -A node_arg
+start_node() { # LABEL LOG COMMAND…: starts a node's process, remembers it
+  local label="$1" log="$2"
+  shift 2
+  "$@" >"$log" 2>&1 &
+  pids+=($!)
+  node_arg[$label]="$label=bench-$label:$!"
+}
+
+if want kwok; then
+  say "KWOK: the Node bench-kwok, made by hand (KWOK registers none), and kwok for it"
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: bench-kwok
+  annotations:
+    kwok.x-k8s.io/node: fake
+  labels:
+    type: kwok
+status:
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
+  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
+YAML
+  start_node kwok "$work/kwok.log" "$BIN_DIR/kwok" --kubeconfig "$KUBECONFIG" --config "$BIN_DIR/kwok-stages.yaml" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-ip 127.0.0.1 --node-lease-duration-seconds 40 --server-address "127.0.0.1:$(free_port)"
+fi
+if want kubemark; then
+  say "upstream's kubelet as a kubemark hollow node (kubeAPIQPS/Burst 50/100, the real kubelet's defaults)"
+  mkdir -p "$work/kubemark/tmp"
+  start_node kubemark "$work/kubemark.log" env TMPDIR="$work/kubemark/tmp" "$BIN_DIR/kubemark" --morph=kubelet --name=bench-kubemark \
+    --bootstrap-kubeconfig "$(bootstrap kubemark)" --kubeconfig "$work/kubemark/kubelet.kubeconfig" --cert-dir "$work/kubemark/pki" \
+    --kubelet-port "$(free_port)" --kubelet-read-only-port 0 --use-host-image-service=false \
+    --kube-api-qps 50 --kube-api-burst 100 --max-pods 110
+fi
+if want capstone; then
+  say "the capstone, mykubelet, its runtime in process"
+  mkdir -p "$work/capstone" && chmod 0700 "$work/capstone"
+  # The course's configuration, with a cluster DNS address as every real
+  # cluster has: without one, each ClusterFirst pod gets upstream's
+  # MissingClusterDNS warning on every sync (a POST, then PATCHes).
+  { cat yaml/kubelet-config.yaml; printf 'clusterDNS: ["10.96.0.10"]\nclusterDomain: cluster.local\n'; } >"$work/capstone/config.yaml"
+  capstone_port="$(free_port)"
+  start_node capstone "$work/capstone.log" "$work/mykubelet" --config "$work/capstone/config.yaml" --hostname-override bench-capstone --node-ip 127.0.0.1 --max-pods 110 \
+    --bootstrap-kubeconfig "$(bootstrap capstone)" --kubeconfig "$work/capstone/kubelet.kubeconfig" --cert-dir "$work/capstone/pki" \
+    --state-dir "$work/capstone" --root-dir "$work/capstone" --port "$capstone_port" --address 127.0.0.1 \
+    --container-runtime-endpoint "unix://$work/capstone/rt.sock"
+fi
+if want 09; then
+  say "chapter 09, bootstrapped by chapter 03"
+  mkdir -p "$work/09" && chmod 0700 "$work/09"
+  "$work/03-tls-bootstrap" --bootstrap-kubeconfig "$(bootstrap 09)" --node-name bench-09 --state-dir "$work/09" >"$work/03.log" 2>&1 ||
+    die "chapter 03 failed: $(tail -n 1 "$work/03.log")"
+  start_node 09 "$work/09.log" "$work/09-sync-pod" --state-dir "$work/09" --node-ip 127.0.0.1 --max-pods 110
+fi
+
+# Serving certificates are approved by hand upstream; the capstone's
+# /metrics (read below through the API server) needs one.
+approve() {
+  kubectl get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name} {.status.conditions[0].type}{"\n"}{end}' 2>/dev/null |
+    awk 'NF == 1 { print $1 }' | while read -r csr; do kubectl certificate approve "$csr" >/dev/null 2>&1 || true; done
+}
+(while sleep 1; do approve; done) &
+pids+=($!)
+for n in "${wanted[@]}"; do
+  for _ in $(seq 240); do
+    kubectl wait --for=condition=Ready "node/bench-$n" --timeout=1s >/dev/null 2>&1 && break
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || die "a node's process ($p) exited"; done
+    sleep 0.5
+  done
+  kubectl wait --for=condition=Ready "node/bench-$n" --timeout=1s >/dev/null || die "node bench-$n not Ready within 2 minutes"
+done
+say "nodes Ready: ${wanted[*]}; $rounds measured rounds of $pods pods each, after a warm-up"
+args=()
+for n in "${wanted[@]}"; do args+=(--node "${node_arg[$n]}"); done
+"$work/capstone-bench" compare --pods "$pods" --rounds "$rounds" --apiserver-pid "$apiserver_pid" "${args[@]}"
+
+if want capstone; then
+  echo
+  echo "the capstone's own histogram, kubelet_pod_start_sli_duration_seconds (every pod it started, warm-up included):"
+  # Straight from its server, as an admin: the API server refuses to
+  # proxy to a node whose address is loopback.
+  if metrics="$(kubectl --server "https://127.0.0.1:$capstone_port" get --raw /metrics 2>&1)"; then
+    awk '/^kubelet_pod_start_sli_duration_seconds_(count|sum)/ { print "  " $0 }
+         /^kubelet_pod_start_sli_duration_seconds_bucket/ && /le="(0.5|1|2|3|4|5|6|8|10)"/ { print "  " $0 }' <<<"$metrics"
+  else
+    echo "  not readable: $(head -n 1 <<<"$metrics")"
+  fi
+fi
+echo "load at the end: $(uptime)"
+echo "CPU: $(nproc) cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
