@@ -128,8 +128,16 @@ func (r *Runtime) stopSandbox(s *sandbox) {
 	for _, c := range r.containersOf(s.id) {
 		r.kill(c)
 	}
-	if r.net != nil && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		r.net.DelIP(s.ip) // a stopped sandbox's network is torn down
+	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		// A stopped sandbox's network is torn down and its address goes
+		// back to the range, as containerd's CNI DEL gives it back to
+		// host-local: its status still names the address, which a new
+		// sandbox may get. Kept until removal, the addresses of a kubelet
+		// that never removes sandboxes (no container GC) ran out.
+		if r.net != nil {
+			r.net.DelIP(s.ip)
+		}
+		r.ips.Release(s.ip)
 	}
 	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 }

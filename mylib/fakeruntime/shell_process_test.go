@@ -392,13 +392,14 @@ func TestSandboxIPs(t *testing.T) {
 	assert.Equal(t, "10.88.0.3", ip(b))
 	_, err := r.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: a})
 	require.NoError(t, err)
-	assert.Equal(t, "10.88.0.2", ip(a), "a stopped sandbox keeps its IP until removed")
+	assert.Equal(t, "10.88.0.2", ip(a), "a stopped sandbox's status still names its IP, as containerd's does")
 	_, err = r.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: a})
 	require.NoError(t, err)
 	c := runSandbox(t, r, "c", "uc", nil)
 	assert.Equal(t, "10.88.0.4", ip(c), "not reused at once")
 
-	// A small range: unique while alive, released on removal, then reused.
+	// A small range: unique while alive, released when the sandbox stops
+	// (as a CNI DEL), then reused; removing it afterwards frees nothing more.
 	small, err := NewRuntime(Config{Clock: r.clock, PodCIDR: "192.168.7.0/29", StateDir: t.TempDir()})
 	require.NoError(t, err)
 	seen := map[string]bool{}
@@ -415,12 +416,17 @@ func TestSandboxIPs(t *testing.T) {
 	_, err = small.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "full"}}})
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
-	_, err = small.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: ids[2]})
+	_, err = small.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: ids[2]})
 	require.NoError(t, err)
 	id := runSandbox(t, small, "p", "again", nil)
 	resp, err := small.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
 	require.NoError(t, err)
-	assert.Equal(t, "192.168.7.4", resp.Status.Network.Ip, "the released address")
+	assert.Equal(t, "192.168.7.4", resp.Status.Network.Ip, "the address the stopped sandbox gave back")
+	_, err = small.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: ids[2]})
+	require.NoError(t, err)
+	_, err = small.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "still-full"}}})
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "removing the stopped sandbox did not free .4 a second time: the new sandbox holds it")
 
 	for _, bad := range []string{"127.0.0.0/8", "169.254.0.0/16", "10.0.0.0/31", "fd00::/64", "nope"} {
 		_, err := NewRuntime(Config{PodCIDR: bad})
