@@ -11,8 +11,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -146,6 +150,45 @@ func TestVolumeDependenciesKeepPluginsGiven(t *testing.T) {
 	deps := &kubelet.Dependencies{VolumePlugins: []volume.VolumePlugin{nil}}
 	volumeDependencies(deps, time.Minute)
 	assert.Len(t, deps.VolumePlugins, 1, "a program's own plugins are kept")
+}
+
+// TestTokenRequestsGoThroughTheTokenClient: with a TokenClient the token
+// manager's TokenRequests go there, not through KubeClient; without one,
+// through KubeClient, as upstream.
+func TestTokenRequestsGoThroughTheTokenClient(t *testing.T) {
+	tokenCreates := func(c *fake.Clientset) (n int) {
+		for _, a := range c.Actions() {
+			if a.GetVerb() == "create" && a.GetResource().Resource == "serviceaccounts" && a.GetSubresource() == "token" {
+				n++
+			}
+		}
+		return n
+	}
+	request := func(deps *kubelet.Dependencies) {
+		volumeDependencies(deps, time.Minute)
+		exp := int64(3600)
+		_, err := deps.TokenManager.GetServiceAccountToken("default", "default", &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}})
+		require.NoError(t, err)
+	}
+	// A fake API server that answers every TokenRequest.
+	answering := func() *fake.Clientset {
+		c := fake.NewClientset()
+		c.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+			tr.Status = authenticationv1.TokenRequestStatus{Token: "t", ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}
+			return true, tr, nil
+		})
+		return c
+	}
+	main, tokens := answering(), answering()
+	request(&kubelet.Dependencies{KubeClient: main, TokenClient: tokens, Clock: testingclock.NewFakeClock(time.Now())})
+	assert.Equal(t, 1, tokenCreates(tokens))
+	assert.Equal(t, 0, tokenCreates(main))
+
+	main = answering()
+	request(&kubelet.Dependencies{KubeClient: main, Clock: testingclock.NewFakeClock(time.Now())})
+	assert.Equal(t, 1, tokenCreates(main), "no TokenClient: KubeClient, as upstream")
 }
 
 func TestVolumeDependenciesAreUpstreamsPluginsAndManagers(t *testing.T) {

@@ -46,6 +46,10 @@ func volumeDependencies(deps *kubelet.Dependencies, resync time.Duration) {
 		deps.SecretManager = secret.NewWatchingSecretManager(deps.KubeClient, resync)
 	}
 	if deps.TokenManager == nil {
-		deps.TokenManager = token.NewManager(deps.KubeClient, deps.Clock)
+		client := deps.TokenClient // a budget of its own (kubelet.NewTokenClient), else upstream's KubeClient
+		if client == nil {
+			client = deps.KubeClient
+		}
+		deps.TokenManager = token.NewManager(client, deps.Clock)
 	}
 }

@@ -65,3 +65,22 @@ func NewClientsWithRates(cfg *rest.Config, r ClientRates) (client, eventClient *
 	}
 	return client, eventClient, nil
 }
+
+// NewTokenClient is a client for the token manager alone, at
+// kubeAPIQPS/kubeAPIBurst of its own. Upstream's kubelet sends its
+// TokenRequests through KubeClient, so under a burst of pods each pod's
+// token and its status writes queue behind one another at kubeAPIQPS
+// (100 pods: 100 tokens and 100 Running statuses, the last one 2 s after
+// the first at 50 a second). With their own budget, neither waits for the
+// other. This departs from upstream to start pods faster; the API server
+// sees the same requests.
+func NewTokenClient(cfg *rest.Config, kubeAPIQPS, kubeAPIBurst int32) (*kubernetes.Clientset, error) {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = float32(kubeAPIQPS), int(kubeAPIBurst)
+	useProtobuf(c)
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("token client for %s: %w", cfg.Host, err)
+	}
+	return cs, nil
+}

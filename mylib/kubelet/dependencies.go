@@ -38,6 +38,10 @@ type Dependencies struct {
 	// EventClient is the events' client, at eventRecordQPS/eventBurst; the
 	// program builds Recorder with it.
 	EventClient kubernetes.Interface
+	// TokenClient sends the token manager's TokenRequests (one per pod
+	// with a service account token volume); nil means KubeClient, as
+	// upstream. NewTokenClient gives them a rate limiter of their own.
+	TokenClient kubernetes.Interface
 	// HeartbeatClient renews the Lease and writes the node status; nil
 	// means KubeClient. OnHeartbeatFailure: see NodeConfig.
 	HeartbeatClient    kubernetes.Interface
