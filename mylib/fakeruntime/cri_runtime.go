@@ -354,16 +354,19 @@ func (r *Runtime) addSandbox(s *sandbox) {
 	r.names[s.nameKey()] = s.id
 }
 
-// removeSandbox forgets s and its containers, and frees its IP. Caller
-// holds mu.
+// removeSandbox forgets s and its containers, and frees its IP if it
+// still runs (stopSandbox freed it otherwise: another sandbox may have it
+// by now). Caller holds mu.
 func (r *Runtime) removeSandbox(s *sandbox) {
 	for _, c := range s.containers {
 		r.removeContainer(c)
 	}
-	if r.net != nil && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		r.net.DelIP(s.ip)
+	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		if r.net != nil {
+			r.net.DelIP(s.ip)
+		}
+		r.ips.Release(s.ip)
 	}
-	r.ips.Release(s.ip)
 	delete(r.names, s.nameKey())
 	delete(r.sandboxes, s.id)
 }

@@ -47,8 +47,10 @@ func (r *Runtime) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateR
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "UpdateRuntimeConfig: %v", err)
 	}
-	for _, s := range r.sandboxes { // their addresses stay theirs until they are removed
-		ips.Reserve(s.ip)
+	for _, s := range r.sandboxes { // their addresses stay theirs until they stop
+		if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ips.Reserve(s.ip)
+		}
 	}
 	if r.net != nil {
 		if err := r.net.SwitchRange(prefix); err != nil {

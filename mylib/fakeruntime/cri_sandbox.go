@@ -128,8 +128,16 @@ func (r *Runtime) stopSandbox(s *sandbox) {
 	for _, c := range r.containersOf(s.id) {
 		r.kill(c)
 	}
-	if r.net != nil && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		r.net.DelIP(s.ip) // a stopped sandbox's network is torn down
+	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		// A stopped sandbox's network is torn down and its address is free
+		// again, as containerd's StopPodSandbox has the CNI plugin (DEL)
+		// give it back to host-local: a burst of pods deleted and created
+		// again does not wait for the sandboxes' removal (container GC, a
+		// minute later) to get addresses. Its status keeps reporting it.
+		if r.net != nil {
+			r.net.DelIP(s.ip)
+		}
+		r.ips.Release(s.ip)
 	}
 	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 }
