@@ -354,9 +354,8 @@ func (r *Runtime) addSandbox(s *sandbox) {
 	r.names[s.nameKey()] = s.id
 }
 
-// removeSandbox forgets s and its containers, and frees its IP if it
-// still runs (stopSandbox freed it otherwise: another sandbox may have it
-// by now). Caller holds mu.
+// removeSandbox forgets s and its containers, and frees its IP if it was
+// never stopped (stopSandbox frees it). Caller holds mu.
 func (r *Runtime) removeSandbox(s *sandbox) {
 	for _, c := range s.containers {
 		r.removeContainer(c)

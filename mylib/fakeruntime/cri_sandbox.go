@@ -129,11 +129,11 @@ func (r *Runtime) stopSandbox(s *sandbox) {
 		r.kill(c)
 	}
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		// A stopped sandbox's network is torn down and its address is free
-		// again, as containerd's StopPodSandbox has the CNI plugin (DEL)
-		// give it back to host-local: a burst of pods deleted and created
-		// again does not wait for the sandboxes' removal (container GC, a
-		// minute later) to get addresses. Its status keeps reporting it.
+		// A stopped sandbox's network is torn down and its address goes
+		// back to the range, as containerd's CNI DEL gives it back to
+		// host-local: its status still names the address, which a new
+		// sandbox may get. Kept until removal, the addresses of a kubelet
+		// that never removes sandboxes (no container GC) ran out.
 		if r.net != nil {
 			r.net.DelIP(s.ip)
 		}
