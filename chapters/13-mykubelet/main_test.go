@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/bootstraptoken"
+	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/scripts/testkit/chaptertest"
@@ -178,6 +179,19 @@ func TestRootDirAndItsCourseNameStateDir(t *testing.T) {
 			assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
 		})
 	}
+}
+
+// TestStatusManagerForBursts: the capstone's status manager writes 4 pods
+// at a time and holds a new pod's ContainerCreating back for a second
+// (complete, unlike upstream); the library's defaults stay upstream's.
+func TestStatusManagerForBursts(t *testing.T) {
+	c := NewKubeletCommand()
+	require.NoError(t, c.fs.Parse([]string{"--root-dir", filepath.Join(t.TempDir(), "root")}))
+	s, err := c.complete()
+	require.NoError(t, err)
+	assert.Equal(t, 4, s.StatusWriters)
+	assert.Equal(t, time.Second, s.CreatingStatusDelay)
+	assert.Zero(t, kubelet.MainOptions{}.CreatingStatusDelay, "0 in the library: upstream's, every status at once")
 }
 
 // TestChapter13EndToEnd: from an empty state directory and a bootstrap

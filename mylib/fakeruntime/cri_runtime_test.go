@@ -2,6 +2,7 @@ package fakeruntime
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -366,4 +367,47 @@ func TestNamesAreFreedOnRemoval(t *testing.T) {
 	_, err = r.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb})
 	require.NoError(t, err)
 	runSandbox(t, r, "web", "uid-1", nil)
+}
+
+// A stopped sandbox gives its address back at once, as containerd's CNI
+// teardown does: a range full of stopped (not yet removed) sandboxes still
+// has room for new ones, and removing a stopped sandbox later does not
+// free the address a running one has taken since.
+func TestStoppedSandboxFreesItsIP(t *testing.T) {
+	ctx := context.Background()
+	r := fixtureConfig(t, Config{PodCIDR: "10.77.0.0/29"}) // .2 to .6: five addresses
+	ipOf := func(id string) string {
+		t.Helper()
+		st, err := r.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+		require.NoError(t, err)
+		return st.Status.GetNetwork().GetIp()
+	}
+	var first []string
+	for i := range 5 {
+		first = append(first, runSandbox(t, r, fmt.Sprintf("a%d", i), fmt.Sprintf("uid-a%d", i), nil))
+	}
+	_, err := r.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "full", Namespace: "default", Uid: "uid-full"}}})
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "five running sandboxes fill a /29")
+	stoppedIP := ipOf(first[0])
+	for _, id := range first {
+		_, err := r.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, stoppedIP, ipOf(first[0]), "a stopped sandbox's status still shows its address")
+	seen := map[string]bool{}
+	var second []string
+	for i := range 5 {
+		id := runSandbox(t, r, fmt.Sprintf("b%d", i), fmt.Sprintf("uid-b%d", i), nil)
+		second = append(second, id)
+		seen[ipOf(id)] = true
+	}
+	assert.Len(t, seen, 5, "five new sandboxes, five addresses, with the stopped ones not removed yet")
+	for _, id := range first {
+		_, err := r.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+		require.NoError(t, err)
+	}
+	_, err = r.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "full", Namespace: "default", Uid: "uid-full"}}})
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "removing the stopped sandboxes freed none of the running ones' addresses")
 }

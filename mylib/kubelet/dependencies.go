@@ -126,6 +126,10 @@ type MainOptions struct {
 	// MockMachine: the mock machine's size (nodestatus.MockMachine); the
 	// node status's capacity follows it.
 	MockMachine nodestatus.MockMachine
+	// StatusWriters and CreatingStatusDelay: see PodsConfig (zero:
+	// upstream's one loop, every status written at once).
+	StatusWriters       int
+	CreatingStatusDelay time.Duration
 }
 
 // StatsProvider is what the kubelet reads of the stats provider
@@ -182,7 +186,7 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		Volumes: opts.Volumes, RootDirectory: opts.RootDirectory, VolumePlugins: kubeDeps.VolumePlugins,
 		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
-		Metrics: kubeDeps.Metrics,
+		Metrics: kubeDeps.Metrics, StatusWriters: opts.StatusWriters, CreatingStatusDelay: opts.CreatingStatusDelay,
 	}
 	if opts.Eviction {
 		ec, err := evictionConfigFrom(kubeCfg, kubeDeps.StatsProvider, opts.ImageGCPeriod)

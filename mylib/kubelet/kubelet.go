@@ -113,6 +113,10 @@ type PodsConfig struct {
 	// StatusWriters is how many pods the status manager writes at the
 	// same time (status.Config.Writers); 0 means one, upstream's loop.
 	StatusWriters int
+	// CreatingStatusDelay holds back a new pod's ContainerCreating status
+	// for up to this long (status.Config.CreatingStatusDelay); 0 writes it
+	// at once, as upstream.
+	CreatingStatusDelay time.Duration
 
 	// ContainerGC, with RunContainers, collects what ended (see
 	// kubelet_lifecycle.go): dead containers and sandboxes by this policy
@@ -398,7 +402,7 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	kl.reasonCache = NewReasonCache()
 	kl.backOff = kuberuntime.NewCrashLoopBackOff(kl.clock) // 10 s doubling to 300 s, on the kubelet's clock
 	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock,
-		Writers: cfg.StatusWriters, Metrics: kl.metrics})
+		Writers: cfg.StatusWriters, CreatingStatusDelay: cfg.CreatingStatusDelay, Metrics: kl.metrics})
 	if err != nil {
 		return err
 	}

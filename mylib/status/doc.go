@@ -34,5 +34,11 @@
 //     upstream always does): half the requests under a burst of pods;
 //   - a batch writes each pod's newest status, not the one it saw when it
 //     began: under a burst of pods the loop is behind, and a pod whose
-//     Running status came meanwhile gets one write instead of two.
+//     Running status came meanwhile gets one write instead of two;
+//   - with Config.CreatingStatusDelay (the mykubelet binary sets it; 0,
+//     the default, is upstream's behaviour), a pod's first status is held
+//     back while it only says ContainerCreating, so that a pod started
+//     within the delay gets one write, not two: under a burst each
+//     ContainerCreating write is one request more at kubeAPIQPS ahead of
+//     the Running ones. What the pod shows in the end is the same.
 package status

@@ -84,6 +84,15 @@ type Config struct {
 	// RecordStatusUpdated, kubelet_pod_status_sync_duration_seconds) and
 	// each status dropped (DeletePodStartupState); nil: none.
 	Metrics *metrics.Metrics
+	// CreatingStatusDelay holds back a pod's first status while all it says
+	// is that the pod's containers are being created (onlyCreating), for up
+	// to this long after the pod's first status came: a status that says
+	// more (Running, an error, a terminal phase) replaces it and goes out
+	// alone. 0 writes it at once, as upstream does. Unlike upstream: under
+	// a burst of pods, each ContainerCreating write is one more request at
+	// kubeAPIQPS ahead of the Running ones; on a node that starts a pod
+	// within the delay, a pod gets one status write instead of two.
+	CreatingStatusDelay time.Duration
 }
 
 // versionedPodStatus is a status with the version it got when it last changed.
@@ -95,6 +104,9 @@ type versionedPodStatus struct {
 	// podIsFinished: TerminatePod was called; the pod may be deleted once
 	// its terminal phase is in the API.
 	podIsFinished bool
+	// firstAt is when the manager got the pod's first status
+	// (CreatingStatusDelay counts from it).
+	firstAt time.Time
 }
 
 type manager struct {
@@ -121,6 +133,11 @@ type manager struct {
 	apiMu   sync.Mutex
 	writers int
 	metrics *metrics.Metrics
+	// creatingDelay is Config.CreatingStatusDelay; nextDeferred is when
+	// the earliest status it holds back is due (zero: none). Only the sync
+	// loop touches nextDeferred.
+	creatingDelay time.Duration
+	nextDeferred  time.Time
 }
 
 // NewManager returns a Manager; Run makes it write.
@@ -138,6 +155,8 @@ func newManager(cfg Config) (*manager, error) {
 		return nil, errors.New("status manager: Config.Clock is required")
 	case cfg.Writers < 0:
 		return nil, fmt.Errorf("status manager: Config.Writers is %d; it must be 0 or more", cfg.Writers)
+	case cfg.CreatingStatusDelay < 0:
+		return nil, fmt.Errorf("status manager: Config.CreatingStatusDelay is %s; it must be 0 or more", cfg.CreatingStatusDelay)
 	}
 	return &manager{
 		client:            cfg.Client,
@@ -151,20 +170,28 @@ func newManager(cfg Config) (*manager, error) {
 		readAPI:           map[types.UID]bool{},
 		writers:           max(cfg.Writers, 1),
 		metrics:           cfg.Metrics,
+		creatingDelay:     cfg.CreatingStatusDelay,
 	}, nil
 }
 
 func (m *manager) Run(ctx context.Context) {
 	ticker := m.clock.NewTicker(SyncPeriod)
 	defer ticker.Stop()
+	var deferred <-chan time.Time // a held-back status is due (CreatingStatusDelay)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-m.podStatusChannel:
 			m.syncBatch(ctx, false)
+		case <-deferred:
+			m.syncBatch(ctx, false)
 		case <-ticker.C():
 			m.syncBatch(ctx, true)
+		}
+		deferred = nil
+		if !m.nextDeferred.IsZero() {
+			deferred = m.clock.After(m.nextDeferred.Sub(m.clock.Now()))
 		}
 	}
 }
@@ -257,9 +284,13 @@ func (m *manager) updateStatusInternal(pod *v1.Pod, status v1.PodStatus, forceUp
 	if isCached && isPodStatusByKubeletEqual(&cached.status, &status) && !forceUpdate {
 		return // nothing new: no new version, no write
 	}
+	firstAt := cached.firstAt
+	if !isCached {
+		firstAt = now
+	}
 	m.podStatuses[pod.UID] = versionedPodStatus{
 		status: status, version: cached.version + 1, podName: pod.Name, podNamespace: pod.Namespace,
-		at: now, podIsFinished: podIsFinished,
+		at: now, podIsFinished: podIsFinished, firstAt: firstAt,
 	}
 	select {
 	case m.podStatusChannel <- struct{}{}:
@@ -393,6 +424,8 @@ type podSync struct {
 // deleted. It returns how many it tried.
 func (m *manager) syncBatch(ctx context.Context, all bool) int {
 	var updates []podSync
+	m.nextDeferred = time.Time{}
+	now := m.clock.Now()
 	m.mu.RLock()
 	uidOfStatus := make(map[types.UID]types.UID, len(m.podStatuses))
 	for uid, st := range m.podStatuses {
@@ -406,6 +439,7 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 		}
 		uidOfStatus[uid] = target
 		switch {
+		case m.holdBack(target, st, now):
 		case m.apiStatusVersions[target] < st.version:
 			updates = append(updates, podSync{uid, st})
 		case !all:
@@ -461,6 +495,45 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 	close(work)
 	wg.Wait()
 	return len(updates)
+}
+
+// holdBack tells whether st, the pod's newest status, waits
+// (CreatingStatusDelay): nothing of the pod was written yet and all st says
+// is that its containers are being created, and the delay since its first
+// status is not over. It keeps nextDeferred at the earliest time one is
+// due. Caller holds mu (read).
+func (m *manager) holdBack(target types.UID, st versionedPodStatus, now time.Time) bool {
+	if m.creatingDelay <= 0 || st.podIsFinished || !onlyCreating(&st.status) {
+		return false
+	}
+	if _, written := m.apiStatusVersions[target]; written {
+		return false
+	}
+	due := st.firstAt.Add(m.creatingDelay)
+	if !now.Before(due) {
+		return false
+	}
+	if m.nextDeferred.IsZero() || due.Before(m.nextDeferred) {
+		m.nextDeferred = due
+	}
+	return true
+}
+
+// onlyCreating: the status is Pending and every container's (init and
+// regular) is waiting as ContainerCreating or PodInitializing, the
+// kubelet's words for "being set up", not an error.
+func onlyCreating(s *v1.PodStatus) bool {
+	if s.Phase != v1.PodPending || len(s.ContainerStatuses)+len(s.InitContainerStatuses) == 0 {
+		return false
+	}
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
+		for _, c := range list {
+			if w := c.State.Waiting; w == nil || (w.Reason != "ContainerCreating" && w.Reason != "PodInitializing") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (m *manager) canBeDeletedByUID(uid types.UID, st versionedPodStatus) bool {

@@ -561,3 +561,75 @@ func TestABatchWritesTheOldestStatusFirst(t *testing.T) {
 	}
 	assert.Equal(t, names, written)
 }
+
+// creatingStatus is a new pod's first status: Pending, its container
+// waiting as ContainerCreating.
+func creatingStatus() v1.PodStatus {
+	return v1.PodStatus{Phase: v1.PodPending, ContainerStatuses: []v1.ContainerStatus{{Name: "c", Image: "busybox",
+		State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}
+}
+
+func TestCreatingStatusDelayHoldsBackContainerCreatingOnly(t *testing.T) {
+	ctx := context.Background()
+	fast, slow, failing := newPod("fast", "uid-fast"), newPod("slow", "uid-slow"), newPod("failing", "uid-failing")
+	f := newFixture(t, fast, slow, failing)
+	f.m.creatingDelay = time.Second
+
+	f.m.SetPodStatus(fast, creatingStatus())
+	f.m.SetPodStatus(slow, creatingStatus())
+	pulling := creatingStatus()
+	pulling.ContainerStatuses[0].State.Waiting.Reason = "ErrImagePull"
+	f.m.SetPodStatus(failing, pulling)
+	assert.Equal(t, 1, f.m.syncBatch(ctx, false), "an error is written at once; ContainerCreating waits")
+	assert.Equal(t, t0.Add(time.Second), f.m.nextDeferred, "the loop is woken when the first held-back status is due")
+	f.pm.UpdatePod(f.apiPod(t, "default", "failing")) // the watch brings the written status back
+	assert.Equal(t, 0, f.m.syncBatch(ctx, true), "the full sync holds it back too")
+
+	// fast starts within the delay: one write, Running; nothing of its
+	// ContainerCreating ever reaches the API.
+	f.clk.Step(500 * time.Millisecond)
+	f.m.SetPodStatus(fast, runningStatus(false))
+	assert.Equal(t, 1, f.m.syncBatch(ctx, false))
+	assert.Equal(t, v1.PodRunning, f.apiPod(t, "default", "fast").Status.Phase)
+
+	// slow is still creating when the delay is over: written then, and
+	// its later changes at once.
+	f.clk.Step(500 * time.Millisecond)
+	assert.Equal(t, 1, f.m.syncBatch(ctx, false))
+	assert.True(t, f.m.nextDeferred.IsZero(), "nothing held back any more")
+	api := f.apiPod(t, "default", "slow").Status
+	require.Len(t, api.ContainerStatuses, 1)
+	assert.Equal(t, "ContainerCreating", api.ContainerStatuses[0].State.Waiting.Reason)
+	f.pm.UpdatePod(f.apiPod(t, "default", "slow"))
+	changed := creatingStatus()
+	changed.Conditions = []v1.PodCondition{{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}}
+	f.m.SetPodStatus(slow, changed)
+	assert.Equal(t, 1, f.m.syncBatch(ctx, false), "once written, a pod's ContainerCreating changes go out at once")
+
+	var patched []string
+	for _, a := range f.writes() {
+		patched = append(patched, a.(core.PatchAction).GetName())
+	}
+	assert.Equal(t, []string{"failing", "fast", "slow", "slow"}, patched)
+}
+
+func TestRunWakesForAHeldBackStatus(t *testing.T) {
+	pod := newPod("p", "uid-1")
+	f := newFixture(t, pod)
+	f.m.creatingDelay = time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	f.m.SetPodStatus(pod, creatingStatus())
+	// Nothing is written before the delay is over; then the loop wakes by
+	// itself (no poke, no full sync: SyncPeriod is 10 s away).
+	f.clk.Step(900 * time.Millisecond)
+	assert.Empty(t, f.writes())
+	require.Eventually(t, func() bool {
+		f.clk.Step(10 * time.Millisecond)
+		return len(f.writes()) == 1
+	}, 5*time.Second, time.Millisecond, "written when the delay is over")
+	assert.Less(t, f.clk.Since(t0), SyncPeriod, "before the full sync")
+}

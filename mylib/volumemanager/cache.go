@@ -156,15 +156,32 @@ type mountedVolume struct {
 type actualStateOfWorld struct {
 	mu   sync.RWMutex
 	pods map[types.UID]map[string]*mountedVolume
+	// changed is closed (and replaced) when a volume is mounted or
+	// unmounted, to wake WaitForAttachAndMount and WaitForUnmount.
+	changed chan struct{}
 }
 
 func newActualStateOfWorld() *actualStateOfWorld {
-	return &actualStateOfWorld{pods: map[types.UID]map[string]*mountedVolume{}}
+	return &actualStateOfWorld{pods: map[types.UID]map[string]*mountedVolume{}, changed: make(chan struct{})}
+}
+
+// changes is closed at the next mount or unmount.
+func (a *actualStateOfWorld) changes() <-chan struct{} {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.changed
+}
+
+// notify wakes the waiters. Caller holds mu.
+func (a *actualStateOfWorld) notify() {
+	close(a.changed)
+	a.changed = make(chan struct{})
 }
 
 func (a *actualStateOfWorld) markVolumeAsMounted(v volumeToMount, m volume.Mounter) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.notify()
 	vols := a.pods[v.pod.UID]
 	if vols == nil {
 		vols = map[string]*mountedVolume{}
@@ -177,6 +194,7 @@ func (a *actualStateOfWorld) markVolumeAsMounted(v volumeToMount, m volume.Mount
 func (a *actualStateOfWorld) markVolumeAsUnmounted(uid types.UID, name string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.notify()
 	delete(a.pods[uid], name)
 	if len(a.pods[uid]) == 0 {
 		delete(a.pods, uid)

@@ -18,7 +18,8 @@
 //     reported as a FailedMount event;
 //   - WaitForAttachAndMount (SyncPod, before the containers start) and
 //     WaitForUnmount (SyncTerminatedPod) poll the actual state every
-//     300 ms for up to 2 min 3 s, upstream's podAttachAndMountTimeout.
+//     300 ms for up to 2 min 3 s, upstream's podAttachAndMountTimeout,
+//     and look again at once when a volume is mounted or unmounted.
 //
 // A configMap, secret, downwardAPI or projected volume follows its source
 // as upstream's: each SyncPod calls WaitForAttachAndMount, which has the
@@ -39,7 +40,11 @@
 //     directories a remount rewrites, so a restarted kubelet sets every
 //     pod's volumes up again;
 //   - one map keyed by pod UID and volume name instead of upstream's unique
-//     volume names (no volume is shared between pods without attach).
+//     volume names (no volume is shared between pods without attach);
+//   - WaitForAttachAndMount and WaitForUnmount wake when the actual state
+//     changes, besides upstream's poll every 300 ms: a pod's containers
+//     start as soon as its last volume is set up, not up to 300 ms later
+//     (a burst of pods starts that much sooner).
 package volumemanager
 
 import (
@@ -241,10 +246,12 @@ func (vm *VolumeManager) WaitForUnmount(ctx context.Context, pod *v1.Pod) error 
 // poll is wait.PollUntilContextTimeout(immediate) on the manager's clock:
 // cond now and every PodAttachAndMountRetryInterval, until it is done or
 // errs, ctx ends, or PodAttachAndMountTimeout passes
-// (context.DeadlineExceeded).
+// (context.DeadlineExceeded). Unlike upstream, it also looks again as soon
+// as a volume is mounted or unmounted.
 func (vm *VolumeManager) poll(ctx context.Context, cond func() (bool, error)) error {
 	deadline := vm.clock.Now().Add(PodAttachAndMountTimeout)
 	for {
+		changed := vm.asw.changes() // before cond: a change while it runs is not missed
 		if done, err := cond(); done || err != nil {
 			return err
 		}
@@ -254,6 +261,7 @@ func (vm *VolumeManager) poll(ctx context.Context, cond func() (bool, error)) er
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-changed:
 		case <-vm.clock.After(PodAttachAndMountRetryInterval):
 		}
 	}

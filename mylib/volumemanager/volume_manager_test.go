@@ -392,3 +392,30 @@ func TestWaitForUnmountTimesOut(t *testing.T) {
 	err := waitStepping(t, f.clock, PodAttachAndMountRetryInterval, func() error { return f.vm.WaitForUnmount(context.Background(), pod) })
 	assert.EqualError(t, err, "mounted volumes=[cfg scratch]: context deadline exceeded")
 }
+
+// WaitForAttachAndMount returns as soon as the pod's last volume is set
+// up, without waiting for its next poll (the fake clock never moves here).
+func TestWaitForAttachAndMountWakesOnAMount(t *testing.T) {
+	f := newFixture(t, nil)
+	pod := testPod("u1", "a")
+	f.pods.AddPod(pod)
+	f.vm.populator.loop(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.vm.WaitForAttachAndMount(context.Background(), pod) }()
+	// It looked once, found nothing mounted, and waits for its poll.
+	require.Eventually(t, f.clock.HasWaiters, 5*time.Second, time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("returned before anything was mounted: %v", err)
+	default:
+	}
+	f.vm.reconciler.reconcile()
+	f.vm.reconciler.wait()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting for a poll on a clock that does not move")
+	}
+	assert.Len(t, f.vm.GetMountedVolumesForPod("u1"), 2)
+}

@@ -8,8 +8,9 @@ import (
 // IPAllocator hands out sandbox IPs from a range, as a CNI plugin's
 // host-local IPAM does: the lowest free address, skipping the network
 // address, the gateway (the first host address) and the broadcast address.
-// An address is taken while its sandbox lives and free again once the
-// sandbox is removed. It is not safe for concurrent use: the runtime calls it under its lock.
+// An address is taken while its sandbox runs and free again once the
+// sandbox stops (the runtime releases it in StopPodSandbox, as containerd's
+// CNI DEL does). It is not safe for concurrent use: the runtime calls it under its lock.
 type IPAllocator struct {
 	prefix netip.Prefix
 	used   map[netip.Addr]bool
