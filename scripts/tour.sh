@@ -40,7 +40,10 @@ chmod 700 "$STATE_DIR"
 export NODE_NAME="${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}"
 TOUR_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mykubelet-tour.XXXXXX")"
 export TOUR_DIR
-trap 'bg_stop_all' EXIT
+# The built programs (over a gigabyte) go when the tour ends; the logs stay
+# when a chapter failed, and go too when all passed. Eleven tours' leftovers
+# once filled a disk enough for the kubelet's DiskPressure to evict pods.
+trap 'bg_stop_all; rm -rf "$TOUR_DIR/bin"' EXIT
 
 ran=0
 for dir in "$REPO_ROOT"/chapters/[0-9][0-9]-*/; do
@@ -61,5 +64,7 @@ for dir in "$REPO_ROOT"/chapters/[0-9][0-9]-*/; do
   ran=$((ran + 1))
 done
 
+bg_stop_all
+rm -rf "$TOUR_DIR"
 printf '\n\033[1m=== Done: %d chapters.\033[0m Node %s is yours to explore (kubectl get node %s).\n' "$ran" "$NODE_NAME" "$NODE_NAME"
 echo "Stop the local cluster with: scripts/cluster.sh down"

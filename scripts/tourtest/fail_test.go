@@ -35,7 +35,7 @@ func TestAFailingTourStepFailsTheTour(t *testing.T) {
 		"03-pipeline": "step 'a pipeline fails'\nfalse | cat\necho 'after the failing step'\n",
 		"04-unset":    "step 'an unset variable'\necho \"$NO_SUCH_VARIABLE\"\necho 'after the failing step'\n",
 		"05-helper":   "step 'a helper fails'\nwait_until 1 false\necho 'after the failing step'\n",
-		"06-bg":       "step 'a program left running is stopped'\nbg_start sleeper sleep 2\ncp \"$TOUR_DIR/sleeper.pid\" \"$TOUR_DIR/sleeper.started\"\nfalse\n",
+		"06-bg":       "step 'a program left running is stopped'\nmkdir -p \"$TOUR_DIR/bin\"\nbg_start sleeper sleep 2\ncp \"$TOUR_DIR/sleeper.pid\" \"$TOUR_DIR/sleeper.started\"\nfalse\n",
 	}
 	for name, body := range chapters {
 		writeFile(t, filepath.Join(dir, "chapters", name, "tour.sh"), "# shellcheck shell=bash\n"+body, 0o644)
@@ -57,6 +57,7 @@ func TestAFailingTourStepFailsTheTour(t *testing.T) {
 	require.NoError(t, err, "a tour whose steps pass:\n%s", out)
 	assert.Contains(t, out, "chapter 01 reached its end")
 	assert.Contains(t, out, "=== Done: 1 chapters.")
+	assert.Empty(t, must(filepath.Glob(filepath.Join(dir, "mykubelet-tour.*"))), "a tour that passed leaves no scratch directory")
 
 	for _, n := range []string{"02", "03", "04", "05"} {
 		out, err := tour("01", n, "06")
@@ -73,6 +74,7 @@ func TestAFailingTourStepFailsTheTour(t *testing.T) {
 	// Its program was stopped (and waited for) before the tour exited.
 	started := must(filepath.Glob(filepath.Join(dir, "mykubelet-tour.*", "sleeper.started")))
 	require.Len(t, started, 1, "the chapter did not start its program:\n%s", out)
+	assert.Empty(t, must(filepath.Glob(filepath.Join(dir, "mykubelet-tour.*", "bin"))), "a failed tour keeps its logs, not the built programs")
 	pid := strings.TrimSpace(string(must(os.ReadFile(started[0]))))
 	_, err = os.Stat("/proc/" + pid)
 	assert.True(t, os.IsNotExist(err), "the failed chapter's background program (pid %s) is still running: bg_stop_all did not run in the chapter's shell", pid)
