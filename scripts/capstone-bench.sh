@@ -81,25 +81,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Free loopback ports: nothing answers on them now.
-free_port() {
-  local p
-  for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 30000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && [[ " ${taken:-} " != *" $p "* ]]; then
-      taken="${taken:-} $p"
-      echo "$p"
-      return
-    fi
-  done
-  die "no free port found"
-}
-taken=""
-for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT CONTROLLER_MANAGER_PORT SCHEDULER_PORT; do
-  p="$(free_port)"; taken="$taken $p"
-  export "MYKUBELET_$v=$p"
-done
-kubelet_port="$(free_port)"
+# A control plane on ports of its own (and the nodes' ports).
+read -r MYKUBELET_ETCD_PORT MYKUBELET_ETCD_PEER_PORT MYKUBELET_APISERVER_PORT MYKUBELET_CONTROLLER_MANAGER_PORT MYKUBELET_SCHEDULER_PORT kubelet_port <<<"$(free_ports 6)"
+[[ -n "$MYKUBELET_SCHEDULER_PORT" ]] || exit 1 # free_ports said why
+export MYKUBELET_ETCD_PORT MYKUBELET_ETCD_PEER_PORT MYKUBELET_APISERVER_PORT MYKUBELET_CONTROLLER_MANAGER_PORT MYKUBELET_SCHEDULER_PORT
 
 say "building (the node binary, chapter 03 if needed, the measuring helper)"
 if [[ -z "$binary" ]]; then

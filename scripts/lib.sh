@@ -15,3 +15,20 @@ export STATE_DIR CACHE_DIR BIN_DIR
 
 die() { echo "error: $*" >&2; exit 1; }
 say() { echo "==> $*" >&2; }
+
+# free_ports N: N different loopback ports on which nothing answers now, on
+# one line (for a control plane and nodes of a script's own, beside any
+# other on this machine).
+free_ports() {
+  local n="$1" p out=" "
+  for _ in $(seq $((n * 100))); do
+    ((n > 0)) || break
+    p=$((20000 + RANDOM % 30000))
+    if [[ "$out" != *" $p "* ]] && ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      out+="$p "
+      n=$((n - 1))
+    fi
+  done
+  ((n == 0)) || die "no free port found"
+  echo $out
+}

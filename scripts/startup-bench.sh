@@ -86,23 +86,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  local p
-  for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 30000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && [[ " $taken " != *" $p "* ]]; then
-      taken="$taken $p"
-      echo "$p"
-      return
-    fi
-  done
-  die "no free port found"
-}
-taken=""
-for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT CONTROLLER_MANAGER_PORT SCHEDULER_PORT; do
-  p="$(free_port)"; taken="$taken $p"
-  export "MYKUBELET_$v=$p"
-done
+# A control plane on ports of its own (and the nodes' ports).
+read -r MYKUBELET_ETCD_PORT MYKUBELET_ETCD_PEER_PORT MYKUBELET_APISERVER_PORT MYKUBELET_CONTROLLER_MANAGER_PORT MYKUBELET_SCHEDULER_PORT kwok_port kubemark_port capstone_port <<<"$(free_ports 8)"
+[[ -n "$MYKUBELET_SCHEDULER_PORT" ]] || exit 1 # free_ports said why
+export MYKUBELET_ETCD_PORT MYKUBELET_ETCD_PEER_PORT MYKUBELET_APISERVER_PORT MYKUBELET_CONTROLLER_MANAGER_PORT MYKUBELET_SCHEDULER_PORT
 
 say "building the nodes and the measuring helper"
 go build -o "$work/capstone-bench" ./scripts/capstone-bench
@@ -156,14 +143,14 @@ status:
 YAML
   start_node kwok "$work/kwok.log" "$BIN_DIR/kwok" --kubeconfig "$KUBECONFIG" --config "$BIN_DIR/kwok-stages.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --node-ip 127.0.0.1 --node-lease-duration-seconds 40 --server-address "127.0.0.1:$(free_port)"
+    --node-ip 127.0.0.1 --node-lease-duration-seconds 40 --server-address "127.0.0.1:$kwok_port"
 fi
 if want kubemark; then
   say "upstream's kubelet as a kubemark hollow node (kubeAPIQPS/Burst 50/100, the real kubelet's defaults)"
   mkdir -p "$work/kubemark/tmp"
   start_node kubemark "$work/kubemark.log" env TMPDIR="$work/kubemark/tmp" "$BIN_DIR/kubemark" --morph=kubelet --name=bench-kubemark \
     --bootstrap-kubeconfig "$(bootstrap kubemark)" --kubeconfig "$work/kubemark/kubelet.kubeconfig" --cert-dir "$work/kubemark/pki" \
-    --kubelet-port "$(free_port)" --kubelet-read-only-port 0 --use-host-image-service=false \
+    --kubelet-port "$kubemark_port" --kubelet-read-only-port 0 --use-host-image-service=false \
     --kube-api-qps 50 --kube-api-burst 100 --max-pods 110
 fi
 if want capstone; then
@@ -173,7 +160,6 @@ if want capstone; then
   # cluster has: without one, each ClusterFirst pod gets upstream's
   # MissingClusterDNS warning on every sync (a POST, then PATCHes).
   { cat yaml/kubelet-config.yaml; printf 'clusterDNS: ["10.96.0.10"]\nclusterDomain: cluster.local\n'; } >"$work/capstone/config.yaml"
-  capstone_port="$(free_port)"
   start_node capstone "$work/capstone.log" "$work/mykubelet" --config "$work/capstone/config.yaml" --hostname-override bench-capstone --node-ip 127.0.0.1 --max-pods 110 \
     --bootstrap-kubeconfig "$(bootstrap capstone)" --kubeconfig "$work/capstone/kubelet.kubeconfig" --cert-dir "$work/capstone/pki" \
     --state-dir "$work/capstone" --root-dir "$work/capstone" --port "$capstone_port" --address 127.0.0.1 \
