@@ -30,5 +30,6 @@ free_ports() {
     fi
   done
   ((n == 0)) || die "no free port found"
-  echo $out
+  out="${out# }"
+  echo "${out% }"
 }
