@@ -544,12 +544,12 @@ func (kl *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpd
 	start := kl.clock.Now()
 	for {
 		if err := kl.runtimeState.runtimeErrors(); err != nil {
+			t := kl.clock.NewTimer(backoff) // before the log line: whoever reads it finds the timer set
 			if kl.clock.Since(start) < pleg.RelistPeriod {
 				klog.FromContext(ctx).V(2).Info("Waiting for the first relist before syncing pods", "err", err)
 			} else {
 				klog.FromContext(ctx).Error(err, "Skipping pod synchronization")
 			}
-			t := kl.clock.NewTimer(backoff)
 			select {
 			case <-ctx.Done():
 				t.Stop()
