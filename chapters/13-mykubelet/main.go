@@ -164,8 +164,11 @@ func (c *KubeletCommand) complete() (*KubeletServer, error) {
 			// at a time, and holds a new pod's ContainerCreating status back
 			// for up to a second, so that a pod started within it gets one
 			// status write (Running), not two. What the pod shows in the end
-			// is the same (mylib/status, Config.CreatingStatusDelay).
-			StatusWriters: 4, CreatingStatusDelay: time.Second},
+			// is the same (mylib/status, Config.CreatingStatusDelay). And it
+			// reads the runtime's container events, as upstream's EventedPLEG
+			// feature gate would (off there by default), to see a started
+			// container at once, not at the next relist (mylib/pleg).
+			StatusWriters: 4, CreatingStatusDelay: time.Second, EventedPLEG: true},
 	}}
 	c.mock.Apply(s.KubeletServer)
 	return s, os.MkdirAll(c.rootDir, 0o700)

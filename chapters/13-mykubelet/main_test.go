@@ -192,6 +192,8 @@ func TestStatusManagerForBursts(t *testing.T) {
 	assert.Equal(t, 4, s.StatusWriters)
 	assert.Equal(t, time.Second, s.CreatingStatusDelay)
 	assert.Zero(t, kubelet.MainOptions{}.CreatingStatusDelay, "0 in the library: upstream's, every status at once")
+	assert.True(t, s.EventedPLEG, "the capstone reads the runtime's container events")
+	assert.False(t, kubelet.MainOptions{}.EventedPLEG, "off in the library, as upstream's feature gate")
 }
 
 // TestChapter13EndToEnd: from an empty state directory and a bootstrap

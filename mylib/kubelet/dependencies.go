@@ -130,6 +130,8 @@ type MainOptions struct {
 	// upstream's one loop, every status written at once).
 	StatusWriters       int
 	CreatingStatusDelay time.Duration
+	// EventedPLEG: see PodsConfig (false: relisting only, as upstream).
+	EventedPLEG bool
 }
 
 // StatsProvider is what the kubelet reads of the stats provider
@@ -187,6 +189,7 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
 		Metrics: kubeDeps.Metrics, StatusWriters: opts.StatusWriters, CreatingStatusDelay: opts.CreatingStatusDelay,
+		EventedPLEG: opts.EventedPLEG,
 	}
 	if opts.Eviction {
 		ec, err := evictionConfigFrom(kubeCfg, kubeDeps.StatsProvider, opts.ImageGCPeriod)

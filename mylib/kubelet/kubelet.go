@@ -117,6 +117,12 @@ type PodsConfig struct {
 	// for up to this long (status.Config.CreatingStatusDelay); 0 writes it
 	// at once, as upstream.
 	CreatingStatusDelay time.Duration
+	// EventedPLEG also reads the runtime's container events
+	// (pleg.EventedPLEG), so that a pod's change is seen when it happens,
+	// not at the next relist; false relists only, as upstream, whose
+	// EventedPLEG feature gate is off by default. Needs
+	// RemoteRuntimeService.
+	EventedPLEG bool
 
 	// ContainerGC, with RunContainers, collects what ended (see
 	// kubelet_lifecycle.go): dead containers and sandboxes by this policy
@@ -217,6 +223,7 @@ type Kubelet struct {
 	podManager         kubepod.Manager
 	podCache           kubecontainer.Cache
 	pleg               *pleg.GenericPLEG
+	eventedPLEG        *pleg.EventedPLEG // nil unless PodsConfig.EventedPLEG
 	mirrorPodClient    kubepod.MirrorClient
 	podWorkers         podworkers.PodWorkers
 	workQueue          podworkers.WorkQueue
@@ -390,6 +397,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	kl.pleg = pleg.NewGenericPLEG(runtime, make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity),
 		&pleg.RelistDuration{RelistPeriod: cfg.RelistPeriod, RelistThreshold: pleg.RelistThreshold}, kl.podCache, kl.clock)
 	kl.pleg.SetMetrics(kl.metrics)
+	if cfg.EventedPLEG && cfg.RemoteRuntimeService != nil {
+		kl.eventedPLEG = pleg.NewEventedPLEG(kl.pleg, cfg.RemoteRuntimeService)
+	}
 	kl.podWorkers = podworkers.New(kl, kl.workQueue, kl.podCache, kl.clock, podworkers.WithMetrics(kl.metrics))
 	if kl.cri != nil {
 		kl.runtimeState = newRuntimeState(MaxWaitForContainerRuntime, kl.clock)
@@ -496,6 +506,9 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	if kl.pleg != nil {
 		plegCh = kl.pleg.Watch()
 		wg.Go(func() { kl.pleg.Run(ctx) })
+		if kl.eventedPLEG != nil {
+			wg.Go(func() { kl.eventedPLEG.Run(ctx) })
+		}
 	}
 	kl.syncLoop(ctx, kl.updates, plegCh)
 	kl.stopProbes()

@@ -409,3 +409,32 @@ func (pr podRecords) update(uid types.UID) {
 	}
 	r.old, r.current = r.current, nil
 }
+
+// RelistPod lists one pod now and does for it what Relist does for every
+// pod: the events of what changed since the pod was last seen, and its
+// cache entry. The EventedPLEG calls it when the runtime says a pod
+// changed; the next full relist then finds nothing new in that pod, so no
+// event is sent twice. The pod is listed under the relist's lock: a full
+// relist cannot come between the list and the comparison.
+func (g *GenericPLEG) RelistPod(ctx context.Context, uid types.UID) {
+	g.relistMu.Lock()
+	defer g.relistMu.Unlock()
+	pod, err := g.runtime.GetPod(ctx, uid)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "GenericPLEG: unable to retrieve pod", "podUID", uid)
+		return // the next full relist will see it
+	}
+	if len(pod.Sandboxes) == 0 && len(pod.Containers) == 0 {
+		pod = nil // the runtime has nothing of it: as a relist that does not list it
+	}
+	r, ok := g.podRecords[uid]
+	if !ok {
+		if pod == nil {
+			return // never seen, and gone already
+		}
+		r = &podRecord{}
+		g.podRecords[uid] = r
+	}
+	r.current = pod
+	g.reconcilePodRecord(ctx, uid)
+}

@@ -21,9 +21,6 @@ import (
 // listOnly gives a test runtime the methods the PLEG never calls.
 type listOnly struct{}
 
-func (listOnly) GetPod(context.Context, types.UID) (*kubecontainer.Pod, error) {
-	return nil, errors.New("the PLEG does not call GetPod")
-}
 func (listOnly) SyncPod(context.Context, *v1.Pod, *kubecontainer.PodStatus, []v1.Secret, *flowcontrol.Backoff) kubecontainer.PodSyncResult {
 	panic("the PLEG does not call SyncPod")
 }
@@ -68,6 +65,21 @@ func (f *fakeRuntime) GetPods(context.Context, bool) ([]*kubecontainer.Pod, erro
 		out = append(out, &cp)
 	}
 	return out, nil
+}
+
+// GetPod is GetPods of one pod; a pod it does not have comes back empty,
+// as the real runtime manager's.
+func (f *fakeRuntime) GetPod(ctx context.Context, uid types.UID) (*kubecontainer.Pod, error) {
+	pods, err := f.GetPods(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods {
+		if p.ID == uid {
+			return p, nil
+		}
+	}
+	return &kubecontainer.Pod{ID: uid, Timestamp: f.clock.Now()}, nil
 }
 
 func copyContainers(cs []*kubecontainer.Container) []*kubecontainer.Container {

@@ -2,7 +2,9 @@
 // in the container runtime and tells the kubelet's sync loop, one
 // PodLifecycleEvent per change. Named after upstream's pkg/kubelet/pleg;
 // GenericPLEG (generic.go) finds changes by listing everything every second
-// ("relisting") and comparing with the list before.
+// ("relisting") and comparing with the list before; EventedPLEG
+// (evented.go), when the kubelet turns it on, also reads the runtime's
+// container events and relists a pod as soon as it changes.
 //
 //	cache := kubecontainer.NewCache()
 //	p := pleg.NewGenericPLEG(runtime, make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity),
@@ -12,11 +14,12 @@
 //	for e := range p.Watch() { … }
 //
 // Where it departs from upstream, and why (one line each):
-//   - relisting only, no EventedPLEG (the CRI's container event stream):
-//     upstream's is behind a feature gate, off by default;
+//   - the EventedPLEG relists the pod an event names rather than
+//     building its status from the event, and the relisting goes on every
+//     second underneath (see EventedPLEG);
 //   - Run(ctx) instead of Start, Stop and Update: the context stops it, and
 //     nothing changes the relist period while it runs (upstream's Update
-//     serves the EventedPLEG);
+//     stretches it while its EventedPLEG works);
 //   - the events of several pods are sent in the order of their UIDs
 //     (upstream ranges over a map), so that a run repeats;
 //   - its metrics are recorded into the *metrics.Metrics SetMetrics gives
