@@ -98,15 +98,25 @@ func (e *EventedPLEG) watch(ctx context.Context) (heard bool, err error) {
 			return heard, err
 		}
 		heard = true
-		uid := types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid())
-		if uid == "" || ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT {
-			// A created container is nothing the kubelet acts on (the
-			// relist's ContainerChanged is never sent either); its start
-			// comes next.
-			continue
+		if uid := types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid()); uid != "" && worthARelist(ev) {
+			e.markDirty(uid)
 		}
-		e.markDirty(uid)
 	}
+}
+
+// worthARelist: the event says something the kubelet acts on. A container
+// or sandbox that was only created is not (the relist's ContainerChanged
+// is never sent either), nor is a sandbox that started: the kubelet
+// started it itself and goes on with its containers in the same sync. A
+// container that started, or anything that stopped or was deleted, is.
+func worthARelist(ev *runtimeapi.ContainerEventResponse) bool {
+	switch ev.GetContainerEventType() {
+	case runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT:
+		return false
+	case runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT:
+		return ev.GetContainerId() != ev.GetPodSandboxStatus().GetId()
+	}
+	return true
 }
 
 func (e *EventedPLEG) markDirty(uid types.UID) {

@@ -60,9 +60,11 @@ func (s *fakeStream) Recv() (*runtimeapi.ContainerEventResponse, error) {
 	}
 }
 
+// event is an event about containerID, a container of the pod's sandbox
+// "sandbox-<podUID>", or that sandbox itself.
 func event(kind runtimeapi.ContainerEventType, podUID, containerID string) *runtimeapi.ContainerEventResponse {
 	return &runtimeapi.ContainerEventResponse{ContainerId: containerID, ContainerEventType: kind,
-		PodSandboxStatus: &runtimeapi.PodSandboxStatus{Metadata: &runtimeapi.PodSandboxMetadata{Uid: podUID}}}
+		PodSandboxStatus: &runtimeapi.PodSandboxStatus{Id: "sandbox-" + podUID, Metadata: &runtimeapi.PodSandboxMetadata{Uid: podUID}}}
 }
 
 // runEvented starts e.Run; the returned function stops it and waits.
@@ -85,7 +87,8 @@ func waitEvents(t *testing.T, g *GenericPLEG, n int) []string {
 // TestEventedPLEGRelistsThePodAnEventNames: an event relists its pod at
 // once, with no relist period passing: the pod's events are sent and its
 // cache entry is fresh; the next full relist finds nothing new. A
-// "created" event relists nothing.
+// "created" event relists nothing, nor does a sandbox's "started" (the
+// kubelet goes on with its containers in the same sync).
 func TestEventedPLEGRelistsThePodAnEventNames(t *testing.T) {
 	g, rt, cache, _ := newTestPLEG(100)
 	rt.set(withSandbox(pod("a", ctr("c1", created)), ctr("s1", running)), pod("b", ctr("c2", created)))
@@ -95,7 +98,8 @@ func TestEventedPLEGRelistsThePodAnEventNames(t *testing.T) {
 	fe := &fakeEvents{ch: make(chan *runtimeapi.ContainerEventResponse, 10)}
 	runEvented(t, NewEventedPLEG(g, fe))
 	rt.set(withSandbox(pod("a", ctr("c1", running)), ctr("s1", running)), pod("b", ctr("c2", running)))
-	fe.ch <- event(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, "b", "c2") // ignored
+	fe.ch <- event(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, "b", "c2")        // ignored
+	fe.ch <- event(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "b", "sandbox-b") // ignored
 	fe.ch <- event(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "a", "c1")
 
 	assert.Equal(t, []string{"ContainerStarted a/c1"}, waitEvents(t, g, 1), "only the pod of the started container")
