@@ -129,6 +129,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		}
 	}
 	r.addContainer(s, c)
+	r.containerEvent(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
@@ -239,6 +240,7 @@ func (r *Runtime) StartContainer(_ context.Context, req *runtimeapi.StartContain
 		c.state = runtimeapi.ContainerState_CONTAINER_CREATED // as containerd leaves a container whose task did not start
 		return nil, status.Errorf(codes.Internal, "StartContainer %s: %v", short(c.id), err)
 	}
+	r.containerEvent(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, c)
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
@@ -348,7 +350,22 @@ func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 	if err != nil {
 		return nil, err
 	}
-	st := &runtimeapi.ContainerStatus{
+	resp := &runtimeapi.ContainerStatusResponse{Status: c.status()}
+	if req.GetVerbose() {
+		info := map[string]any{"sandboxID": c.sandboxID, "script": c.script, "rootfs": filepath.Join(c.dir, "rootfs")}
+		if s := r.sandboxes[c.sandboxID]; s != nil {
+			info["pod"] = s.podName()
+		}
+		b, _ := json.Marshal(info) // strings and ints always marshal
+		resp.Info = map[string]string{"info": string(b)}
+	}
+	return resp, nil
+}
+
+// status is the container's status as ContainerStatus answers it without
+// verbose, and as the container events carry it. Caller holds mu.
+func (c *container) status() *runtimeapi.ContainerStatus {
+	return &runtimeapi.ContainerStatus{
 		Id:          c.id,
 		Metadata:    c.meta,
 		State:       c.state,
@@ -365,14 +382,4 @@ func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 		LogPath:     c.logPath,
 		Mounts:      c.mounts,
 	}
-	resp := &runtimeapi.ContainerStatusResponse{Status: st}
-	if req.GetVerbose() {
-		info := map[string]any{"sandboxID": c.sandboxID, "script": c.script, "rootfs": filepath.Join(c.dir, "rootfs")}
-		if s := r.sandboxes[c.sandboxID]; s != nil {
-			info["pod"] = s.podName()
-		}
-		b, _ := json.Marshal(info) // strings and ints always marshal
-		resp.Info = map[string]string{"info": string(b)}
-	}
-	return resp, nil
 }

@@ -53,7 +53,7 @@ const (
 // copy anyway.
 type Runtime struct {
 	// The embedded servers answer Unimplemented for every call this runtime
-	// does not define (Exec, Attach, PortForward, streaming lists, …).
+	// does not define (the streaming lists StreamContainers, …).
 	runtimeapi.UnimplementedRuntimeServiceServer
 	runtimeapi.UnimplementedImageServiceServer
 
@@ -81,6 +81,9 @@ type Runtime struct {
 
 	// streams is the streaming server of Exec and Attach (streaming.go).
 	streams streamServer
+
+	// events are the GetContainerEvents subscriptions (cri_events.go).
+	events containerEvents
 
 	// testHookStopWaiting, if set, is called when StopContainer starts
 	// waiting out its timeout.
@@ -231,9 +234,10 @@ func New(clk clock.Clock) *Runtime {
 	return r
 }
 
-// Close kills every container and, if the state directory is a temporary
-// one of the runtime's, removes it. The runtime keeps answering, empty of
-// processes; Serve calls Close when it stops.
+// Close kills every container, ends every GetContainerEvents call (a new
+// one ends at once) and, if the state directory is a temporary one of the
+// runtime's, removes it. The runtime keeps answering, empty of processes;
+// Serve calls Close when it stops.
 func (r *Runtime) Close() error {
 	r.closeStreams()
 	r.mu.Lock()
@@ -242,6 +246,7 @@ func (r *Runtime) Close() error {
 		r.kill(c)
 		c.closeFiles()
 	}
+	r.stopContainerEvents()
 	if r.sandbox != nil {
 		r.sandbox.close()
 	}
@@ -354,20 +359,17 @@ func (r *Runtime) addSandbox(s *sandbox) {
 	r.names[s.nameKey()] = s.id
 }
 
-// removeSandbox forgets s and its containers, and frees its IP if it was
-// never stopped (stopSandbox frees it). Caller holds mu.
+// removeSandbox stops s if it is ready, as containerd's RemovePodSandbox
+// does (stopSandbox frees its IP), and forgets it and its containers.
+// Caller holds mu.
 func (r *Runtime) removeSandbox(s *sandbox) {
-	for _, c := range s.containers {
+	r.stopSandbox(s)
+	for _, c := range s.containersOldestFirst() {
 		r.removeContainer(c)
-	}
-	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		if r.net != nil {
-			r.net.DelIP(s.ip)
-		}
-		r.ips.Release(s.ip)
 	}
 	delete(r.names, s.nameKey())
 	delete(r.sandboxes, s.id)
+	r.sandboxEvent(runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, s) // after its containers'
 }
 
 // addContainer records c in sandbox s. Caller holds mu.
@@ -386,11 +388,13 @@ func (r *Runtime) removeContainer(c *container) {
 	if c.dir != "" {
 		_ = os.RemoveAll(c.dir) // what cannot be removed stays in the state directory, harmless
 	}
-	if s := r.sandboxes[c.sandboxID]; s != nil {
+	s := r.sandboxes[c.sandboxID]
+	if s != nil {
 		delete(s.containers, c.id)
 	}
 	delete(r.names, containerNameKey(c.sandboxID, c.meta))
 	delete(r.containers, c.id)
+	r.generateAndSendContainerEvent(runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, s, c.id)
 }
 
 // closeFiles closes c's root, its mounts and its log. Caller holds mu.
@@ -449,6 +453,7 @@ func (r *Runtime) start(c *container) error {
 		r.mu.Lock()
 		if c.proc == p && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			c.exit(r.now(), int32(code))
+			r.containerEvent(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, c)
 		}
 		r.mu.Unlock()
 		cancel()
@@ -478,6 +483,7 @@ func (c *container) exit(at int64, code int32) {
 func (r *Runtime) kill(c *container) {
 	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		c.exit(r.now(), ExitCodeSIGKILL)
+		r.containerEvent(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, c)
 	}
 	if c.cancel != nil {
 		c.cancel()

@@ -103,6 +103,8 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		logDir:         cfg.GetLogDirectory(),
 	}
 	r.addSandbox(s)
+	r.sandboxEvent(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, s)
+	r.sandboxEvent(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, s)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.id}, nil
 }
 
@@ -128,7 +130,8 @@ func (r *Runtime) stopSandbox(s *sandbox) {
 	for _, c := range r.containersOf(s.id) {
 		r.kill(c)
 	}
-	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+	wasReady := s.state == runtimeapi.PodSandboxState_SANDBOX_READY
+	if wasReady {
 		// A stopped sandbox's network is torn down and its address goes
 		// back to the range, as containerd's CNI DEL gives it back to
 		// host-local: its status still names the address, which a new
@@ -140,6 +143,9 @@ func (r *Runtime) stopSandbox(s *sandbox) {
 		r.ips.Release(s.ip)
 	}
 	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	if wasReady { // after its containers' events
+		r.sandboxEvent(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, s)
+	}
 }
 
 // RemovePodSandbox removes the sandbox and all its containers, running or
@@ -167,7 +173,22 @@ func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandbox
 	if err != nil {
 		return nil, err
 	}
-	st := &runtimeapi.PodSandboxStatus{
+	resp := &runtimeapi.PodSandboxStatusResponse{Status: s.status()}
+	if req.GetVerbose() {
+		var ids []string
+		for _, c := range r.containersOf(s.id) {
+			ids = append(ids, c.id)
+		}
+		b, _ := json.Marshal(map[string]any{"pod": s.podName(), "logDirectory": s.logDir, "containers": ids})
+		resp.Info = map[string]string{"info": string(b)}
+	}
+	return resp, nil
+}
+
+// status is the sandbox's status as PodSandboxStatus answers it without
+// verbose, and as its container events carry it. Caller holds mu.
+func (s *sandbox) status() *runtimeapi.PodSandboxStatus {
+	return &runtimeapi.PodSandboxStatus{
 		Id:             s.id,
 		Metadata:       s.meta,
 		State:          s.state,
@@ -178,16 +199,6 @@ func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandbox
 		Annotations:    s.annotations,
 		RuntimeHandler: s.runtimeHandler,
 	}
-	resp := &runtimeapi.PodSandboxStatusResponse{Status: st}
-	if req.GetVerbose() {
-		var ids []string
-		for _, c := range r.containersOf(s.id) {
-			ids = append(ids, c.id)
-		}
-		b, _ := json.Marshal(map[string]any{"pod": s.podName(), "logDirectory": s.logDir, "containers": ids})
-		resp.Info = map[string]string{"info": string(b)}
-	}
-	return resp, nil
 }
 
 // ListPodSandbox lists sandboxes matching the filter (`crictl pods`): by ID

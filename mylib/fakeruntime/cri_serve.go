@@ -71,6 +71,9 @@ func (r *Runtime) Serve(ctx context.Context, lis net.Listener) error {
 	go func() {
 		defer close(done)
 		<-ctx.Done()
+		r.mu.Lock()
+		r.stopContainerEvents() // they would hold GracefulStop up: they never end on their own
+		r.mu.Unlock()
 		stopped := make(chan struct{})
 		go func() { s.GracefulStop(); close(stopped) }()
 		select {

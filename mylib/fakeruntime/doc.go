@@ -9,6 +9,10 @@
 // CreateContainer makes a CREATED container with its own root directory,
 // StartContainer runs it, and it is EXITED when its script ends (reason
 // Completed or Error) or when it is stopped or killed (137).
+// GetContainerEvents streams each of these changes to the kubelet's Evented
+// PLEG as containerd does, with the sandbox's and its containers' statuses
+// (cri_events.go); unlike containerd, a caller that falls
+// ContainerEventQueueSize events behind is told (ResourceExhausted).
 //
 // A container's command (or its image's default, see KnownImages) runs as a
 // POSIX shell script in mvdan.cc/sh/v3's interpreter inside this process,

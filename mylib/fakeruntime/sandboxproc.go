@@ -720,6 +720,7 @@ func (r *Runtime) startInSandbox(c *container, in io.Reader, out, errw io.Writer
 			if reason != "" {
 				c.reason = reason
 			}
+			r.containerEvent(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, c)
 		}
 		r.mu.Unlock()
 		close(done)
