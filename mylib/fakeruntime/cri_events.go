@@ -172,3 +172,12 @@ func (s *sandbox) containersOldestFirst() []*container {
 	})
 	return cs
 }
+
+// EventSubscribers is how many GetContainerEvents streams are open: a
+// client's stream misses the events before its subscription, so a test
+// waits for it.
+func (r *Runtime) EventSubscribers() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events.subs)
+}

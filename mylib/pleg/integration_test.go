@@ -138,3 +138,60 @@ func TestPLEGOverTheRuntimeSocket(t *testing.T) {
 		"ContainerDied " + busybox.UID + " " + sandboxOf["default/busybox"],
 	}, events(ch))
 }
+
+// TestEventedPLEGOverTheRuntimeSocket: with the mock runtime's event
+// stream, a kill and a start are seen without any relist and without the
+// clock moving: the EventedPLEG relists the pod the event names.
+func TestEventedPLEGOverTheRuntimeSocket(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	rt := fakeruntime.New(clk)
+	require.NoError(t, rt.Seed(ctx))
+	m := serveRuntime(t, rt, clk)
+
+	ch := make(chan *pleg.PodLifecycleEvent, pleg.ChannelCapacity)
+	g := pleg.NewGenericPLEG(m, ch, &pleg.RelistDuration{RelistPeriod: pleg.RelistPeriod, RelistThreshold: pleg.RelistThreshold}, kubecontainer.NewCache(), clk)
+	g.Relist(ctx) // the one relist of this test
+	events(ch)
+	done := make(chan struct{})
+	go func() { pleg.NewEventedPLEG(g, m.RuntimeService()).Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	nginx, busybox := fakeruntime.SeedPods[0], fakeruntime.SeedPods[1]
+	nginxID, err := rt.FindContainer(nginx.Namespace, nginx.Name, nginx.Container)
+	require.NoError(t, err)
+	var got []string
+	heard := func(want ...string) {
+		t.Helper()
+		require.Eventually(t, func() bool { got = append(got, events(ch)...); return len(got) >= len(want) }, 10*time.Second, time.Millisecond)
+		assert.Equal(t, want, got)
+		got = nil
+	}
+	// The stream is open once the runtime has a subscriber; until then an
+	// event would be missed (the relist would find it a second later).
+	require.Eventually(t, func() bool { return rt.EventSubscribers() == 1 }, 10*time.Second, time.Millisecond)
+
+	_, err = rt.ContainerAction(nginxID, fakeruntime.ActionKill)
+	require.NoError(t, err)
+	heard("ContainerDied " + nginx.UID + " " + nginxID)
+
+	var sandboxID string
+	for _, s := range rt.Snapshot().Sandboxes {
+		if s.Pod == "default/busybox" {
+			sandboxID = s.ID
+		}
+	}
+	created, err := m.RuntimeService().CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sandboxID,
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "second"},
+			Image:    &runtimeapi.ImageSpec{Image: busybox.Image},
+			Command:  busybox.Command,
+			Labels: map[string]string{"io.kubernetes.pod.name": busybox.Name, "io.kubernetes.pod.namespace": busybox.Namespace,
+				"io.kubernetes.pod.uid": busybox.UID, "io.kubernetes.container.name": "second"},
+		}})
+	require.NoError(t, err)
+	_, err = m.RuntimeService().StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: created.ContainerId})
+	require.NoError(t, err)
+	heard("ContainerStarted " + busybox.UID + " " + created.ContainerId)
+}
