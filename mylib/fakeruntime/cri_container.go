@@ -42,33 +42,73 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 			return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: command: %v", m.GetName(), err)
 		}
 	}
+	c, s, containers, err := r.newContainer(req, script, params)
+	if err != nil {
+		return nil, err
+	}
+	// The file system work runs without the lock: the runtime keeps
+	// answering meanwhile, and a burst of pods gets its containers made
+	// side by side, not one after another. The container's name is
+	// reserved; the container joins its sandbox only when its files are
+	// ready, and only if the sandbox is still ready then.
+	if r.testHookUnlocked != nil {
+		r.testHookUnlocked("container")
+	}
+	err = r.prepareContainer(c, cfg, containers, s.resolvConf)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil && (r.sandboxes[s.id] != s || s.state != runtimeapi.PodSandboxState_SANDBOX_READY) {
+		err = status.Errorf(codes.FailedPrecondition, "CreateContainer %s: sandbox %s of pod %s stopped while the container was created", m.GetName(), short(s.id), s.podName())
+	}
+	if err != nil {
+		if key := containerNameKey(s.id, c.meta); r.names[key] == c.id {
+			delete(r.names, key)
+		}
+		c.closeFiles()
+		if c.dir != "" {
+			_ = os.RemoveAll(c.dir)
+		}
+		return nil, err
+	}
+	r.addContainer(s, c)
+	r.containerEvent(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, c)
+	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
+}
+
+// newContainer checks what CreateContainer needs of the runtime's state
+// (the sandbox ready, the image pulled, the name free) and returns the
+// container, its name reserved, with its sandbox and the containers'
+// directory. It takes the lock.
+func (r *Runtime) newContainer(req *runtimeapi.CreateContainerRequest, script string, params []string) (*container, *sandbox, string, error) {
+	cfg := req.GetConfig()
+	m := cfg.GetMetadata()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, err := r.findSandbox(req.GetPodSandboxId())
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
 	if s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
-		return nil, status.Errorf(codes.FailedPrecondition, "CreateContainer %s: sandbox %s of pod %s is not ready", m.GetName(), short(s.id), s.podName())
+		return nil, nil, "", status.Errorf(codes.FailedPrecondition, "CreateContainer %s: sandbox %s of pod %s is not ready", m.GetName(), short(s.id), s.podName())
 	}
 	img := r.findImage(cfg.GetImage().GetImage())
 	if img == nil {
-		return nil, status.Errorf(codes.NotFound, "CreateContainer %s: image %q not found: pull it first (PullImage)", m.GetName(), cfg.GetImage().GetImage())
+		return nil, nil, "", status.Errorf(codes.NotFound, "CreateContainer %s: image %q not found: pull it first (PullImage)", m.GetName(), cfg.GetImage().GetImage())
 	}
 	if len(cfg.GetCommand()) == 0 && len(img.entrypoint) > 0 { // the image's ENTRYPOINT, then the args
 		if script, params, err = argvScript(append(slices.Clone(img.entrypoint), cfg.GetArgs()...)); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: entrypoint: %v", m.GetName(), err)
+			return nil, nil, "", status.Errorf(codes.InvalidArgument, "CreateContainer %s: entrypoint: %v", m.GetName(), err)
 		}
 	}
 	var pidTarget *container
 	if ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(); ns.GetPid() == runtimeapi.NamespaceMode_TARGET {
 		if pidTarget = s.containers[ns.GetTargetId()]; pidTarget == nil {
-			return nil, status.Errorf(codes.NotFound, "CreateContainer %s: target container %q of its PID namespace not found in pod %s",
+			return nil, nil, "", status.Errorf(codes.NotFound, "CreateContainer %s: target container %q of its PID namespace not found in pod %s",
 				m.GetName(), ns.GetTargetId(), s.podName())
 		}
 	}
 	if id, ok := r.names[containerNameKey(s.id, m)]; ok {
-		return nil, status.Errorf(codes.AlreadyExists, "CreateContainer: container %q attempt %d already exists in pod %s as %s",
+		return nil, nil, "", status.Errorf(codes.AlreadyExists, "CreateContainer: container %q attempt %d already exists in pod %s as %s",
 			m.GetName(), m.GetAttempt(), s.podName(), id)
 	}
 	c := &container{
@@ -97,17 +137,6 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		memory = r.memory // the node's memory, when the runtime knows it
 	}
 	c.running.setLimits(r.podPidsLimit, memory)
-	containers, err := r.containersDir()
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "CreateContainer %s: %v", m.GetName(), err)
-	}
-	if c.mapped, err = r.checkMounts(containers, cfg.GetMounts()); err != nil {
-		return nil, status.Errorf(mountCode(err), "CreateContainer %s: %v", m.GetName(), err)
-	}
-	for _, mt := range cfg.GetMounts() {
-		c.mounts = append(c.mounts, &runtimeapi.Mount{ContainerPath: mt.GetContainerPath(), HostPath: mt.GetHostPath(),
-			Readonly: mt.GetReadonly(), Propagation: mt.GetPropagation(), SelinuxRelabel: mt.GetSelinuxRelabel()})
-	}
 	for _, kv := range cfg.GetEnvs() {
 		c.env = append(c.env, kv.GetKey()+"="+string(kv.GetValue()))
 	}
@@ -115,22 +144,36 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	if cfg.GetLogPath() != "" {
 		c.logPath = filepath.Join(s.logDir, cfg.GetLogPath())
 	}
-	if err := r.makeRoot(c, s.resolvConf); err != nil {
-		c.closeFiles()
-		if c.dir != "" {
-			_ = os.RemoveAll(c.dir)
-		}
-		return nil, status.Errorf(mountCode(err), "CreateContainer %s: %v", m.GetName(), err)
+	containers, err := r.containersDir()
+	if err != nil {
+		return nil, nil, "", status.Errorf(codes.Internal, "CreateContainer %s: %v", m.GetName(), err)
+	}
+	r.names[containerNameKey(s.id, c.meta)] = c.id // reserved until it is added, or fails
+	return c, s, containers, nil
+}
+
+// prepareContainer checks c's mounts and makes its files (makeRoot), then
+// gives them to the sandbox process's user. It runs without the lock: c
+// is no one else's yet.
+func (r *Runtime) prepareContainer(c *container, cfg *runtimeapi.ContainerConfig, containers, resolv string) error {
+	name := cfg.GetMetadata().GetName()
+	var err error
+	if c.mapped, err = r.checkMounts(containers, cfg.GetMounts()); err != nil {
+		return status.Errorf(mountCode(err), "CreateContainer %s: %v", name, err)
+	}
+	for _, mt := range cfg.GetMounts() {
+		c.mounts = append(c.mounts, &runtimeapi.Mount{ContainerPath: mt.GetContainerPath(), HostPath: mt.GetHostPath(),
+			Readonly: mt.GetReadonly(), Propagation: mt.GetPropagation(), SelinuxRelabel: mt.GetSelinuxRelabel()})
+	}
+	if err := r.makeRoot(c, containers, resolv); err != nil {
+		return status.Errorf(mountCode(err), "CreateContainer %s: %v", name, err)
 	}
 	if r.sandbox != nil {
 		if err := r.sandbox.adopt(c); err != nil {
-			c.closeFiles()
-			return nil, status.Errorf(codes.Internal, "CreateContainer %s: %v", m.GetName(), err)
+			return status.Errorf(codes.Internal, "CreateContainer %s: %v", name, err)
 		}
 	}
-	r.addContainer(s, c)
-	r.containerEvent(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, c)
-	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
+	return nil
 }
 
 // isLoneShell tells whether what the container runs is a shell with no
@@ -168,12 +211,10 @@ func mountCode(err error) codes.Code {
 // makeRoot makes c's directory with its root file system (a few empty
 // directories, /etc/hostname, /etc/resolv.conf from resolv unless a mount
 // covers it, and the mount points), opens its view (its mounts too, when
-// its scripts run in this process) and its log. Caller holds mu.
-func (r *Runtime) makeRoot(c *container, resolv string) error {
-	dir, err := r.containersDir()
-	if err != nil {
-		return err
-	}
+// its scripts run in this process) and its log, in dir, the containers'
+// directory. It touches nothing of the runtime's state: the caller need
+// not hold mu.
+func (r *Runtime) makeRoot(c *container, dir, resolv string) error {
 	c.dir = filepath.Join(dir, c.id)
 	rootfs := filepath.Join(c.dir, "rootfs")
 	for _, d := range []string{"etc", "tmp", "var/log", "dev", "proc"} {

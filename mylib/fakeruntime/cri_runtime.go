@@ -88,6 +88,9 @@ type Runtime struct {
 	// testHookStopWaiting, if set, is called when StopContainer starts
 	// waiting out its timeout.
 	testHookStopWaiting func()
+	// testHookUnlocked, if set, is called where RunPodSandbox and
+	// CreateContainer work without the lock ("sandbox", "container").
+	testHookUnlocked func(what string)
 
 	// The pod network (podnet.Network): nil without Config.PodNetwork or
 	// when it could not be made (netErr says why).

@@ -59,29 +59,59 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 	if m.GetName() == "" || m.GetNamespace() == "" || m.GetUid() == "" {
 		return nil, status.Error(codes.InvalidArgument, "RunPodSandbox: config.metadata needs a name, a namespace and a uid")
 	}
+	s, running, err := r.newSandbox(req)
+	if err != nil {
+		return nil, err
+	}
+	if running {
+		return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.id}, nil
+	}
+	// The pod network's address is added without the lock (netlink): the
+	// sandboxes of a burst do not wait behind each other. The address and
+	// the name are reserved meanwhile.
+	if r.testHookUnlocked != nil {
+		r.testHookUnlocked("sandbox")
+	}
+	if r.net != nil {
+		err = r.net.AddIP(s.ip)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.ips.Release(s.ip)
+		delete(r.names, s.nameKey())
+		return nil, status.Errorf(codes.Internal, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
+	}
+	s.state = runtimeapi.PodSandboxState_SANDBOX_READY
+	r.addSandbox(s)
+	r.sandboxEvent(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, s)
+	r.sandboxEvent(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, s)
+	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.id}, nil
+}
+
+// newSandbox returns the sandbox RunPodSandbox makes, not yet ready, with
+// its name and address reserved; or, when it runs already, that sandbox
+// and running true. It takes the lock.
+func (r *Runtime) newSandbox(req *runtimeapi.RunPodSandboxRequest) (*sandbox, bool, error) {
+	cfg := req.GetConfig()
+	m := cfg.GetMetadata()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := (&sandbox{meta: m}).nameKey()
 	if id, ok := r.names[key]; ok {
 		if s := r.sandboxes[id]; s != nil && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-			return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
+			return s, true, nil
 		}
-		return nil, status.Errorf(codes.AlreadyExists, "RunPodSandbox: sandbox %s/%s (uid %s, attempt %d) already exists as %s and is not ready: remove it first",
+		return nil, false, status.Errorf(codes.AlreadyExists, "RunPodSandbox: sandbox %s/%s (uid %s, attempt %d) already exists as %s and is not ready: remove it first",
 			m.GetNamespace(), m.GetName(), m.GetUid(), m.GetAttempt(), id)
 	}
 	resolv, err := resolvConf(cfg.GetDnsConfig())
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
+		return nil, false, status.Errorf(codes.InvalidArgument, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
 	}
 	ip, err := r.ips.Allocate()
 	if err != nil {
-		return nil, status.Errorf(codes.ResourceExhausted, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
-	}
-	if r.net != nil {
-		if err := r.net.AddIP(ip); err != nil {
-			r.ips.Release(ip)
-			return nil, status.Errorf(codes.Internal, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
-		}
+		return nil, false, status.Errorf(codes.ResourceExhausted, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
 	}
 	hostname := cfg.GetHostname()
 	if hostname == "" {
@@ -94,7 +124,7 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		},
 		labels:         copyMap(cfg.GetLabels()),
 		annotations:    copyMap(cfg.GetAnnotations()),
-		state:          runtimeapi.PodSandboxState_SANDBOX_READY,
+		state:          runtimeapi.PodSandboxState_SANDBOX_NOTREADY, // until its address is added
 		createdAt:      r.now(),
 		ip:             ip,
 		hostname:       hostname,
@@ -102,10 +132,8 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		runtimeHandler: req.GetRuntimeHandler(),
 		logDir:         cfg.GetLogDirectory(),
 	}
-	r.addSandbox(s)
-	r.sandboxEvent(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, s)
-	r.sandboxEvent(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, s)
-	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.id}, nil
+	r.names[key] = s.id // reserved until it is added, or fails
+	return s, false, nil
 }
 
 // StopPodSandbox makes the sandbox NOTREADY and kills its running
