@@ -44,7 +44,11 @@
 //   - WaitForAttachAndMount and WaitForUnmount wake when the actual state
 //     changes, besides upstream's poll every 300 ms: a pod's containers
 //     start as soon as its last volume is set up, not up to 300 ms later
-//     (a burst of pods starts that much sooner).
+//     (a burst of pods starts that much sooner);
+//   - for the same reason, a pod that waits for its volumes wakes the
+//     populator, and that pass wakes the reconciler, besides their loops
+//     every 100 ms: a new pod's volumes are set up at once, not up to
+//     200 ms later.
 package volumemanager
 
 import (
@@ -118,6 +122,9 @@ type VolumeManager struct {
 	asw        *actualStateOfWorld
 	populator  *populator
 	reconciler *reconciler
+	// wakePopulator and wakeReconciler (capacity 1) start a pass before
+	// the loop's period is over.
+	wakePopulator, wakeReconciler chan struct{}
 }
 
 // NewVolumeManager checks cfg and returns a VolumeManager; Run starts it.
@@ -137,6 +144,7 @@ func NewVolumeManager(cfg Config) (*VolumeManager, error) {
 			dsw: dsw, asw: asw, pluginMgr: cfg.PluginMgr, processed: map[types.UID]bool{}},
 		reconciler: &reconciler{dsw: dsw, asw: asw, recorder: cfg.Recorder, clock: cfg.Clock,
 			pending: map[opKey]bool{}, backoff: map[opKey]*backoff{}},
+		wakePopulator: make(chan struct{}, 1), wakeReconciler: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -151,7 +159,7 @@ func (vm *VolumeManager) Run(ctx context.Context, sourcesReady func() bool) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		every(ctx, vm.clock, DesiredStateOfWorldPopulatorLoopSleepPeriod, func() {
+		every(ctx, vm.clock, DesiredStateOfWorldPopulatorLoopSleepPeriod, vm.wakePopulator, func(woken bool) {
 			ready := sourcesReady()
 			vm.populator.loop(ctx)
 			if ready {
@@ -159,23 +167,42 @@ func (vm *VolumeManager) Run(ctx context.Context, sourcesReady func() bool) {
 				vm.populator.hasAddedPods = true
 				vm.populator.mu.Unlock()
 			}
+			if woken { // a pod waits: set its volumes up now
+				wake(vm.wakeReconciler)
+			}
 		})
 	}()
-	every(ctx, vm.clock, ReconcilerLoopSleepPeriod, vm.reconciler.reconcile)
+	every(ctx, vm.clock, ReconcilerLoopSleepPeriod, vm.wakeReconciler, func(bool) { vm.reconciler.reconcile() })
 	<-done
 	vm.reconciler.wait()
 	klog.InfoS("Shutting down Kubelet Volume Manager")
 }
 
-// every runs f, then again period after each run ends, until ctx ends.
-func every(ctx context.Context, clk clock.Clock, period time.Duration, f func()) {
+// every runs f, then again period after each run ends, or sooner when
+// woken (f is then told so), until ctx ends.
+func every(ctx context.Context, clk clock.Clock, period time.Duration, wakeUp <-chan struct{}, f func(woken bool)) {
+	woken := false
 	for {
-		f()
+		f(woken)
+		t := clk.NewTimer(period)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-clk.After(period):
+		case <-t.C():
+			woken = false
+		case <-wakeUp:
+			t.Stop()
+			woken = true
 		}
+	}
+}
+
+// wake starts the pass of the loop ch wakes, if one is not due already.
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -196,6 +223,7 @@ func (vm *VolumeManager) WaitForAttachAndMount(ctx context.Context, pod *v1.Pod)
 	}
 	klog.V(3).InfoS("Waiting for volumes to attach and mount for pod", "pod", klog.KObj(pod))
 	vm.populator.reprocessPod(pod.UID)
+	wake(vm.wakePopulator)
 	err := vm.poll(ctx, func() (bool, error) {
 		if errs := vm.dsw.popPodErrors(pod.UID); len(errs) > 0 {
 			return true, errors.New(strings.Join(errs, "; "))
@@ -227,6 +255,7 @@ func (vm *VolumeManager) WaitForUnmount(ctx context.Context, pod *v1.Pod) error 
 		return nil
 	}
 	vm.populator.reprocessPod(pod.UID)
+	wake(vm.wakePopulator)
 	err := vm.poll(ctx, func() (bool, error) {
 		if errs := vm.dsw.popPodErrors(pod.UID); len(errs) > 0 {
 			return true, errors.New(strings.Join(errs, "; "))

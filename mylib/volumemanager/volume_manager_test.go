@@ -419,3 +419,27 @@ func TestWaitForAttachAndMountWakesOnAMount(t *testing.T) {
 	}
 	assert.Len(t, f.vm.GetMountedVolumesForPod("u1"), 2)
 }
+
+// TestANewPodWakesThePopulatorAndTheReconciler: with Run going and a clock
+// that never moves (neither loop's 100 ms passes), a pod that waits for its
+// volumes has them added and set up: its wait wakes the populator, whose
+// pass wakes the reconciler.
+func TestANewPodWakesThePopulatorAndTheReconciler(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { f.vm.Run(ctx, nil); close(stopped) }()
+	defer func() { cancel(); <-stopped }()
+	require.Eventually(t, f.clock.HasWaiters, 5*time.Second, time.Millisecond) // both loops did their first pass
+	pod := testPod("u1", "a")
+	f.pods.AddPod(pod)
+	done := make(chan error, 1)
+	go func() { done <- f.vm.WaitForAttachAndMount(ctx, pod) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the volumes wait for the loops' period on a clock that does not move")
+	}
+	assert.Len(t, f.vm.GetMountedVolumesForPod("u1"), 2)
+}
