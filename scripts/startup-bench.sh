@@ -7,9 +7,11 @@
 # then the measured bursts interleave the nodes. It prints, per node, the
 # startup latency's p50/p90/p99 (SIG Scalability's SLI: created -> all
 # containers started, seen through a watch), the p99's ratio to KWOK's, the
-# API writes per started pod and the CPU-seconds per started pod of the API
-# server and of the node's own process. It asserts nothing about time: run
-# it on a quiet machine and quote the load it prints with the figures.
+# API writes per started pod, the CPU-seconds per started pod of the API
+# server and of the node's own process, and how busy the whole machine was
+# while the pods started (near 100%: the burst waited for CPU). It asserts
+# nothing about time: run it on a quiet machine and quote the load it
+# prints with the figures.
 #
 # The pods are the same on every node: one busybox container, bound to the
 # node by spec.nodeName, in the default namespace, so the ServiceAccount

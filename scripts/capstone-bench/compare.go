@@ -13,7 +13,11 @@ package main
 //   - the API server's write requests (apiserver_request_total, verbs
 //     POST PUT PATCH DELETE APPLY), less the burst's own creates;
 //   - the CPU time of the API server's process and of the node's, from
-//     /proc/PID/stat (utime + stime).
+//     /proc/PID/stat (utime + stime);
+//   - how busy the whole machine was from the pods' creation until the
+//     last one was Ready, from /proc/stat: near 100% the burst waited for
+//     CPU, and only less work per pod, on the node or in the API server,
+//     can make it shorter.
 
 import (
 	"bufio"
@@ -106,6 +110,9 @@ type sample struct {
 	lat             []time.Duration
 	writes          map[string]float64 // the API server's writes by verb and resource, the burst's creates excluded
 	apiCPU, nodeCPU time.Duration
+	// machine is the whole machine's CPU use from the pods' creation until
+	// the last one was Ready (zero when /proc/stat could not be read).
+	machine machineCPU
 }
 
 // order is round r's order of the nodes: rotated by r.
@@ -157,9 +164,11 @@ func (c comparison) measure(ctx context.Context, cs kubernetes.Interface, n cont
 		return s, err
 	}
 	a0, n0 := cpuTime(c.apiserverPID), cpuTime(n.pid)
+	m0 := readMachineCPU()
 	if s.lat, err = b.start(ctx, cs, events, true); err != nil {
 		return s, err
 	}
+	s.machine = readMachineCPU().since(m0)
 	time.Sleep(c.tail)
 	w1, err := apiWrites(ctx, cs)
 	if err != nil {
@@ -198,24 +207,27 @@ func (s sample) total() (t float64) {
 
 func (s sample) line(pods int) string {
 	lat := slices.Sorted(slices.Values(s.lat))
-	return fmt.Sprintf("p50 %s s  p90 %s s  p99 %s s  writes/pod %.2f  API server CPU-s/pod %.4f  node CPU-s/pod %.4f",
+	return fmt.Sprintf("p50 %s s  p90 %s s  p99 %s s  writes/pod %.2f  API server CPU-s/pod %.4f  node CPU-s/pod %.4f  machine busy %s",
 		seconds(quantile(lat, .5)), seconds(quantile(lat, .9)), seconds(quantile(lat, .99)),
-		s.total()/float64(pods), s.apiCPU.Seconds()/float64(pods), s.nodeCPU.Seconds()/float64(pods))
+		s.total()/float64(pods), s.apiCPU.Seconds()/float64(pods), s.nodeCPU.Seconds()/float64(pods), s.machine.busyPercent())
 }
 
 // table prints the measured rounds as a Markdown table, the latencies of
 // all a node's bursts together, and each burst's p99.
 func (c comparison) table(out io.Writer, results [][]sample) error {
 	fmt.Fprintf(out, "\n%d measured bursts of %d pods per node (after one warm-up burst each):\n\n", c.rounds, c.pods)
-	fmt.Fprintln(out, "| node | p50 | p90 | p99 | p99 per burst | p99 ÷ "+c.nodes[0].label+" | API writes per pod | API server CPU-s per pod | node CPU-s per pod |")
-	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(out, "| node | p50 | p90 | p99 | p99 per burst | p99 ÷ "+c.nodes[0].label+" | API writes per pod | API server CPU-s per pod | node CPU-s per pod | machine busy | machine CPU-s per pod |")
+	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|---|---|---|")
 	var ref time.Duration
 	for i, n := range c.nodes {
 		var all []time.Duration
 		var perBurst []string
 		var writes float64
 		var api, node time.Duration
+		var machine machineCPU
 		for _, s := range results[i] {
+			machine.busy += s.machine.busy
+			machine.total += s.machine.total
 			all = append(all, s.lat...)
 			perBurst = append(perBurst, seconds(quantile(slices.Sorted(slices.Values(s.lat)), .99)))
 			writes += s.total()
@@ -236,9 +248,13 @@ func (c comparison) table(out io.Writer, results [][]sample) error {
 		if c.apiserverPID > 0 {
 			apiCPU = fmt.Sprintf("%.4f", api.Seconds()/started)
 		}
-		fmt.Fprintf(out, "| %s | %s s | %s s | %s s | %s | %.2f× | %.2f | %s | %s |\n", n.label,
+		machinePerPod := "—"
+		if machine.total > 0 {
+			machinePerPod = fmt.Sprintf("%.4f", machine.busy.Seconds()/started)
+		}
+		fmt.Fprintf(out, "| %s | %s s | %s s | %s s | %s | %.2f× | %.2f | %s | %s | %s | %s |\n", n.label,
 			seconds(quantile(all, .5)), seconds(quantile(all, .9)), seconds(p99), strings.Join(perBurst, ", "),
-			p99.Seconds()/ref.Seconds(), writes/started, apiCPU, nodeCPU)
+			p99.Seconds()/ref.Seconds(), writes/started, apiCPU, nodeCPU, machine.busyPercent(), machinePerPod)
 	}
 	fmt.Fprintln(out, "\nAPI writes per started pod, by verb and resource (0.05 and above; the control plane's own writes meanwhile included):")
 	for i, n := range c.nodes {
@@ -347,6 +363,58 @@ func parseStatCPU(stat string) time.Duration {
 		return 0
 	}
 	return time.Duration(u+s) * time.Second / clockTicks
+}
+
+// machineCPU is CPU time of the whole machine, all its cores: busy (user,
+// nice, system, irq, softirq, steal) and total (busy, idle and iowait).
+type machineCPU struct{ busy, total time.Duration }
+
+// readMachineCPU reads /proc/stat's first line, the sum over all cores;
+// zero when it cannot.
+func readMachineCPU() machineCPU {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineCPU{}
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	return parseProcStat(line)
+}
+
+// parseProcStat reads "cpu  user nice system idle iowait irq softirq steal …"
+// in ticks of USER_HZ.
+func parseProcStat(line string) machineCPU {
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return machineCPU{}
+	}
+	var ticks [8]int64
+	for i := range ticks {
+		v, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return machineCPU{}
+		}
+		ticks[i] = v
+	}
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
+	idle := ticks[3] + ticks[4]
+	busy := ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+	return machineCPU{busy: tick(busy), total: tick(busy + idle)}
+}
+
+// since is the CPU time spent between m0 and m; zero if either is unknown.
+func (m machineCPU) since(m0 machineCPU) machineCPU {
+	if m.total == 0 || m0.total == 0 {
+		return machineCPU{}
+	}
+	return machineCPU{busy: m.busy - m0.busy, total: m.total - m0.total}
+}
+
+// busyPercent is busy over total, or "—" when unknown.
+func (m machineCPU) busyPercent() string {
+	if m.total <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f%%", 100*m.busy.Seconds()/m.total.Seconds())
 }
 
 func loadavg() string {

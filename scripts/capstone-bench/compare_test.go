@@ -88,6 +88,22 @@ func TestParseStatCPU(t *testing.T) {
 	assert.Equal(t, time.Duration(0), cpuTime(0), "pid 0: not measured")
 }
 
+func TestParseProcStat(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	m := parseProcStat("cpu  700 100 150 900 100 20 30 0 0 0")
+	assert.Equal(t, machineCPU{busy: 10 * time.Second, total: 20 * time.Second}, m, "busy 700+100+150+20+30 of 2000 ticks")
+	assert.Equal(t, machineCPU{}, parseProcStat("cpu0 1 2 3 4 5 6 7 8"), "one core's line, not the sum")
+	assert.Equal(t, machineCPU{}, parseProcStat("cpu 1 2 3"), "too short")
+	assert.Equal(t, machineCPU{}, parseProcStat("cpu 1 2 x 4 5 6 7 8"))
+
+	later := machineCPU{busy: 13 * time.Second, total: 24 * time.Second}
+	assert.Equal(t, machineCPU{busy: 3 * time.Second, total: 4 * time.Second}, later.since(m))
+	assert.Equal(t, "75%", later.since(m).busyPercent())
+	assert.Equal(t, machineCPU{}, later.since(machineCPU{}), "the start unknown: unknown")
+	assert.Equal(t, "—", machineCPU{}.busyPercent())
+	assert.Positive(t, readMachineCPU().total, "this machine's /proc/stat")
+}
+
 func TestTableRatiosAndPerPodFigures(t *testing.T) {
 	ms := func(v ...int) (d []time.Duration) {
 		for _, x := range v {
@@ -102,15 +118,18 @@ func TestTableRatiosAndPerPodFigures(t *testing.T) {
 			{lat: ms(100, 400), writes: map[string]float64{"PATCH pods/status": 2}, apiCPU: 40 * time.Millisecond},
 		},
 		{
-			{lat: ms(300, 600), writes: map[string]float64{"PATCH pods/status": 4, "POST events": 6}, apiCPU: 80 * time.Millisecond, nodeCPU: 20 * time.Millisecond},
-			{lat: ms(300, 1200), writes: map[string]float64{"PATCH pods/status": 4, "POST events": 6}, apiCPU: 80 * time.Millisecond, nodeCPU: 20 * time.Millisecond},
+			{lat: ms(300, 600), writes: map[string]float64{"PATCH pods/status": 4, "POST events": 6}, apiCPU: 80 * time.Millisecond, nodeCPU: 20 * time.Millisecond,
+				machine: machineCPU{busy: 1100 * time.Millisecond, total: 1200 * time.Millisecond}},
+			{lat: ms(300, 1200), writes: map[string]float64{"PATCH pods/status": 4, "POST events": 6}, apiCPU: 80 * time.Millisecond, nodeCPU: 20 * time.Millisecond,
+				machine: machineCPU{busy: 2300 * time.Millisecond, total: 2400 * time.Millisecond}},
 		},
 	}
 	var out bytes.Buffer
 	require.NoError(t, c.table(&out, results))
 	got := out.String()
-	assert.Contains(t, got, "| kwok | 0.10 s | 0.40 s | 0.40 s | 0.20, 0.40 | 1.00× | 1.00 | 0.0200 | — |", got)
-	assert.Contains(t, got, "| capstone | 0.30 s | 1.20 s | 1.20 s | 0.60, 1.20 | 3.00× | 5.00 | 0.0400 | 0.0100 |", got)
+	assert.Contains(t, got, "| kwok | 0.10 s | 0.40 s | 0.40 s | 0.20, 0.40 | 1.00× | 1.00 | 0.0200 | — | — | — |", got)
+	// The machine: 3.4 of 3.6 CPU-seconds busy over both bursts, 0.85 per pod.
+	assert.Contains(t, got, "| capstone | 0.30 s | 1.20 s | 1.20 s | 0.60, 1.20 | 3.00× | 5.00 | 0.0400 | 0.0100 | 94% | 0.8500 |", got)
 	assert.Contains(t, got, "  capstone   PATCH pods/status 2.00, POST events 3.00\n", got)
 }
 
