@@ -208,3 +208,19 @@ func TestNewContainerManagerChecks(t *testing.T) {
 	_, parent := m.NewPodContainerManager().GetPodContainerName(guaranteedPod())
 	assert.Equal(t, "", parent, "without pod cgroups the runtime chooses")
 }
+
+// On cgroup v2, kubepods needs cpu and memory enabled below its root: a
+// root where the kernel will not enable them (processes of its own) turns
+// the manager off.
+func TestControllersBelow(t *testing.T) {
+	cs := fakeV2(t)
+	require.NoError(t, controllersBelow(cs, RootCgroupName))
+	assert.Equal(t, "+cpu +cpuset +memory +hugetlb +pids +io", read(t, cs.Unified, "cgroup.subtree_control"))
+
+	// A root that offers no memory controller (and cannot enable one).
+	require.NoError(t, os.WriteFile(filepath.Join(cs.Unified, "cgroup.controllers"), []byte("cpu pids\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cs.Unified, "cgroup.subtree_control"), nil, 0o644))
+	err := controllersBelow(cs, RootCgroupName)
+	assert.EqualError(t, err, "cgroup v2: the memory controller cannot be enabled below / (a cgroup with processes of its own, as a container's root?)")
+	assert.NoError(t, controllersBelow(cs, CgroupName{"absent"}), "NewContainerManager says that one")
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -231,11 +232,44 @@ func NewForNode(nc NodeConfig) (ContainerManager, error) {
 	if err := unix.Access(cs.writableRoot(), unix.W_OK); err != nil {
 		return off(fmt.Sprintf("the cgroup filesystem %s is not writable: %v", cs.writableRoot(), err))
 	}
+	if cs.Unified != "" {
+		if err := controllersBelow(cs, ParseCgroupfsToCgroupName(nc.CgroupRoot)); err != nil {
+			return off(err.Error())
+		}
+	}
 	capacity, err := MachineCapacity()
 	if err != nil {
 		return nil, err
 	}
 	return NewContainerManager(cs, capacity, nc)
+}
+
+// controllersBelow checks, on cgroup v2, that the cpu and memory
+// controllers are (or can be) enabled below root, where kubepods goes.
+// They cannot be in a cgroup that holds processes of its own (the
+// kernel's no-internal-processes rule), as the root of a container's
+// cgroup namespace often does. A root that does not exist is
+// NewContainerManager's error, not this one's.
+func controllersBelow(cs *CgroupSubsystems, root CgroupName) error {
+	dir := filepath.Join(cs.Unified, root.ToCgroupfs())
+	if _, err := os.Stat(dir); err != nil {
+		return nil
+	}
+	m := &cgroupManager{subsystems: cs}
+	if err := m.enableControllers(NewCgroupName(root, defaultNodeAllocatableCgroupName)); err != nil {
+		return err
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control")) // unreadable: none enabled, said below
+	var enabled []string
+	for _, c := range strings.Fields(string(b)) {
+		enabled = append(enabled, strings.TrimPrefix(c, "+")) // the kernel shows "cpu"; a test's plain file what was written
+	}
+	for _, c := range []string{"cpu", "memory"} {
+		if !slices.Contains(enabled, c) {
+			return fmt.Errorf("cgroup v2: the %s controller cannot be enabled below %s (a cgroup with processes of its own, as a container's root?)", c, root.ToCgroupfs())
+		}
+	}
+	return nil
 }
 
 // MachineCapacity is the machine's CPUs, memory (MemTotal) and process

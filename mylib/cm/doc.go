@@ -26,8 +26,10 @@
 // cgroups under it.
 //
 // NewForNode is the manager of this machine: where the kubelet may not
-// make cgroups (not root, no cgroup filesystem, a read-only one) it is
-// the stub, which makes none, and one log line says so.
+// make cgroups (not root, no cgroup filesystem, a read-only one, or on
+// cgroup v2 a root below which cpu and memory cannot be enabled, as in a
+// container whose root cgroup holds its processes) it is the stub, which
+// makes none, and one log line says so.
 //
 // Where it departs from upstream:
 //   - cgroupfs only: cgroupDriver systemd is refused.
