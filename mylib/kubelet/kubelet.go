@@ -257,6 +257,10 @@ type Kubelet struct {
 	// containerManager makes the pods' cgroups (kubelet_cm.go); nil
 	// without RunContainers.
 	containerManager cm.ContainerManager
+	// ownPodCgroups are the UIDs of the pods whose cgroups this kubelet
+	// made (ensurePodCgroup): housekeeping removes no other pod's cgroup
+	// (kubelet_cm.go says why).
+	ownPodCgroups sync.Map
 	// Set with Config.Pods.ContainerGC and ActiveDeadline (kubelet_lifecycle.go).
 	lifecycle lifecycle
 	// Set with Config.Pods.Probes (kubelet_probes.go).

@@ -58,6 +58,7 @@ func (kl *Kubelet) ensurePodCgroup(pod *v1.Pod) error {
 	if !kl.cgroupsPerQOS() {
 		return nil
 	}
+	kl.ownPodCgroups.Store(pod.UID, true)
 	pcm := kl.containerManager.NewPodContainerManager()
 	if pcm.Exists(pod) {
 		return nil
@@ -112,14 +113,20 @@ func possiblyRunningPods(workers map[types.UID]podworkers.PodWorkerSync) map[typ
 // cleanupOrphanedPodCgroups removes the cgroups of pods that may no longer
 // run (upstream's): a pod whose volumes are still mounted keeps its cgroup
 // with the least CPU weight until they are gone. As upstream, a failure
-// is logged and housekeeping tries again.
+// is logged and housekeeping tries again. Unlike upstream, it removes only
+// the cgroups this kubelet made: upstream's kubelet is alone on its
+// machine, while this course's machine often runs several kubelets at
+// once (chapter tests in parallel, two nodes on one machine), and one
+// would remove another's pod cgroups between their making and the
+// sandbox's start. The price: a pod deleted while its kubelet was down
+// leaves its (empty) cgroup behind.
 func (kl *Kubelet) cleanupOrphanedPodCgroups(cgroupPods map[types.UID]cm.CgroupName, possiblyRunning map[types.UID]bool) {
 	if len(cgroupPods) == 0 {
 		return
 	}
 	pcm := kl.containerManager.NewPodContainerManager()
 	for uid, name := range cgroupPods {
-		if possiblyRunning[uid] {
+		if _, own := kl.ownPodCgroups.Load(uid); !own || possiblyRunning[uid] {
 			continue
 		}
 		if kl.volumes != nil && kl.volumes.manager.HasPossiblyMountedVolumesForPod(uid) {
@@ -132,6 +139,8 @@ func (kl *Kubelet) cleanupOrphanedPodCgroups(cgroupPods map[types.UID]cm.CgroupN
 		klog.V(3).InfoS("Orphaned pod found, removing pod cgroups", "podUID", uid)
 		if err := pcm.Destroy(name); err != nil {
 			klog.InfoS("Failed to destroy orphaned pod cgroup", "podUID", uid, "err", err)
+			continue
 		}
+		kl.ownPodCgroups.Delete(uid)
 	}
 }

@@ -131,6 +131,24 @@ func TestPodCgroupLifecycle(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(cs.MountPoints["memory"], "kubepods", "poduid-1"))
 }
 
+// Two kubelets on one machine share /kubepods: housekeeping removes the
+// orphaned cgroups of the pods it made, never another kubelet's.
+func TestHousekeepingLeavesAnotherKubeletsPodCgroups(t *testing.T) {
+	mine := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-mine", Name: "mine", Namespace: "default"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
+	theirs := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-theirs", Name: "theirs", Namespace: "default"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
+	kl, cs := cgroupKubelet(t)
+	other := &Kubelet{containerManager: kl.containerManager, recorder: record.NewFakeRecorder(10)}
+	require.NoError(t, kl.ensurePodCgroup(mine))
+	require.NoError(t, other.ensurePodCgroup(theirs))
+	found := kl.podCgroups()
+	require.Len(t, found, 2)
+	kl.cleanupOrphanedPodCgroups(found, map[types.UID]bool{})
+	assert.NoDirExists(t, filepath.Join(cs.MountPoints["memory"], "kubepods", "besteffort", "poduid-mine"))
+	assert.DirExists(t, filepath.Join(cs.MountPoints["memory"], "kubepods", "besteffort", "poduid-theirs"), "another kubelet's pod")
+	other.cleanupOrphanedPodCgroups(other.podCgroups(), map[types.UID]bool{})
+	assert.NoDirExists(t, filepath.Join(cs.MountPoints["memory"], "kubepods", "besteffort", "poduid-theirs"))
+}
+
 // The sandbox the runtime manager asks for carries the pod's cgroup as
 // CgroupParent (the mock records it).
 func TestSandboxGetsThePodCgroup(t *testing.T) {
