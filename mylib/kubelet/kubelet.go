@@ -14,7 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -243,8 +246,13 @@ type Kubelet struct {
 	recorder         record.EventRecorder
 	reasonCache      *ReasonCache
 	backOff          *flowcontrol.Backoff
-	hostIPsMu        sync.Mutex
-	hostIPs          []string
+	// serviceInformer watches the cluster's Services for the containers'
+	// service variables (upstream NewMainKubelet's serviceLister); RunPods
+	// runs it.
+	serviceInformer cache.SharedIndexInformer
+	serviceLister   corelisters.ServiceLister
+	hostIPsMu       sync.Mutex
+	hostIPs         []string
 
 	// Set with Config.Pods.ContainerGC and ActiveDeadline (kubelet_lifecycle.go).
 	lifecycle lifecycle
@@ -409,6 +417,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		return nil
 	}
 	kl.containerRuntime = runtime
+	kl.serviceInformer = coreinformers.NewServiceInformer(kl.client, metav1.NamespaceAll, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	kl.serviceLister = corelisters.NewServiceLister(kl.serviceInformer.GetIndexer())
 	kl.reasonCache = NewReasonCache()
 	kl.backOff = kuberuntime.NewCrashLoopBackOff(kl.clock) // 10 s doubling to 300 s, on the kubelet's clock
 	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock,
@@ -487,6 +498,9 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	}
 	if kl.statusManager != nil {
 		wg.Go(func() { kl.statusManager.Run(ctx) })
+	}
+	if kl.serviceInformer != nil { // upstream: started in NewMainKubelet
+		wg.Go(func() { kl.serviceInformer.Run(ctx.Done()) })
 	}
 	if gc := kl.lifecycle.containerGC; gc != nil {
 		wg.Go(func() { gc.Run(ctx, kl.sourcesReady) })
