@@ -501,6 +501,7 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	}
 	if kl.serviceInformer != nil { // upstream: started in NewMainKubelet
 		wg.Go(func() { kl.serviceInformer.Run(ctx.Done()) })
+		kl.waitForServices(ctx)
 	}
 	if gc := kl.lifecycle.containerGC; gc != nil {
 		wg.Go(func() { gc.Run(ctx, kl.sourcesReady) })
@@ -530,6 +531,24 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 		kl.podWorkers.Wait() // the syncs under way end (ctx is done) before Run returns
 	}
 	return nil
+}
+
+// ServiceSyncWait bounds how long RunPods waits for the Services' first
+// list before the sync loop starts.
+const ServiceSyncWait = 5 * time.Second
+
+// waitForServices waits, at most ServiceSyncWait, for the Services' first
+// list: a pod from the API server gets no environment before it (its
+// container would wait a pod worker's back-off, 10 s). Upstream starts the
+// informer in NewMainKubelet, seconds before its sync loop; ours starts with
+// the loop. Past the wait (the API server away) the loop starts anyway:
+// static pods do not need the Services.
+func (kl *Kubelet) waitForServices(ctx context.Context) {
+	waitCtx, cancel := context.WithTimeout(ctx, ServiceSyncWait)
+	defer cancel()
+	if !cache.WaitForCacheSync(waitCtx.Done(), kl.serviceInformer.HasSynced) && ctx.Err() == nil {
+		klog.InfoS("Services not listed yet; pods from the API server wait for them", "waited", ServiceSyncWait)
+	}
 }
 
 // PLEG is the pod half's PLEG (nil without workers), for its health and
