@@ -186,6 +186,14 @@ func TestChapter18FailurePaths(t *testing.T) {
 		assert.Equal(t, v1.PodRunning, f.pod(t, "nginx").Status.Phase, "a failed ephemeral container does not fail the pod")
 	})
 
+	t.Run("kubectl logs of an ephemeral container: the kubelet API finds it", func(t *testing.T) {
+		f.ok(t, `kubectl debug nginx --image=busybox --container=debugger -- sh -c 'echo hello from the debugger'`)
+		poll(t, time.Minute, "kubectl logs nginx -c debugger", func() (bool, string) {
+			out, code := f.sh(t, nil, "kubectl logs nginx -c debugger")
+			return code == 0 && out == "hello from the debugger\n", out
+		})
+	})
+
 	f.ok(t, "kubectl delete pod nginx --wait")
 	assert.Equal(t, 0, p.Stop())
 	assert.NotContains(t, p.Stderr(), "panic")

@@ -199,34 +199,64 @@ func (r *Runtime) pullTime(img *image, present bool) time.Duration {
 	return d
 }
 
+// errTagNotFound is containerd's answer for a tag the registry does not
+// serve (its "manifest unknown"): NotFound, with the normalized name three
+// times, as containerd 1.6 and 1.7 say it (2.x: "failed to resolve image:
+// …: not found").
+func errTagNotFound(name string) error {
+	return status.Errorf(codes.NotFound, "failed to pull and unpack image %q: failed to resolve reference %q: %s: not found", name, name, name)
+}
+
 // PullImage pulls an image: it appears after pullTime (Config.PullLatency
 // and PullBandwidth; no time at all by default), unless the caller's
-// context ends first, which leaves nothing pulled.
+// context ends first, which leaves nothing pulled. A tag its catalogued
+// repository does not publish (cri_image_tags.go) fails with NotFound
+// after the round trip (PullLatency), as containerd's pull of a tag the
+// registry does not know; an image already here by that name does not
+// help, as containerd asks the registry every time.
 func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := req.GetImage().GetImage()
 	if ref == "" {
 		return nil, status.Error(codes.InvalidArgument, "PullImage: image.image is empty")
 	}
-	want := resolve(normalizeRef(ref))
+	name := normalizeRef(ref)
+	repo, tag, _ := splitRef(name)
+	if !published(knownRepository(repo), tag) {
+		if err := r.waitPull(ctx, ref, r.pullLatency); err != nil {
+			return nil, err
+		}
+		return nil, errTagNotFound(name)
+	}
+	want := resolve(name)
 	r.mu.Lock()
 	_, present := r.images[want.id]
 	r.mu.Unlock()
-	if d := r.pullTime(want, present); d > 0 {
-		timer := r.clock.NewTimer(d)
-		defer timer.Stop()
-		select {
-		case <-ctx.Done():
-			code := codes.Canceled
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				code = codes.DeadlineExceeded
-			}
-			return nil, status.Errorf(code, "PullImage %s: %v", ref, ctx.Err())
-		case <-timer.C():
-		}
+	if err := r.waitPull(ctx, ref, r.pullTime(want, present)); err != nil {
+		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return &runtimeapi.PullImageResponse{ImageRef: r.pull(ref).id}, nil
+}
+
+// waitPull waits d on the runtime's clock, or until ctx ends: then the
+// pull fails with DeadlineExceeded or Canceled.
+func (r *Runtime) waitPull(ctx context.Context, ref string, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	timer := r.clock.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		code := codes.Canceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			code = codes.DeadlineExceeded
+		}
+		return status.Errorf(code, "PullImage %s: %v", ref, ctx.Err())
+	case <-timer.C():
+		return nil
+	}
 }
 
 // ListImages lists images (`crictl images`), optionally only the one the

@@ -3,7 +3,8 @@ package fakeruntime
 // The runtime has no registry to ask, so what a registry would tell it about
 // well-known images is written down here, in one place: KnownImages. A name
 // not found here still pulls, with an ID made up from the name (see
-// newImage), the default UnknownImageDefault and user root.
+// resolve), the default UnknownImageDefault and user root; a tag a known
+// repository does not publish does not (cri_image_tags.go).
 
 // ImageDefault is what a container of an image runs when its config gives
 // no command and no args: the image's entrypoint, as a script of the
@@ -31,9 +32,13 @@ type KnownRepository struct {
 	// User is the image configuration's USER ("1002", "www-data",
 	// "1003:1004"); empty is root. ImageStatus reports it as uid or username.
 	User string
-	// Images are the tags whose image is known. Another tag still pulls,
-	// with an image ID made up from its name.
+	// Images are the tags whose image is known. Another tag Published
+	// lists still pulls, with an image ID made up from its name.
 	Images []KnownImage
+	// Published is the tags the registry serves besides Images' (and
+	// latest): a pull of another tag fails, as for a tag the registry does
+	// not know (cri_image_tags.go). Nil: every tag pulls.
+	Published *Published
 	// Size is about the size of its images in bytes, as `crictl images`
 	// shows a typical tag's (the compressed layers, as containerd counts
 	// them): a tag whose image is not in Images has this size, within 5%
@@ -86,7 +91,7 @@ const critestRegistry = "gcr.io/k8s-staging-cri-tools/"
 // critestImage is one of critest's busybox-based test images, whose real
 // digest is not recorded here.
 func critestImage(name, user string, tagGroups ...[]string) KnownRepository {
-	repo := KnownRepository{Names: []string{critestRegistry + name}, Default: busyboxSh, User: user}
+	repo := KnownRepository{Names: []string{critestRegistry + name}, Default: busyboxSh, User: user, Published: &Published{}}
 	for _, tags := range tagGroups {
 		repo.Images = append(repo.Images, KnownImage{Tags: tags})
 	}
@@ -99,6 +104,7 @@ func critestImage(name, user string, tagGroups ...[]string) KnownRepository {
 var KnownImages = []KnownRepository{
 	{
 		Names:      []string{"docker.io/library/nginx"},
+		Published:  nginxTags,
 		Size:       72_000_000,
 		Entrypoint: []string{"nginx", "-g", "daemon off;"},
 		Default: ImageDefault{
@@ -112,38 +118,44 @@ while true; do sleep 3600; done`,
 	// the servers they run (shell_servers.go).
 	{
 		Names:      []string{"registry.k8s.io/e2e-test-images/agnhost"},
+		Published:  agnhostTags,
 		Size:       51_000_000,
 		Default:    ImageDefault{What: "agnhost: the Kubernetes e2e tests' many-purpose server; the mock runs its liveness subcommand (HTTP :8080 /healthz, 200 for 10 s, then 500) and its stress subcommand (memory growing step by step)"},
 		Entrypoint: []string{"/agnhost"},
 	},
 	{
 		Names:      []string{"registry.k8s.io/goproxy"},
+		Published:  goproxyTags,
 		Size:       2_600_000,
 		Default:    ImageDefault{What: "an HTTP proxy on :8080 (TCP probes' example)"},
 		Entrypoint: []string{"/goproxy"},
 	},
 	{
-		Names:   []string{"registry.k8s.io/etcd"},
-		Size:    57_000_000,
-		Default: ImageDefault{What: "etcd: run as /usr/local/bin/etcd, it serves the gRPC health service on its client port (2379)"},
+		Names:     []string{"registry.k8s.io/etcd"},
+		Published: etcdTags,
+		Size:      57_000_000,
+		Default:   ImageDefault{What: "etcd: run as /usr/local/bin/etcd, it serves the gRPC health service on its client port (2379)"},
 	},
 	{
-		Names:   []string{"docker.io/library/httpd"},
-		Size:    58_000_000,
-		Default: ImageDefault{What: "serves HTTP until stopped; exits 0 on SIGTERM", Script: httpdScript},
+		Names:     []string{"docker.io/library/httpd"},
+		Published: httpdTags,
+		Size:      58_000_000,
+		Default:   ImageDefault{What: "serves HTTP until stopped; exits 0 on SIGTERM", Script: httpdScript},
 	},
 	{
-		Names:   []string{"registry.k8s.io/e2e-test-images/httpd"},
-		Size:    40_000_000,
-		Default: ImageDefault{What: "the Kubernetes e2e tests' httpd: as docker.io/library/httpd", Script: httpdScript},
+		Names:     []string{"registry.k8s.io/e2e-test-images/httpd"},
+		Published: e2eHttpdTags,
+		Size:      40_000_000,
+		Default:   ImageDefault{What: "the Kubernetes e2e tests' httpd: as docker.io/library/httpd", Script: httpdScript},
 	},
 	{
 		// The sandbox image. k8s.gcr.io is the registry's name before 2023;
 		// it serves the same images.
-		Names:   []string{"registry.k8s.io/pause", "k8s.gcr.io/pause"},
-		Size:    320_000,
-		Default: ImageDefault{What: "the sandbox's placeholder process: sleeps until stopped; exits 0 on SIGTERM", Script: runUntilStopped},
-		User:    "65535:65535", // its Dockerfile (kubernetes build/pause) says USER 65535:65535
+		Names:     []string{"registry.k8s.io/pause", "k8s.gcr.io/pause"},
+		Published: pauseTags,
+		Size:      320_000,
+		Default:   ImageDefault{What: "the sandbox's placeholder process: sleeps until stopped; exits 0 on SIGTERM", Script: runUntilStopped},
+		User:      "65535:65535", // its Dockerfile (kubernetes build/pause) says USER 65535:65535
 		Images: []KnownImage{
 			{Tags: []string{"3.9"}, Size: 321_520,
 				Digest: "sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097",
@@ -153,17 +165,18 @@ while true; do sleep 3600; done`,
 				ID:     "sha256:873ed75102791e5b0b8a7fcd41606c92fcec98d56d05ead4ac5131650004c136"},
 		},
 	},
-	{Names: []string{"docker.io/library/busybox"}, Default: busyboxSh, Size: 2_200_000},
-	{Names: []string{"registry.k8s.io/e2e-test-images/busybox"}, Default: busyboxSh, Size: 2_200_000},
-	{Names: []string{"registry.k8s.io/busybox"}, Default: busyboxSh, Size: 1_300_000},
-	{Names: []string{"docker.io/library/alpine"}, Default: busyboxSh, Size: 3_600_000},
+	{Names: []string{"docker.io/library/busybox"}, Default: busyboxSh, Size: 2_200_000, Published: busyboxTags},
+	{Names: []string{"registry.k8s.io/e2e-test-images/busybox"}, Default: busyboxSh, Size: 2_200_000, Published: e2eBusyboxTags},
+	{Names: []string{"registry.k8s.io/busybox"}, Default: busyboxSh, Size: 1_300_000, Published: k8sBusyboxTags},
+	{Names: []string{"docker.io/library/alpine"}, Default: busyboxSh, Size: 3_600_000, Published: alpineTags},
 	{
 		// The Kubernetes docs' "Assign Memory Resources to Containers and
 		// Pods" runs it with command stress and --vm args (see stress in
 		// shell_limits.go: it accounts the bytes, it does not allocate them).
-		Names:   []string{"docker.io/polinux/stress"},
-		Size:    4_000_000,
-		Default: ImageDefault{What: "stress(1) with no arguments: prints that no hogs were requested and exits 1", Script: "stress"},
+		Names:     []string{"docker.io/polinux/stress"},
+		Published: stressTags,
+		Size:      4_000_000,
+		Default:   ImageDefault{What: "stress(1) with no arguments: prints that no hogs were requested and exits 1", Script: "stress"},
 	},
 
 	// critest's image tests: different tags of one image, one tag per image,
@@ -175,7 +188,7 @@ while true; do sleep 3600; done`,
 	critestImage("test-image-3", "", []string{"latest"}),
 	critestImage("test-image-latest", "", []string{"latest"}),
 	{
-		Names: []string{critestRegistry + "test-image-digest"}, Default: busyboxSh,
+		Names: []string{critestRegistry + "test-image-digest"}, Default: busyboxSh, Published: &Published{},
 		// the digest critest pulls it by (cri-tools pkg/validate/consts.go)
 		Images: []KnownImage{{Tags: []string{"latest"}, Digest: "sha256:9700f9a2f5bf2c45f2f605a0bd3bce7cf37420ec9d3ed50ac2758413308766bf"}},
 	},

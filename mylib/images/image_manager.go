@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -23,7 +24,11 @@ type imageManager struct {
 	recorder     record.EventRecorder // nil: events are logged instead
 	imageService ImageService
 	backOff      *flowcontrol.Backoff
-	puller       imagePuller
+	// prevPullErrMsg is the last failed pull's reason and message, by
+	// back-off key: while backing off, the container's waiting message
+	// says it (upstream's prevPullErrMsg).
+	prevPullErrMsg sync.Map
+	puller         imagePuller
 }
 
 var _ ImageManager = &imageManager{}
@@ -74,11 +79,13 @@ func shouldPullImage(policy v1.PullPolicy, present bool) bool {
 	return !present
 }
 
-// EnsureImageExists is upstream's steps: default the tag; ask the runtime
-// for the image; by pull policy, use it or refuse (Never) or pull; but
-// not while this pod's pull of this image is backing off (a Normal
-// "BackOff" event and ErrImagePullBackOff); a failed pull starts or
-// doubles the back-off.
+// EnsureImageExists is upstream's steps: default the tag; unless the
+// policy is Always, ask the runtime for the image; by pull policy, use it
+// or refuse (Never) or pull; but not while this pod's pull of this image
+// is backing off (a Normal "BackOff" event and ErrImagePullBackOff, whose
+// message ends with the last failure's); a failed pull starts or doubles
+// the back-off. The events and messages name the image as the pod spec
+// does (imgRef, "nginx" not "nginx:latest"), as upstream's.
 func (m *imageManager) EnsureImageExists(ctx context.Context, objRef *v1.ObjectReference, pod *v1.Pod, imgRef string, pullSecrets []v1.Secret,
 	podSandboxConfig *runtimeapi.PodSandboxConfig, pullPolicy v1.PullPolicy) (string, string, error) {
 	logPrefix := fmt.Sprintf("%s/%s/%s", pod.Namespace, pod.Name, imgRef)
@@ -89,39 +96,45 @@ func (m *imageManager) EnsureImageExists(ctx context.Context, objRef *v1.ObjectR
 		return "", msg, ErrInvalidImageName
 	}
 	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: imgRef}
-	imageRef, err := m.imageService.GetImageRef(ctx, spec)
-	if err != nil {
-		msg := fmt.Sprintf("Failed to inspect image %q: %v", image, err)
-		m.logIt(objRef, v1.EventTypeWarning, events.FailedToInspectImage, logPrefix, msg)
-		return "", msg, ErrImageInspect
-	}
-	present := imageRef != ""
-	if !shouldPullImage(pullPolicy, present) {
-		if present {
-			m.logIt(objRef, v1.EventTypeNormal, events.PulledImage, logPrefix, fmt.Sprintf("Container image %q already present on machine", image))
-			return imageRef, "", nil
+	if pullPolicy != v1.PullAlways { // Always pulls without asking (upstream's imagePullPrecheck)
+		imageRef, err := m.imageService.GetImageRef(ctx, spec)
+		if err != nil {
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", image, err)
+			m.logIt(objRef, v1.EventTypeWarning, events.FailedToInspectImage, logPrefix, msg)
+			return "", msg, ErrImageInspect
 		}
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
-		m.logIt(objRef, v1.EventTypeWarning, events.ErrImageNeverPullPolicy, logPrefix, msg)
-		return "", msg, ErrImageNeverPull
+		if present := imageRef != ""; !shouldPullImage(pullPolicy, present) {
+			if present {
+				m.logIt(objRef, v1.EventTypeNormal, events.PulledImage, logPrefix, fmt.Sprintf("Container image %q already present on machine", imgRef))
+				return imageRef, "", nil
+			}
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", imgRef)
+			m.logIt(objRef, v1.EventTypeWarning, events.ErrImageNeverPullPolicy, logPrefix, msg)
+			return "", msg, ErrImageNeverPull
+		}
 	}
 
 	backOffKey := fmt.Sprintf("%s_%s", pod.UID, imgRef)
 	if m.backOff.IsInBackOffSinceUpdate(backOffKey, m.backOff.Clock.Now()) {
 		msg := fmt.Sprintf("Back-off pulling image %q", imgRef)
 		m.logIt(objRef, v1.EventTypeNormal, BackOffPullImage, logPrefix, msg)
+		if prev, ok := m.prevPullErrMsg.Load(backOffKey); ok {
+			msg = fmt.Sprintf("%s: %s", msg, prev)
+		}
 		return "", msg, ErrImagePullBackOff
 	}
-	m.logIt(objRef, v1.EventTypeNormal, events.PullingImage, logPrefix, fmt.Sprintf("Pulling image %q", image))
+	m.prevPullErrMsg.Delete(backOffKey) // a pull is tried: the map does not grow
+	m.logIt(objRef, v1.EventTypeNormal, events.PullingImage, logPrefix, fmt.Sprintf("Pulling image %q", imgRef))
 	result := m.puller.pullImage(ctx, spec, pullSecrets, podSandboxConfig)
 	if result.err != nil {
-		m.logIt(objRef, v1.EventTypeWarning, events.FailedToPullImage, logPrefix, fmt.Sprintf("Failed to pull image %q: %v", image, result.err))
+		m.logIt(objRef, v1.EventTypeWarning, events.FailedToPullImage, logPrefix, fmt.Sprintf("Failed to pull image %q: %v", imgRef, result.err))
 		m.backOff.Next(backOffKey, m.backOff.Clock.Now())
 		msg, err := evalCRIPullErr(imgRef, result.err)
+		m.prevPullErrMsg.Store(backOffKey, fmt.Sprintf("%s: %s", err, msg))
 		return "", msg, err
 	}
 	m.logIt(objRef, v1.EventTypeNormal, events.PulledImage, logPrefix, fmt.Sprintf("Successfully pulled image %q in %v",
-		image, result.pullDuration.Round(time.Millisecond)))
+		imgRef, result.pullDuration.Round(time.Millisecond)))
 	m.backOff.GC()
 	return result.imageRef, "", nil
 }

@@ -120,7 +120,8 @@ func TestPullBackOffFrom10sDoublingTo300sPerPodAndImage(t *testing.T) {
 		clk.Step(wait - time.Second)
 		_, msg, err := m.EnsureImageExists(ctx, ref, pod, "nginx:1.27", nil, nil, v1.PullIfNotPresent)
 		require.ErrorIs(t, err, ErrImagePullBackOff, "%v after the failure", wait-time.Second)
-		assert.Equal(t, `Back-off pulling image "nginx:1.27"`, msg)
+		assert.Equal(t, `Back-off pulling image "nginx:1.27": ErrImagePull: rpc error: code = NotFound desc = no such image`, msg,
+			"the waiting message says why (upstream's prevPullErrMsg)")
 		assert.Equal(t, []string{`Normal BackOff Back-off pulling image "nginx:1.27"`}, drain(rec))
 		assert.Equal(t, pulls, svc.pullCount(), "no pull while backing off")
 
@@ -164,7 +165,9 @@ func TestEnsureImageExistsByPullPolicy(t *testing.T) {
 
 	_, msg, err := m.EnsureImageExists(ctx, ref, pod, "app", nil, nil, v1.PullNever)
 	require.ErrorIs(t, err, ErrImageNeverPull)
-	assert.Equal(t, `Container image "app:latest" is not present with pull policy of Never`, msg)
+	assert.Equal(t, `Container image "app" is not present with pull policy of Never`, msg, "named as the spec names it")
+	assert.Equal(t, []string{`Warning ErrImageNeverPull Container image "app" is not present with pull policy of Never`}, drain(rec))
+	assert.Empty(t, svc.pulls, "Never never pulls")
 
 	_, _, err = m.EnsureImageExists(ctx, ref, pod, "bad image", nil, nil, v1.PullAlways)
 	require.ErrorIs(t, err, ErrInvalidImageName)
@@ -172,6 +175,38 @@ func TestEnsureImageExistsByPullPolicy(t *testing.T) {
 	_, _, err = m.EnsureImageExists(ctx, ref, pod, "busybox:1.37", nil, nil, v1.PullAlways)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"busybox:1.37"}, svc.pulls, "Always pulls what is present")
+	drain(rec)
+
+	// IfNotPresent pulls what is missing; the events name the image as
+	// the spec does (no ":latest" added).
+	_, _, err = m.EnsureImageExists(ctx, ref, pod, "nginx", nil, nil, v1.PullIfNotPresent)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"busybox:1.37", "nginx:latest"}, svc.pulls, "the runtime is asked for the defaulted tag")
+	assert.Equal(t, []string{`Normal Pulling Pulling image "nginx"`, `Normal Pulled Successfully pulled image "nginx" in 0s`}, drain(rec))
+}
+
+// inspectFails is an image service that cannot say what it has.
+type inspectFails struct{ *fakePullService }
+
+func (inspectFails) GetImageRef(context.Context, *runtimeapi.ImageSpec) (string, error) {
+	return "", errors.New("inspect broken")
+}
+
+// TestAlwaysDoesNotAskWhatIsPresent: with Always the image is pulled
+// without asking the runtime first (upstream's imagePullPrecheck); the
+// others ask, and fail with ErrImageInspect when the runtime cannot say.
+func TestAlwaysDoesNotAskWhatIsPresent(t *testing.T) {
+	ctx := context.Background()
+	svc := inspectFails{newFakePullService()}
+	m := NewImageManager(record.NewFakeRecorder(10), svc, NewImageBackOff(clocktesting.NewFakeClock(t0)), DefaultPullConfig())
+	pod, ref := testPod("a")
+	_, _, err := m.EnsureImageExists(ctx, ref, pod, "busybox:1.37", nil, nil, v1.PullAlways)
+	require.NoError(t, err)
+	for _, policy := range []v1.PullPolicy{v1.PullIfNotPresent, v1.PullNever} {
+		_, msg, err := m.EnsureImageExists(ctx, ref, pod, "busybox:1.37", nil, nil, policy)
+		require.ErrorIs(t, err, ErrImageInspect, policy)
+		assert.Equal(t, `Failed to inspect image "busybox:1.37": inspect broken`, msg)
+	}
 }
 
 func TestEvalCRIPullErrKnowsTheRegistryErrors(t *testing.T) {

@@ -14,7 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -251,8 +254,13 @@ type Kubelet struct {
 	recorder         record.EventRecorder
 	reasonCache      *ReasonCache
 	backOff          *flowcontrol.Backoff
-	hostIPsMu        sync.Mutex
-	hostIPs          []string
+	// serviceInformer watches the cluster's Services for the containers'
+	// service variables (upstream NewMainKubelet's serviceLister); RunPods
+	// runs it.
+	serviceInformer cache.SharedIndexInformer
+	serviceLister   corelisters.ServiceLister
+	hostIPsMu       sync.Mutex
+	hostIPs         []string
 
 	// containerManager makes the pods' cgroups (kubelet_cm.go); nil
 	// without RunContainers.
@@ -428,6 +436,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 	if kl.containerManager == nil {
 		kl.containerManager = cm.NewStubContainerManager()
 	}
+	kl.serviceInformer = coreinformers.NewServiceInformer(kl.client, metav1.NamespaceAll, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	kl.serviceLister = corelisters.NewServiceLister(kl.serviceInformer.GetIndexer())
 	kl.reasonCache = NewReasonCache()
 	kl.backOff = kuberuntime.NewCrashLoopBackOff(kl.clock) // 10 s doubling to 300 s, on the kubelet's clock
 	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock,
@@ -510,6 +521,10 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	if kl.statusManager != nil {
 		wg.Go(func() { kl.statusManager.Run(ctx) })
 	}
+	if kl.serviceInformer != nil { // upstream: started in NewMainKubelet
+		wg.Go(func() { kl.serviceInformer.Run(ctx.Done()) })
+		kl.waitForServices(ctx)
+	}
 	if gc := kl.lifecycle.containerGC; gc != nil {
 		wg.Go(func() { gc.Run(ctx, kl.sourcesReady) })
 	}
@@ -538,6 +553,24 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 		kl.podWorkers.Wait() // the syncs under way end (ctx is done) before Run returns
 	}
 	return nil
+}
+
+// ServiceSyncWait bounds how long RunPods waits for the Services' first
+// list before the sync loop starts.
+const ServiceSyncWait = 5 * time.Second
+
+// waitForServices waits, at most ServiceSyncWait, for the Services' first
+// list: a pod from the API server gets no environment before it (its
+// container would wait a pod worker's back-off, 10 s). Upstream starts the
+// informer in NewMainKubelet, seconds before its sync loop; ours starts with
+// the loop. Past the wait (the API server away) the loop starts anyway:
+// static pods do not need the Services.
+func (kl *Kubelet) waitForServices(ctx context.Context) {
+	waitCtx, cancel := context.WithTimeout(ctx, ServiceSyncWait)
+	defer cancel()
+	if !cache.WaitForCacheSync(waitCtx.Done(), kl.serviceInformer.HasSynced) && ctx.Err() == nil {
+		klog.InfoS("Services not listed yet; pods from the API server wait for them", "waited", ServiceSyncWait)
+	}
 }
 
 // PLEG is the pod half's PLEG (nil without workers), for its health and

@@ -7,7 +7,9 @@ package kubelet
 //   - a container's ready and started come from the prober when
 //     PodsConfig.Probes is set (generateAPIPodStatusProbed); without it a
 //     running container is ready and started;
-//   - no service links ($SERVICE_HOST variables): there is no service lister;
+//   - a pod that skipped defaulting (enableServiceLinks nil) gets its
+//     namespace's service variables, as the API server's default would
+//     give (upstream refuses to build its environment);
 //   - ConfigMaps and Secrets are read with a GET each (upstream caches them
 //     with a watch); the node's credentials decide what may be read;
 //   - no pod-level resources;
@@ -16,6 +18,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -27,13 +30,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/envvars"
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/network/dns"
 	"mykubelet/mylib/status"
@@ -421,12 +427,14 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *kubecontainer.PodStat
 // makeEnvironmentVariables builds a container's environment as the kubelet
 // does: envFrom first (ConfigMaps and Secrets, with prefix, optional ones
 // may be missing), then env in order, later names overriding earlier ones:
-// literal values with $(VAR) expanded from what is defined so far, or
-// valueFrom: the downward API (fieldRef, resourceFieldRef with limits
-// defaulting to nodeAllocatable), configMapKeyRef, secretKeyRef. ConfigMaps
-// and Secrets are read through client, the node's credentials.
+// literal values with $(VAR) expanded from what is defined so far, then
+// from serviceEnv (getServiceEnvVarMap), or valueFrom: the downward API
+// (fieldRef, resourceFieldRef with limits defaulting to nodeAllocatable),
+// configMapKeyRef, secretKeyRef; last, the service variables no envFrom or
+// env entry defined. ConfigMaps and Secrets are read through client, the
+// node's credentials.
 func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, pod *v1.Pod, container *v1.Container,
-	podIP string, podIPs, hostIPs []string, nodeAllocatable v1.ResourceList) ([]kubecontainer.EnvVar, error) {
+	podIP string, podIPs, hostIPs []string, nodeAllocatable v1.ResourceList, serviceEnv map[string]string) ([]kubecontainer.EnvVar, error) {
 	env := map[string]string{}
 	configMaps := map[string]*v1.ConfigMap{}
 	secrets := map[string]*v1.Secret{}
@@ -480,7 +488,7 @@ func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, 
 		}
 	}
 
-	mapping := kubecontainer.MappingFuncFor(env)
+	mapping := kubecontainer.MappingFuncFor(env, serviceEnv)
 	for _, e := range container.Env {
 		value := e.Value
 		switch {
@@ -537,15 +545,63 @@ func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, 
 		env[e.Name] = value
 	}
 
-	out := make([]kubecontainer.EnvVar, 0, len(env))
+	out := make([]kubecontainer.EnvVar, 0, len(env)+len(serviceEnv))
 	for k, v := range env {
 		out = append(out, kubecontainer.EnvVar{Name: k, Value: v})
+	}
+	for k, v := range serviceEnv {
+		if _, defined := env[k]; !defined { // the container's own win
+			out = append(out, kubecontainer.EnvVar{Name: k, Value: v})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+// masterServices are the Services of namespace "default" every container
+// learns of, whatever its pod's enableServiceLinks: the API server's own.
+var masterServices = map[string]bool{"kubernetes": true}
+
+// getServiceEnvVarMap is the service variables of a container in
+// namespace ns (upstream's getServiceEnvVarMap): those of the
+// "kubernetes" Service of "default", and, with enableServiceLinks, those
+// of ns's Services with a cluster IP. A Service of ns named "kubernetes"
+// takes the place of default's, as upstream. A nil lister gives none (upstream: a kubelet
+// without an API server).
+func getServiceEnvVarMap(lister corelisters.ServiceLister, ns string, enableServiceLinks bool) (map[string]string, error) {
+	m := map[string]string{}
+	if lister == nil {
+		return m, nil
+	}
+	services, err := lister.List(labels.Everything())
+	if err != nil {
+		return m, fmt.Errorf("failed to list services when setting up env vars: %w", err)
+	}
+	serviceMap := map[string]*v1.Service{}
+	for _, service := range services {
+		if !envvars.IsServiceIPSet(service) {
+			continue
+		}
+		switch {
+		case service.Namespace == metav1.NamespaceDefault && masterServices[service.Name]:
+			if _, taken := serviceMap[service.Name]; !taken {
+				serviceMap[service.Name] = service
+			}
+		case service.Namespace == ns && enableServiceLinks:
+			serviceMap[service.Name] = service
+		}
+	}
+	mapped := make([]*v1.Service, 0, len(serviceMap))
+	for _, s := range serviceMap {
+		mapped = append(mapped, s)
+	}
+	for _, e := range envvars.FromServices(mapped) {
+		m[e.Name] = e.Value
+	}
+	return m, nil
+}
 
 // podFieldSelectorRuntimeValue resolves a downward API fieldRef.
 func podFieldSelectorRuntimeValue(fs *v1.ObjectFieldSelector, pod *v1.Pod, podIP string, podIPs, hostIPs []string) (string, error) {
@@ -648,6 +704,14 @@ type PodRuntimeHelper struct {
 	// PodCgroupParent is the pod's cgroup, the sandbox's CgroupParent
 	// (Kubelet.GetPodCgroupParent); nil leaves it to the runtime.
 	PodCgroupParent func(*v1.Pod) string
+	// Services lists the cluster's Services for the service variables
+	// (the kubelet's informer); nil: none, not even KUBERNETES_SERVICE_HOST.
+	Services corelisters.ServiceLister
+	// ServicesSynced says the Services were listed at least once; until
+	// then a pod from the API server gets no environment (its container
+	// waits with CreateContainerConfigError), so that no container starts
+	// without KUBERNETES_SERVICE_HOST. nil: listed.
+	ServicesSynced func() bool
 }
 
 var _ kubecontainer.RuntimeHelper = (*PodRuntimeHelper)(nil)
@@ -656,7 +720,11 @@ var _ kubecontainer.RuntimeHelper = (*PodRuntimeHelper)(nil)
 // with Volumes, its mounts (makeMounts) and the directory of its
 // termination-message file.
 func (h *PodRuntimeHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, container *v1.Container, podIP string, podIPs []string) (*kubecontainer.RunContainerOptions, error) {
-	envs, err := makeEnvironmentVariables(ctx, h.Client, pod, container, podIP, podIPs, h.HostIPs, h.NodeAllocatable)
+	serviceEnv, err := h.serviceEnv(pod)
+	if err != nil {
+		return nil, err
+	}
+	envs, err := makeEnvironmentVariables(ctx, h.Client, pod, container, podIP, podIPs, h.HostIPs, h.NodeAllocatable, serviceEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -685,6 +753,17 @@ func (h *PodRuntimeHelper) GenerateRunContainerOptions(ctx context.Context, pod 
 		}
 	}
 	return opts, nil
+}
+
+// serviceEnv is the pod's service variables, once the Services were
+// listed: a static pod does not wait for them (the API server may be away),
+// as upstream's makeEnvironmentVariables.
+func (h *PodRuntimeHelper) serviceEnv(pod *v1.Pod) (map[string]string, error) {
+	if h.Services != nil && h.ServicesSynced != nil && !kubetypes.IsStaticPod(pod) && !h.ServicesSynced() {
+		return nil, errors.New("services have not yet been read at least once, cannot construct envvars")
+	}
+	enableServiceLinks := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks // nil: the API's default, true
+	return getServiceEnvVarMap(h.Services, pod.Namespace, enableServiceLinks)
 }
 
 // GetPodDNS is the sandbox's DNS configuration from DNS; nil (no

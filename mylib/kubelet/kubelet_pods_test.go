@@ -291,7 +291,7 @@ func TestMakeEnvironmentVariables(t *testing.T) {
 	}
 	allocatable := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("8Gi")}
 	envs, err := makeEnvironmentVariables(context.Background(), client, envPod(), c, "10.88.0.2",
-		[]string{"10.88.0.2", "fd00::2"}, []string{"127.0.0.1", "::1"}, allocatable)
+		[]string{"10.88.0.2", "fd00::2"}, []string{"127.0.0.1", "::1"}, allocatable, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
 		"LEVEL": "debug", "MODE": "slow", "S_password": "s3cret",
@@ -346,7 +346,7 @@ func TestMakeEnvironmentVariablesErrors(t *testing.T) {
 			if tc.env.Name != "" {
 				c.Env = []v1.EnvVar{tc.env}
 			}
-			_, err := makeEnvironmentVariables(context.Background(), client, envPod(), c, "", nil, nil, nil)
+			_, err := makeEnvironmentVariables(context.Background(), client, envPod(), c, "", nil, nil, nil, nil)
 			assert.EqualError(t, err, tc.want)
 		})
 	}

@@ -214,12 +214,20 @@ func (s *Server) podAndStatus(ns, name string) (*v1.Pod, *v1.PodStatus, bool) {
 	return pod, st, true
 }
 
+// hasContainer: the pod's spec has a container of that name, of any kind:
+// init, regular or ephemeral (upstream's kubecontainer.GetContainerSpec,
+// which visits all three).
 func hasContainer(pod *v1.Pod, name string) bool {
 	for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for _, c := range cs {
 			if c.Name == name {
 				return true
 			}
+		}
+	}
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name == name {
+			return true
 		}
 	}
 	return false

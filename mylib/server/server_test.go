@@ -37,7 +37,8 @@ func (allowAll) AuthenticateRequest(*http.Request) (User, bool, error) {
 func (allowAll) Authorize(context.Context, Attributes) (bool, string, error) { return true, "", nil }
 
 // kubeletWithAPod serves the kubelet API over a mock runtime in which pod
-// default/p's container c has written three lines and runs on.
+// default/p's container c has written three lines and runs on, and its
+// ephemeral container debugger (`kubectl debug`) has written one.
 func kubeletWithAPod(t *testing.T) *httptest.Server {
 	t.Helper()
 	ctx := context.Background()
@@ -53,28 +54,36 @@ func kubeletWithAPod(t *testing.T) *httptest.Server {
 	sb, err := cri.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "uid-p"}, LogDirectory: logDir}})
 	require.NoError(t, err)
-	c, err := cri.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId,
-		SandboxConfig: &runtimeapi.PodSandboxConfig{LogDirectory: logDir},
-		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
-			Command: []string{"sh", "-c", "echo one; echo two; echo three; sleep 3600"}, LogPath: "c/0.log"}})
-	require.NoError(t, err)
-	_, err = cri.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId})
-	require.NoError(t, err)
-	for { // until the script has written its lines (it then sleeps an hour)
-		b, _ := os.ReadFile(filepath.Join(logDir, "c/0.log"))
-		if bytes.Count(b, []byte("\n")) == 3 {
-			break
+	start := func(name, script string, lines int) string {
+		c, err := cri.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId,
+			SandboxConfig: &runtimeapi.PodSandboxConfig{LogDirectory: logDir},
+			Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"},
+				Command: []string{"sh", "-c", script}, LogPath: name + "/0.log"}})
+		require.NoError(t, err)
+		_, err = cri.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId})
+		require.NoError(t, err)
+		for { // until the script has written its lines (it then sleeps an hour)
+			b, _ := os.ReadFile(filepath.Join(logDir, name+"/0.log"))
+			if bytes.Count(b, []byte("\n")) == lines {
+				break
+			}
+			time.Sleep(time.Millisecond)
 		}
-		time.Sleep(time.Millisecond)
+		return c.ContainerId
 	}
+	c := start("c", "echo one; echo two; echo three; sleep 3600", 3)
+	debugger := start("debugger", "echo hello from debugger; sleep 3600", 1)
 
 	pods := kubepod.NewBasicPodManager()
 	pods.SetPods([]*v1.Pod{{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-p"},
-		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c"}, {Name: "waiting"}}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}, {Name: "waiting"}},
+			EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger"}}}},
 		Status: v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{
-			{Name: "c", ContainerID: "mykubelet-fake://" + c.ContainerId, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
+			{Name: "c", ContainerID: "mykubelet-fake://" + c, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
 			{Name: "waiting", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}},
+		}, EphemeralContainerStatuses: []v1.ContainerStatus{
+			{Name: "debugger", ContainerID: "mykubelet-fake://" + debugger, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
 		}},
 	}})
 	s, err := NewServer(Config{NodeName: "n1", Pods: pods, Runtime: cri, Authenticator: allowAll{}, Authorizer: allowAll{}})
@@ -104,6 +113,7 @@ func TestContainerLogsAndTheirErrors(t *testing.T) {
 		"/containerLogs/default/p/c?tailLines=2":    {200, "two\nthree\n"},
 		"/containerLogs/default/p/c?tail=all":       {200, "one\ntwo\nthree\n"},
 		"/containerLogs/default/p/c?limitBytes=5":   {200, "one\nt"},
+		"/containerLogs/default/p/debugger":         {200, "hello from debugger\n"}, // an ephemeral container
 		"/containerLogs/default/p/c?previous=true":  {400, `previous terminated container "c" in pod "p" not found` + "\n"},
 		"/containerLogs/default/p/waiting":          {400, `container "waiting" in pod "p" is waiting to start: ContainerCreating` + "\n"},
 		"/containerLogs/default/p/nope":             {404, `container "nope" not found in pod "p"` + "\n"},
