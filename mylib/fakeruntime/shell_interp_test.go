@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -141,19 +144,43 @@ func waitRunningUtility(t *testing.T, r *Runtime, id, name string, n int) {
 	require.Eventually(t, func() bool { return c.running.count(name) == n }, 10*time.Second, time.Millisecond, "%d %s in %s", n, name, short(id))
 }
 
+// TestExecSyncOutputIsCappedAt16MiB: each stream keeps 16 MiB while the
+// command runs, and the reply is cut to fit one answer of the kubelet's
+// CRI client (16 MiB, framing included): over the socket, it arrives
+// instead of failing with ResourceExhausted.
 func TestExecSyncOutputIsCappedAt16MiB(t *testing.T) {
 	r, _ := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)
 	c := createContainer(t, r, sb, "app", "sleep", "3600")
 	startContainer(t, r, c)
+	dir, err := os.MkdirTemp("", "cri") // short: a unix socket's path has at most 107 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	lis, err := net.Listen("unix", filepath.Join(dir, "sock"))
+	require.NoError(t, err)
+	srv := NewGRPCServer(r)
+	go func() { _ = srv.Serve(lis) }() // returns when stopped
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("unix://"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20))) // the kubelet's (kuberuntime.MaxMsgSize)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+
 	// 17 MiB on each stream, in lines of 16 KiB, as yes would write them.
 	line := strings.Repeat("y", 16<<10-1)
-	resp := execIn(t, r, c, "sh", "-c", `x=`+line+`; i=0; while [ $i -lt 1088 ]; do echo $x; echo $x >&2; i=$((i+1)); done; echo done >&2`)
+	resp, err := runtimeapi.NewRuntimeServiceClient(conn).ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: c, Cmd: []string{
+		"sh", "-c", `x=` + line + `; i=0; while [ $i -lt 1088 ]; do echo $x; echo $x >&2; i=$((i+1)); done; echo done >&2`}})
+	require.NoError(t, err, "the reply fits one answer")
 	assert.Equal(t, int32(0), resp.ExitCode, "the command went on and exited")
-	assert.Len(t, resp.Stdout, maxExecSyncOutput)
-	assert.Len(t, resp.Stderr, maxExecSyncOutput)
+	assert.Len(t, resp.Stdout, maxExecSyncReply/2)
+	assert.Len(t, resp.Stderr, maxExecSyncReply-maxExecSyncReply/2)
 	assert.Equal(t, line+"\n", string(resp.Stdout[:16<<10]))
 	assert.NotContains(t, string(resp.Stderr[len(resp.Stderr)-10:]), "done", "what came after the cap is dropped")
+
+	// A short stream keeps all of it; the other the rest.
+	out, errOut := fitExecSyncReply(make([]byte, 16<<20), []byte("short"))
+	assert.Len(t, out, maxExecSyncReply-5)
+	assert.Equal(t, "short", string(errOut))
 }
 
 func TestRecursionEndsInTheContainerNotInAStackOverflow(t *testing.T) {
