@@ -692,13 +692,28 @@ func declaration(args []string) string {
 		switch {
 		case isAssign && syntax.ValidName(name):
 			words = append(words, name+"="+quoteOrFalse(value))
-		case syntax.ValidName(name) || strings.HasPrefix(a, "-"):
+		case syntax.ValidName(name) || isOption(a):
 			words = append(words, a)
 		default:
 			words = append(words, quoteOrFalse(a))
 		}
 	}
 	return strings.Join(words, " ")
+}
+
+// isOption reports whether a is an option of letters (-p, -fx): any other
+// word is quoted, for the source that declaration builds is parsed, and
+// the parse of a word such as -$($($(… is not bounded there.
+func isOption(a string) bool {
+	if len(a) < 2 || a[0] != '-' {
+		return false
+	}
+	for _, c := range a[1:] {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // quoteOrFalse quotes s for a script, or is "false" if it cannot be.

@@ -608,6 +608,7 @@ x
 E
 builtin unset "arr[$a]"`, "sh: unset: script nested too deep"},
 	{"deep test", `builtin test $t`, "sh: test: expression nested too deep"},
+	{"deep export option", `export "-$d"`, `declare: invalid option "-$"`},
 	{"exec eval", `exec eval "$p"`, "eval: command not found"},
 }
 
