@@ -77,13 +77,43 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		return nil, status.Errorf(codes.DeadlineExceeded, "ExecSync %s: command %q timed out after %ds", short(req.GetContainerId()), req.GetCmd(), req.GetTimeout())
 	default:
 	}
-	return &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: int32(code)}, nil
+	out, errOut := fitExecSyncReply(stdout.Bytes(), stderr.Bytes())
+	return &runtimeapi.ExecSyncResponse{Stdout: out, Stderr: errOut, ExitCode: int32(code)}, nil
+}
+
+// maxExecSyncReply is the most the two streams of an ExecSync reply hold
+// together: the kubelet's CRI client takes answers of at most 16 MiB
+// (kuberuntime.MaxMsgSize), and the reply's framing (two fields' tags and
+// lengths, the exit code) takes at most 21 bytes more. Unlike containerd,
+// whose 16 MiB of each stream make a reply the kubelet refuses
+// (ResourceExhausted: the probe or exec fails), the mock cuts the reply
+// to fit.
+const maxExecSyncReply = 16<<20 - 64
+
+// fitExecSyncReply cuts the ends of stdout and stderr so that together
+// they fit maxExecSyncReply: a stream shorter than half keeps all of it,
+// the other the rest.
+func fitExecSyncReply(stdout, stderr []byte) ([]byte, []byte) {
+	if len(stdout)+len(stderr) <= maxExecSyncReply {
+		return stdout, stderr
+	}
+	half := maxExecSyncReply / 2
+	switch {
+	case len(stderr) <= half:
+		stdout = stdout[:maxExecSyncReply-len(stderr)]
+	case len(stdout) <= half:
+		stderr = stderr[:maxExecSyncReply-len(stdout)]
+	default:
+		stdout, stderr = stdout[:half], stderr[:maxExecSyncReply-half]
+	}
+	return stdout, stderr
 }
 
 // maxExecSyncOutput is how much of each stream ExecSync keeps: 16 MiB, as
 // containerd's CRI plugin does since its fix for CVE-2022-31030 (a command
 // that writes without end made containerd's memory grow without end).
 // What comes after is dropped; the command goes on as if it was written.
+// The reply then keeps what fits in one answer (maxExecSyncReply).
 const maxExecSyncOutput = 16 << 20
 
 // lockedBuffer is a bytes.Buffer a pipeline's commands may write at once,

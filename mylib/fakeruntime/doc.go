@@ -46,7 +46,10 @@
 // from its shell variables, its writable layer and what the stress
 // utilities hold (stress --vm; agnhost stress, which grows step by step),
 // and may nest only so deep
-// (maxStackFrames); a panic in the interpreter ends only the script it ran
+// (maxStackFrames); every input of the parser, whichever builtin or
+// wrapper (builtin, command) hands it over, is bounded before the parser
+// recurses past a few MB of stack (boundedInput: maxScriptBytes,
+// maxParseFrames), which would end the process; a panic in the interpreter ends only the script it ran
 // (exit 2, "sh: internal error: …"). What the interpreter would ask the
 // host ($HOME, ~user, pwd -P, . and source, its TMPDIR) is answered from
 // the container (shell_hostfacts.go says what is not: $$ and $PPID).

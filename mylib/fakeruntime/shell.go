@@ -318,6 +318,12 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 // call runs before every simple command. It keeps the TERM trap, which
 // the interpreter does not implement (it knows EXIT and ERR only), and runs
 // it before the next command once SIGTERM has arrived.
+//
+// It is also the one place every builtin's arguments pass before the
+// interpreter parses them (eval, . and source, trap, alias, unset's
+// subscripts): builtinCall finds the builtin that will run behind
+// `builtin` and `command` as the interpreter dispatches them, so that
+// `builtin eval "$p"` meets the same bounds (boundedInput) as `eval "$p"`.
 func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 	if err := p.checkLimits(ctx); err != nil {
 		return nil, err
@@ -334,52 +340,169 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 		}
 		return []string{"eval", trap + "\n" + strings.Join(quoted, " ")}, nil
 	}
+	wrappers, cmd := builtinCall(args)
+	out := p.callBuiltin(ctx, cmd)
+	if len(wrappers) == 0 || (len(out) > 0 && !interp.IsBuiltin(out[0])) {
+		return out, nil // an internal utility (pwd -P, lookups) runs in exec: no wrapper reaches it
+	}
+	return append(slices.Clip(wrappers), out...), nil
+}
+
+// builtinCall splits args as the interpreter dispatches a call: the words
+// of `builtin NAME` and `command [--] NAME` in front of a builtin NAME
+// (wrappers: kept, they bypass a function of the same name), and the
+// builtin's call that runs behind them. These two are the interpreter's
+// only builtins that run another builtin (`exec NAME` runs the exec
+// handler, where no builtin is); a `command` with options (-v) runs none.
+// A function named builtin or command would run instead: splitting then
+// only bounds what needs no bound.
+func builtinCall(args []string) (wrappers, call []string) {
+	i := 0
+	for i < len(args)-1 {
+		next := i + 1
+		switch args[i] {
+		case "builtin":
+		case "command":
+			if args[next] == "--" {
+				next++
+			}
+		default:
+			return args[:i], args[i:]
+		}
+		if next >= len(args) || !interp.IsBuiltin(args[next]) {
+			break
+		}
+		i = next
+	}
+	return args[:i], args[i:]
+}
+
+// callBuiltin rewrites the call of a builtin (args, without wrappers) for
+// the container: what the interpreter would do on the host, or parse
+// unbounded, is done here.
+func (p *proc) callBuiltin(ctx context.Context, args []string) []string {
 	switch args[0] {
 	case "pwd":
 		if slices.Contains(args[1:], "-P") { // the interpreter's resolves symlinks on the host
-			return []string{pwdPhysical}, nil
+			return []string{pwdPhysical}
 		}
 	case ".", "source":
 		if len(args) > 1 {
 			args = slices.Clone(args)
 			args[1] = sourceMarker + p.sourcePath(interp.HandlerCtx(ctx), args[1])
-			return args, nil
+			return args
 		}
 	case "export", "readonly", "local":
 		// Parsed as POSIX, these are plain commands, which the interpreter
 		// only knows as declaration clauses of its bash parser: hand them
 		// to eval, which parses bash.
-		return []string{"eval", declaration(args)}, nil
+		return []string{"eval", declaration(args)}
 	case "eval":
 		// The interpreter's eval parses bash, with its background
 		// statements as they are: parse POSIX, as sh does, and rewrite
 		// them (rewriteJobs).
 		f, err := parseScript(strings.Join(args[1:], " "))
 		if err != nil {
-			return []string{"eval", "echo " + quoteOrFalse("sh: eval: "+err.Error()) + " >&2; false"}, nil
+			return failing("eval", err)
 		}
-		return []string{"eval", printScript(f)}, nil
+		src, err := printScriptChecked(f)
+		if err != nil {
+			return failing("eval", err)
+		}
+		return []string{"eval", src}
+	case "alias":
+		for _, a := range args[1:] {
+			if _, value, ok := strings.Cut(a, "="); ok {
+				if err := checkWords(value); err != nil {
+					return failing("alias", err)
+				}
+			}
+		}
+	case "unset":
+		for _, a := range args[1:] {
+			if i := strings.IndexByte(a, '['); i > 0 && strings.HasSuffix(a, "]") {
+				if err := checkArithmetic(a[i+1 : len(a)-1]); err != nil {
+					return failing("unset", err)
+				}
+			}
+		}
+	case "test", "[":
+		// The interpreter parses test's arguments recursively, a level
+		// for each "(", "!", -a and -o.
+		if n := testNesting(args[1:]); n > maxTestNesting {
+			return failing(args[0], fmt.Errorf("expression nested too deep (%d levels, at most %d)", n, maxTestNesting))
+		}
 	case "type", "hash", "command":
 		// These search PATH with os.Stat on the host's file system: answer
 		// them here instead, from the builtins and the utilities.
 		if args[0] != "command" || (len(args) > 1 && (args[1] == "-v" || args[1] == "-V")) {
-			return append([]string{lookupCommand}, args...), nil
+			return append([]string{lookupCommand}, args...)
+		}
+	case "trap":
+		return p.trap(args)
+	}
+	return args
+}
+
+// failing is a call that prints "sh: NAME: ERR" and fails, as a builtin
+// that refuses its arguments.
+func failing(name string, err error) []string {
+	return []string{"eval", "echo " + quoteOrFalse("sh: "+name+": "+err.Error()) + " >&2; false"}
+}
+
+// maxTestNesting bounds the levels of test's expression ("(", "!", -a,
+// -o), which the interpreter parses and evaluates recursively: a test
+// with hundreds of thousands of "(" arguments would overflow the stack as
+// a deeply nested script does (maxParseFrames).
+const maxTestNesting = 1000
+
+// testNesting counts the arguments of test that nest its expression.
+func testNesting(args []string) int {
+	n := 0
+	for _, a := range args {
+		switch a {
+		case "(", "!", "-a", "-o":
+			n++
 		}
 	}
-	if args[0] != "trap" || len(args) < 3 {
-		return args, nil
+	return n
+}
+
+// trap rewrites `trap [-] [--] ACTION SIGNAL…`: the action, which the
+// interpreter parses as bash when the trap runs, is parsed as sh now,
+// bounded and rewritten as every script is; a TERM trap is kept here.
+// Its options are read as the interpreter reads them: `-` (none) and
+// `--`; any other option is an error of the interpreter's, which then
+// sets no trap.
+func (p *proc) trap(args []string) []string {
+	i := 1
+options:
+	for ; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			i++
+			break options
+		case a == "-":
+		case a != "" && (a[0] == '-' || a[0] == '+'):
+			return args // the interpreter's usage error
+		default:
+			break options
+		}
 	}
-	action, sigs := args[1], args[2:]
+	if len(args)-i < 2 {
+		return args // print the traps, or reset one
+	}
+	action, sigs := args[i], args[i+1:]
 	if action != "-" && action != "" {
-		// The interpreter parses the action as bash when the trap runs:
-		// parse it as sh now, rewritten as every script is.
 		f, err := parseScript(action)
-		if err != nil {
-			return []string{"eval", "echo " + quoteOrFalse("sh: trap: "+err.Error()) + " >&2; false"}, nil
+		if err == nil {
+			action, err = printScriptChecked(f)
 		}
-		action = printScript(f)
+		if err != nil {
+			return failing("trap", err)
+		}
 	}
-	rest := []string{"trap", action}
+	rest := []string{"trap", "--", action}
 	for _, s := range sigs {
 		switch s {
 		case "TERM", "SIGTERM", "15":
@@ -395,10 +518,10 @@ func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
 			rest = append(rest, s)
 		}
 	}
-	if len(rest) == 2 {
-		return []string{"true"}, nil
+	if len(rest) == 3 {
+		return []string{"true"}
 	}
-	return rest, nil
+	return rest
 }
 
 // exec runs the utilities; any other command is not found.
@@ -569,13 +692,28 @@ func declaration(args []string) string {
 		switch {
 		case isAssign && syntax.ValidName(name):
 			words = append(words, name+"="+quoteOrFalse(value))
-		case syntax.ValidName(name) || strings.HasPrefix(a, "-"):
+		case syntax.ValidName(name) || isOption(a):
 			words = append(words, a)
 		default:
 			words = append(words, quoteOrFalse(a))
 		}
 	}
 	return strings.Join(words, " ")
+}
+
+// isOption reports whether a is an option of letters (-p, -fx): any other
+// word is quoted, for the source that declaration builds is parsed, and
+// the parse of a word such as -$($($(… is not bounded there.
+func isOption(a string) bool {
+	if len(a) < 2 || a[0] != '-' {
+		return false
+	}
+	for _, c := range a[1:] {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // quoteOrFalse quotes s for a script, or is "false" if it cannot be.

@@ -2,7 +2,6 @@ package fakeruntime
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"io/fs"
@@ -177,15 +176,26 @@ func (p *proc) abs(dir, name string) string {
 // openSource opens a file for . or source: the script, parsed as POSIX
 // sh and rewritten as every script is (parseScript).
 func (p *proc) openSource(ctx context.Context, name string) (io.ReadWriteCloser, error) {
-	b, err := p.fs.ReadFile(p.rel("/", name))
+	file, err := p.fs.Open(p.rel("/", name))
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: cause(err)}
+	}
+	defer file.Close()
+	// One byte more than a script may have, for parseScript to refuse: a
+	// file of gigabytes is not read whole to learn that it is too long.
+	b, err := io.ReadAll(io.LimitReader(file, maxScriptBytes+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: cause(err)}
 	}
 	f, err := parseScript(string(b))
 	if err != nil {
 		return nil, &fs.PathError{Op: "parse", Path: name, Err: err}
 	}
-	return readOnly{bytes.NewReader([]byte(printScript(f)))}, nil
+	src, err := printScriptChecked(f)
+	if err != nil {
+		return nil, &fs.PathError{Op: "parse", Path: name, Err: err}
+	}
+	return readOnly{strings.NewReader(src)}, nil
 }
 
 // readOnly is a script read from memory.

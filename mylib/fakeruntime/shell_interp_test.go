@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -141,19 +144,43 @@ func waitRunningUtility(t *testing.T, r *Runtime, id, name string, n int) {
 	require.Eventually(t, func() bool { return c.running.count(name) == n }, 10*time.Second, time.Millisecond, "%d %s in %s", n, name, short(id))
 }
 
+// TestExecSyncOutputIsCappedAt16MiB: each stream keeps 16 MiB while the
+// command runs, and the reply is cut to fit one answer of the kubelet's
+// CRI client (16 MiB, framing included): over the socket, it arrives
+// instead of failing with ResourceExhausted.
 func TestExecSyncOutputIsCappedAt16MiB(t *testing.T) {
 	r, _ := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)
 	c := createContainer(t, r, sb, "app", "sleep", "3600")
 	startContainer(t, r, c)
+	dir, err := os.MkdirTemp("", "cri") // short: a unix socket's path has at most 107 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	lis, err := net.Listen("unix", filepath.Join(dir, "sock"))
+	require.NoError(t, err)
+	srv := NewGRPCServer(r)
+	go func() { _ = srv.Serve(lis) }() // returns when stopped
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("unix://"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20))) // the kubelet's (kuberuntime.MaxMsgSize)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+
 	// 17 MiB on each stream, in lines of 16 KiB, as yes would write them.
 	line := strings.Repeat("y", 16<<10-1)
-	resp := execIn(t, r, c, "sh", "-c", `x=`+line+`; i=0; while [ $i -lt 1088 ]; do echo $x; echo $x >&2; i=$((i+1)); done; echo done >&2`)
+	resp, err := runtimeapi.NewRuntimeServiceClient(conn).ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: c, Cmd: []string{
+		"sh", "-c", `x=` + line + `; i=0; while [ $i -lt 1088 ]; do echo $x; echo $x >&2; i=$((i+1)); done; echo done >&2`}})
+	require.NoError(t, err, "the reply fits one answer")
 	assert.Equal(t, int32(0), resp.ExitCode, "the command went on and exited")
-	assert.Len(t, resp.Stdout, maxExecSyncOutput)
-	assert.Len(t, resp.Stderr, maxExecSyncOutput)
+	assert.Len(t, resp.Stdout, maxExecSyncReply/2)
+	assert.Len(t, resp.Stderr, maxExecSyncReply-maxExecSyncReply/2)
 	assert.Equal(t, line+"\n", string(resp.Stdout[:16<<10]))
 	assert.NotContains(t, string(resp.Stderr[len(resp.Stderr)-10:]), "done", "what came after the cap is dropped")
+
+	// A short stream keeps all of it; the other the rest.
+	out, errOut := fitExecSyncReply(make([]byte, 16<<20), []byte("short"))
+	assert.Len(t, out, maxExecSyncReply-5)
+	assert.Equal(t, "short", string(errOut))
 }
 
 func TestRecursionEndsInTheContainerNotInAStackOverflow(t *testing.T) {
@@ -505,7 +532,7 @@ func TestInteractiveShellRefusesADeeplyNestedCommand(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "first\n", string(out.Bytes()))
-	assert.Contains(t, string(errOut.Bytes()), "Argument list too long")
+	assert.Equal(t, "sh: script nested too deep\n", string(errOut.Bytes()), "refused by its depth before its length")
 }
 
 // stress's --timeout: whole numbers, with sleep's suffixes and y.
@@ -523,4 +550,143 @@ func TestParseStressTimeout(t *testing.T) {
 		_, err := parseStressTimeout(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// makeParens is a script prefix that leaves in $p a script longer than
+// 128 KiB, and inputs of less than 128 KiB that nest the parser past
+// maxParseFrames: "(" for an arithmetic expression in $a, "$(" in $d,
+// "( " in $t. The script builds them: one argument that long does not
+// fit in a request to the sandbox process.
+//
+// In the sandbox process (full), $p is the issue's 327,680 "(" (which
+// through `builtin eval "$p"` overflowed its 256 MB stack: the
+// interpreter's eval parses bash, where "((" opens an arithmetic
+// expression) and the others are 40,960 long, as deep as 128 KiB nest (a
+// million frames and more). In the test binary, where an overflow would
+// end every test, even a 1 GB stack does not hold them: $p is 204,800
+// bytes of "true;", and the others are shorter (5,120 arithmetic "(",
+// 10,240 "$(", 2,560 "( "), still refused by the same bounds, but a
+// regression parses them in under 200 MB of stack and fails the test
+// instead of crashing it.
+func makeParens(full bool) string {
+	script := `p='(((((((((('; `
+	n := map[string]int{"p": 15, "a": 12, "d": 12, "t": 12} // doublings of ten
+	if !full {
+		script = `p='true;true;true;true;true;true;true;true;true;true;'; `
+		n = map[string]int{"p": 12, "a": 9, "d": 10, "t": 8}
+	}
+	script += `a='(((((((((('; d='$($($($($($($($($($('; t='( ( ( ( ( ( ( ( ( ( '; `
+	for _, v := range []string{"p", "a", "d", "t"} {
+		script += fmt.Sprintf(`i=0; while [ $i -lt %d ]; do %s=$%s$%s; i=$((i+1)); done; `, n[v], v, v, v)
+	}
+	return script
+}
+
+// parserVectors are the ways into the interpreter's parser that a script
+// can take, each with what its refusal prints.
+var parserVectors = []struct{ name, script, stderr string }{
+	{"eval", `eval "$p"`, "sh: eval: script too long"},
+	{"builtin eval", `builtin eval "$p"`, "sh: eval: script too long"},
+	{"command eval", `command eval "$p"`, "sh: eval: script too long"},
+	{"command -- eval", `command -- eval "$p"`, "sh: eval: script too long"},
+	{"nested wrappers", `builtin command builtin eval "$p"`, "sh: eval: script too long"},
+	{"builtin source", `printf %s "$p" > /tmp/p; builtin source /tmp/p`, "script too long"},
+	{"command .", `printf %s "$p" > /tmp/p; command . /tmp/p`, "script too long"},
+	{"builtin trap", `builtin trap "$p" EXIT`, "sh: trap: script too long"},
+	{"trap --", `trap -- "$p" EXIT`, "sh: trap: script too long"},
+	{"trap -", `trap - "$p" EXIT`, "sh: trap: script too long"},
+	{"sh -c", `sh -c "$p"`, "sh: script too long"},
+	{"here-document", `sh -c "$(printf 'cat <<E\n%s\nE\n' "$p")"`, "sh: script too long"},
+	{"deep eval", `builtin eval "echo \$(($a))"`, "sh: eval: script nested too deep"},
+	{"deep trap", `command trap "echo \$(($a))" EXIT`, "sh: trap: script nested too deep"},
+	{"deep sh -c", `sh -c "echo \$(($a))"`, "sh: script nested too deep"},
+	{"deep source", `printf 'echo %s' "$d" > /tmp/d; builtin . /tmp/d`, "script nested too deep"},
+	{"deep here-document", `sh -c "$(printf 'cat <<E\n%s\nE\n' "$d")"`, "sh: script nested too deep"},
+	{"deep alias", `builtin alias x="$d"`, "sh: alias: script nested too deep"},
+	{"deep unset", `read -a arr <<E
+x
+E
+builtin unset "arr[$a]"`, "sh: unset: script nested too deep"},
+	{"deep test", `builtin test $t`, "sh: test: expression nested too deep"},
+	{"deep export option", `export "-$d"`, `declare: invalid option "-$"`},
+	{"exec eval", `exec eval "$p"`, "eval: command not found"},
+}
+
+// TestEveryParserEntryIsBounded: the issue's attack and a deep one
+// through each way into the parser fail that command alone, with one
+// clear line; the shell goes on, the container runs on, and so does a
+// bystander. Before the bound applied to every entry, `builtin eval
+// "$p"` parsed every level (in the sandbox process: a fatal stack
+// overflow; here, with makeParens's smaller inputs and a 1 GB stack, a
+// parse error, not the bound's).
+func TestEveryParserEntryIsBounded(t *testing.T) {
+	r, _ := fixture(t)
+	by := runSandbox(t, r, "bystander", "uid-bystander", nil)
+	bystander := createContainer(t, r, by, "bystander", "sleep", "3600")
+	startContainer(t, r, bystander)
+	sb := runSandbox(t, r, "attacker", "uid-attacker", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	for _, v := range parserVectors {
+		t.Run(v.name, func(t *testing.T) {
+			resp := execIn(t, r, c, "sh", "-c", makeParens(false)+v.script+"\necho after=$?")
+			assert.Contains(t, string(resp.Stderr), v.stderr)
+			assert.Equal(t, 1, strings.Count(string(resp.Stderr), "\n"), "one line: %q", resp.Stderr)
+			if v.name != "exec eval" { // exec ends the shell
+				assert.Regexp(t, `^after=[12]\n$`, string(resp.Stdout), "the command failed, the shell went on")
+			}
+		})
+	}
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, bystander).State)
+	// What is within the bounds still runs behind the wrappers.
+	resp := execIn(t, r, c, "sh", "-c", `builtin eval 'echo one'; command eval 'echo two'; echo 'echo three' > /tmp/s; builtin source /tmp/s; builtin trap 'echo four' EXIT`)
+	assert.Equal(t, "one\ntwo\nthree\nfour\n", string(resp.Stdout), string(resp.Stderr))
+	resp = execIn(t, r, c, "sh", "-c", `builtin eval "$(i=0; while [ $i -lt 500 ]; do printf '('; i=$((i+1)); done)echo deep$(i=0; while [ $i -lt 500 ]; do printf ')'; i=$((i+1)); done)"`)
+	assert.Equal(t, "deep\n", string(resp.Stdout), string(resp.Stderr))
+}
+
+// TestAParserAttackInTheSandboxProcessKillsNoContainer runs the vectors in
+// the sandbox process, whose stack is 256 MB: a parse that escaped its
+// bound there would end the process (every container of every pod: exit
+// 137) instead of crashing this test binary. Only the attacker's exec
+// fails; the bystander keeps its container ID and runs on.
+func TestAParserAttackInTheSandboxProcessKillsNoContainer(t *testing.T) {
+	r := sandboxRuntime(t)
+	by := runSandbox(t, r, "bystander", "uid-bystander", nil)
+	bystander := createContainer(t, r, by, "bystander", "sh", "-c", "while true; do sleep 1; done")
+	startContainer(t, r, bystander)
+	sb := runSandbox(t, r, "attacker", "uid-attacker", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	r.sandbox.mu.Lock()
+	pid := r.sandbox.child.cmd.Process.Pid
+	r.sandbox.mu.Unlock()
+	for _, v := range parserVectors {
+		resp, err := r.ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: c, Cmd: []string{"sh", "-c", makeParens(true) + v.script}, Timeout: 60})
+		require.NoError(t, err, v.name)
+		assert.NotZero(t, resp.ExitCode, v.name)
+		assert.Contains(t, string(resp.Stderr), v.stderr, v.name)
+	}
+	r.sandbox.mu.Lock()
+	after := r.sandbox.child.cmd.Process.Pid
+	r.sandbox.mu.Unlock()
+	require.Equal(t, pid, after, "the sandbox process did not die")
+	st := containerStatus(t, r, bystander)
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, st.State)
+	assert.Equal(t, bystander, st.Id, "the bystander keeps its container")
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
+}
+
+// TestBuiltinPwdPResolvesInTheContainer: pwd -P behind builtin or command
+// resolves the shell's directory in the container, as pwd -P does, not a
+// PWD the script chose on the host (the sandbox process's chroot holds
+// every container's files: an oracle of other pods' paths).
+func TestBuiltinPwdPResolvesInTheContainer(t *testing.T) {
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	resp := execIn(t, r, c, "sh", "-c", `cd /tmp; PWD=/proc/self/cwd builtin pwd -P; PWD=/proc/self/cwd command pwd -P; PWD=/proc/self/cwd builtin command -- pwd -L -P`)
+	assert.Equal(t, "/tmp\n/tmp\n/tmp\n", string(resp.Stdout), string(resp.Stderr))
 }

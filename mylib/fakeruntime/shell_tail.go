@@ -64,8 +64,7 @@ func (p *proc) tail(ctx context.Context, hc interp.HandlerContext, args []string
 		if hc.Stdin == nil {
 			return nil
 		}
-		b, _ := io.ReadAll(io.LimitReader(hc.Stdin, maxScriptBytes))
-		_, _ = hc.Stdout.Write(lastLines(b, n))
+		_, _ = hc.Stdout.Write(lastLinesOf(hc.Stdin, n))
 		return nil
 	}
 	if follow && len(files) > 1 {
@@ -80,7 +79,7 @@ func (p *proc) tail(ctx context.Context, hc interp.HandlerContext, args []string
 			}
 			fmt.Fprintf(hc.Stdout, "==> %s <==\n", name)
 		}
-		b, err := p.readWhole(ctx, name)
+		f, size, err := p.openTail(ctx, name)
 		if err != nil {
 			fmt.Fprintf(hc.Stderr, "tail: cannot open '%s' for reading: %v\n", name, errText(err))
 			failed = true
@@ -89,9 +88,18 @@ func (p *proc) tail(ctx context.Context, hc interp.HandlerContext, args []string
 			}
 			continue
 		}
-		_, _ = hc.Stdout.Write(lastLines(b, n))
+		start, err := lastLinesOffset(f, size, n)
+		if err == nil {
+			_, err = io.Copy(hc.Stdout, io.NewSectionReader(f, start, size-start))
+		}
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(hc.Stderr, "tail: error reading '%s': %v\n", name, errText(err))
+			failed = true
+			continue
+		}
 		if follow {
-			return p.follow(ctx, hc, name, int64(len(b)), byName)
+			return p.follow(ctx, hc, name, size, byName)
 		}
 	}
 	if byName {
@@ -130,7 +138,7 @@ func (p *proc) follow(ctx context.Context, hc interp.HandlerContext, name string
 			term = nil // ignored, as sleep: go on, no longer watching the closed channel
 			continue
 		}
-		b, err := p.readWhole(ctx, name)
+		f, size, err := p.openTail(ctx, name)
 		switch {
 		case err != nil && offset >= 0:
 			if !byName {
@@ -144,28 +152,107 @@ func (p *proc) follow(ctx context.Context, hc interp.HandlerContext, name string
 		case offset < 0:
 			fmt.Fprintf(hc.Stderr, "tail: '%s' has appeared;  following new file\n", name)
 			offset = 0
-		case int64(len(b)) < offset:
+		case size < offset:
 			fmt.Fprintf(hc.Stderr, "tail: %s: file truncated\n", name)
 			offset = 0
 		}
-		if int64(len(b)) > offset {
-			_, _ = hc.Stdout.Write(b[offset:])
-			offset = int64(len(b))
+		if f == nil {
+			continue
 		}
+		if size > offset {
+			n, _ := io.Copy(hc.Stdout, io.NewSectionReader(f, offset, size-offset))
+			offset += n
+		}
+		f.Close()
 	}
 }
 
-// readWhole reads a file of the container, at most maxScriptBytes of it.
-func (p *proc) readWhole(ctx context.Context, name string) ([]byte, error) {
+// tailFile is a file tail reads: at an offset, and closed.
+type tailFile interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// openTail opens a file of the container for tail, with its size now.
+func (p *proc) openTail(ctx context.Context, name string) (tailFile, int64, error) {
 	if fi, err := p.stat(ctx, name, true); err == nil && fi.IsDir() {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("Is a directory")}
+		return nil, 0, &fs.PathError{Op: "open", Path: name, Err: errors.New("Is a directory")}
 	}
 	f, err := p.open(ctx, name, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	if file, ok := f.(*os.File); ok {
+		if fi, err := file.Stat(); err == nil && fi.Mode().IsRegular() {
+			return file, fi.Size(), nil
+		}
+	}
+	// Not a regular file (/dev/null): what it holds now, kept in
+	// memory, at most as much as tail keeps of its stdin.
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxScriptBytes))
+	b, err := io.ReadAll(io.LimitReader(f, maxTailBytes))
+	if err != nil {
+		return nil, 0, err
+	}
+	return nopCloser{bytes.NewReader(b)}, int64(len(b)), nil
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// lastLinesOffset is where the last n lines of the file's first size
+// bytes start (a last line without its newline counts), read backwards
+// from the end, a chunk at a time: tail -n 1 of a file of gigabytes reads
+// its end, not the whole file.
+func lastLinesOffset(f io.ReaderAt, size int64, n int) (int64, error) {
+	if n == 0 {
+		return size, nil
+	}
+	buf := make([]byte, 64<<10)
+	found := 0
+	for end := size; end > 0; {
+		start := max(0, end-int64(len(buf)))
+		chunk := buf[:end-start]
+		if _, err := f.ReadAt(chunk, start); err != nil && err != io.EOF {
+			return 0, err
+		}
+		for i := len(chunk) - 1; i >= 0; i-- {
+			if chunk[i] != '\n' || start+int64(i) == size-1 { // the last line's own newline
+				continue
+			}
+			if found++; found == n {
+				return start + int64(i) + 1, nil
+			}
+		}
+		end = start
+	}
+	return 0, nil
+}
+
+// maxTailBytes is the most tail keeps of its stdin, which it cannot read
+// backwards: the last n lines, or, when they are longer, their last 4 MiB.
+const maxTailBytes = 4 << 20
+
+// lastLinesOf reads r to its end and returns its last n lines, keeping no
+// more than they need (at most maxTailBytes) as it reads.
+func lastLinesOf(r io.Reader, n int) []byte {
+	var kept []byte
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := r.Read(buf)
+		kept = append(kept, buf[:k]...)
+		if len(kept) > 2*maxTailBytes || err != nil {
+			kept = lastLines(kept, n)
+			if len(kept) > maxTailBytes {
+				kept = kept[len(kept)-maxTailBytes:]
+			}
+			kept = append([]byte(nil), kept...) // let the dropped bytes go
+		}
+		if err != nil {
+			return kept
+		}
+	}
 }
 
 // lastLines returns the last n lines of b (a last line without its newline

@@ -2,6 +2,8 @@ package fakeruntime
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +79,36 @@ func TestTailFollowsByNameAsTheDocsSidecar(t *testing.T) {
 		"tail: '/tmp/logs.txt' has appeared;  following new file\nlogging\nmore\n" +
 		"tail: /tmp/logs.txt: file truncated\nnew\n")
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State)
+}
+
+// TestTailReadsTheEndOfALargeFile: tail -n 1 of a 600 MB file prints its
+// last line (it read the first 128 KiB, and printed their last line); a
+// pipe's last line comes after its first 128 KiB too.
+func TestTailReadsTheEndOfALargeFile(t *testing.T) {
+	r, _ := fixture(t)
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createLimited(t, r, sb, "app", "busybox:1.36", 2<<30, "sleep", "3600")
+	startContainer(t, r, c)
+	// Sparse: 600 MB that take no disk, written in the container's view
+	// from here (a script would take minutes to write them).
+	r.mu.Lock()
+	view := r.containers[c].fs
+	r.mu.Unlock()
+	f, _, err := view.OpenFile("big.log", os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte(strings.Repeat("first lines\n", 20000)), 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("\nsecond to last\nlast line\n"), 600<<20)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	resp := execIn(t, r, c, "tail", "-n", "1", "/big.log")
+	assert.Equal(t, "last line\n", string(resp.Stdout), string(resp.Stderr))
+	resp = execIn(t, r, c, "tail", "-n", "2", "/big.log")
+	assert.Equal(t, "second to last\nlast line\n", string(resp.Stdout), string(resp.Stderr))
+
+	resp = execIn(t, r, c, "sh", "-c", `x=yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy; i=0; while [ $i -lt 5000 ]; do echo $x; i=$((i+1)); done | { cat; echo end; } | tail -n 1`)
+	assert.Equal(t, "end\n", string(resp.Stdout), string(resp.Stderr))
+	assert.Equal(t, "abc", string(lastLinesOf(strings.NewReader(strings.Repeat("x", 3*maxTailBytes)+"\nabc"), 1)))
+	assert.Len(t, lastLinesOf(strings.NewReader(strings.Repeat("x", 3*maxTailBytes)), 1), maxTailBytes, "a line longer than what tail keeps: its end")
 }
