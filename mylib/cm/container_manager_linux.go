@@ -1,7 +1,6 @@
 package cm
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -16,6 +15,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
+
+	"mykubelet/mylib/nodestatus"
 )
 
 // ResourcePID is the node's process IDs as a resource (upstream's
@@ -276,7 +277,7 @@ func controllersBelow(cs *CgroupSubsystems, root CgroupName) error {
 // IDs (the lesser of kernel.pid_max and kernel.threads-max), as
 // upstream's capacity from cAdvisor and pidlimit.
 func MachineCapacity() (v1.ResourceList, error) {
-	mem, err := memTotal("/proc/meminfo")
+	mem, err := nodestatus.MemTotal("/proc/meminfo")
 	if err != nil {
 		return nil, err
 	}
@@ -298,24 +299,4 @@ func MachineCapacity() (v1.ResourceList, error) {
 		out[ResourcePID] = *resource.NewQuantity(pids, resource.DecimalSI)
 	}
 	return out, nil
-}
-
-func memTotal(path string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s: bad MemTotal %q: %w", path, fields[1], err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("%s: no MemTotal line", path)
 }

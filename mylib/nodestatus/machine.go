@@ -78,7 +78,7 @@ func ReadMachine(rootDir string) (*Machine, error) {
 		OSImage:       osImage("/etc/os-release"),
 		NumCores:      runtime.NumCPU(),
 	}
-	mem, err := memTotal("/proc/meminfo")
+	mem, err := MemTotal("/proc/meminfo")
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +120,9 @@ func osImage(path string) string {
 	return ""
 }
 
-// memTotal reads MemTotal (in kB) from a meminfo file and returns bytes.
-func memTotal(path string) (int64, error) {
+// MemTotal reads MemTotal (in kB) from a meminfo file, as /proc/meminfo,
+// and returns bytes: the machine's memory (also the container manager's).
+func MemTotal(path string) (int64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("read memory size: %w", err)
