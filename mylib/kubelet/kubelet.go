@@ -523,7 +523,6 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 	}
 	if kl.serviceInformer != nil { // upstream: started in NewMainKubelet
 		wg.Go(func() { kl.serviceInformer.Run(ctx.Done()) })
-		kl.waitForServices(ctx)
 	}
 	if gc := kl.lifecycle.containerGC; gc != nil {
 		wg.Go(func() { gc.Run(ctx, kl.sourcesReady) })
@@ -546,6 +545,11 @@ func (kl *Kubelet) RunPods(ctx context.Context) error {
 		if kl.eventedPLEG != nil {
 			wg.Go(func() { kl.eventedPLEG.Run(ctx) })
 		}
+	}
+	// After the PLEG has started: its first relist makes the node Ready
+	// while the loop waits.
+	if kl.serviceInformer != nil {
+		kl.waitForServices(ctx)
 	}
 	kl.syncLoop(ctx, kl.updates, plegCh)
 	kl.stopProbes()
