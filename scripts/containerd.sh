@@ -300,7 +300,7 @@ cmd_down() {
   if pid="$(running_pid)"; then
     if [[ -x "$CRICTL_BIN_DIR/crictl" ]]; then
       say "removing every pod (crictl rmp --all --force)"
-      "$CRICTL_BIN_DIR/crictl" --runtime-endpoint "unix://$SOCK" --timeout 30s rmp --all --force >/dev/null ||
+      "$CRICTL_BIN_DIR/crictl" --config "$CTR_DIR/crictl.yaml" --timeout 30s rmp --all --force >/dev/null 2>&1 ||
         say "crictl rmp failed; stopping containerd anyway"
     fi
     say "stopping containerd (pid $pid)"
@@ -322,7 +322,7 @@ cmd_down() {
   # ours when their command line names our socket.
   local p
   for p in /proc/[0-9]*; do
-    if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "-address $SOCK "; then
+    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "-address $SOCK "; then
       say "stopping the shim ${p#/proc/} left behind"
       kill -KILL "${p#/proc/}" 2>/dev/null || true
     fi

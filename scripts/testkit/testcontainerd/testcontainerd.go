@@ -22,7 +22,9 @@ import (
 type Config struct {
 	Subnet string // the pods' addresses (MYKUBELET_CNI_SUBNET)
 	Bridge string // the CNI bridge's name, at most 15 bytes (MYKUBELET_CNI_BRIDGE)
-	Flavor string // MYKUBELET_CONTAINERD: "" or "debian" (containerd 1.6, apt), "v2" (built from its module)
+	// Flavor is MYKUBELET_CONTAINERD: "debian" (containerd 1.6, apt) or "v2"
+	// (built from its module); empty: the test's own MYKUBELET_CONTAINERD.
+	Flavor string
 }
 
 // The tests' network: neither the learner's 10.22.0.0/16, nor the mock
@@ -63,6 +65,9 @@ func Start(t testing.TB, c Config) *Runtime {
 	if c.Bridge == "" {
 		c.Bridge = DefaultBridge
 	}
+	if c.Flavor == "" {
+		c.Flavor = os.Getenv("MYKUBELET_CONTAINERD")
+	}
 	_, subnet, err := net.ParseCIDR(c.Subnet)
 	if err != nil {
 		t.Fatalf("testcontainerd: subnet %q: %v", c.Subnet, err)
@@ -85,7 +90,8 @@ func Start(t testing.TB, c Config) *Runtime {
 	})
 	for _, line := range strings.Split(out, "\n") {
 		if v, ok := strings.CutPrefix(line, "==> starting "); ok {
-			r.Version, _, _ = strings.Cut(v, " (log:")
+			v, _, _ = strings.Cut(v, " (log:")
+			r.Version = strings.TrimSpace(v)
 		}
 	}
 	if out, err := r.script("images"); err != nil {

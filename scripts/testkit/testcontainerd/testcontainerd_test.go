@@ -87,9 +87,16 @@ func TestPodOnContainerd(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(st.Info["info"]), &info), "verbose status: %v", st.Info)
 	require.Positive(t, info.Pid)
-	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(info.Pid), "cmdline"))
-	require.NoError(t, err)
-	require.Equal(t, "httpd -f -p 8080 -h /tmp", strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")))
+	// runc's init execs the command just after StartContainer returns: its
+	// process is "runc init" for a moment.
+	var cmdline string
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(info.Pid), "cmdline"))
+		require.NoError(t, err)
+		cmdline = strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+		return cmdline != "runc init"
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, "httpd -f -p 8080 -h /tmp", cmdline)
 	theirs, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(info.Pid), "ns", "net"))
 	require.NoError(t, err)
 	ours, err := os.Readlink("/proc/self/ns/net")
