@@ -43,6 +43,7 @@ case "$cmd" in
     command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.md, Prerequisites)"
     "$REPO_ROOT/scripts/build-control-plane.sh" >/dev/null
     mkdir -p "$STATE_DIR" && chmod 0700 "$STATE_DIR"
+    say "starting the local control plane (go run ./scripts/localcluster: the first time it compiles, a minute or two)"
     ms_port="${MYKUBELET_METRICS_SERVER_PORT:-4443}"
     if [[ -z "${MYKUBELET_METRICS_SERVER_PORT:-}" && -n "${MYKUBELET_APISERVER_PORT:-}" ]]; then ms_port=0; fi
     localcluster \

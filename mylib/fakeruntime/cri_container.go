@@ -157,15 +157,16 @@ func (r *Runtime) newContainer(req *runtimeapi.CreateContainerRequest, script st
 // is no one else's yet.
 func (r *Runtime) prepareContainer(c *container, cfg *runtimeapi.ContainerConfig, containers, resolv string) error {
 	name := cfg.GetMetadata().GetName()
-	var err error
-	if c.mapped, err = r.checkMounts(containers, cfg.GetMounts()); err != nil {
+	mapped, pinned, err := r.checkMounts(containers, cfg.GetMounts())
+	if err != nil {
 		return status.Errorf(mountCode(err), "CreateContainer %s: %v", name, err)
 	}
+	c.mapped = mapped
 	for _, mt := range cfg.GetMounts() {
 		c.mounts = append(c.mounts, &runtimeapi.Mount{ContainerPath: mt.GetContainerPath(), HostPath: mt.GetHostPath(),
 			Readonly: mt.GetReadonly(), Propagation: mt.GetPropagation(), SelinuxRelabel: mt.GetSelinuxRelabel()})
 	}
-	if err := r.makeRoot(c, containers, resolv); err != nil {
+	if err := r.makeRoot(c, containers, resolv, pinned); err != nil {
 		return status.Errorf(mountCode(err), "CreateContainer %s: %v", name, err)
 	}
 	if r.sandbox != nil {
@@ -210,11 +211,18 @@ func mountCode(err error) codes.Code {
 
 // makeRoot makes c's directory with its root file system (a few empty
 // directories, /etc/hostname, /etc/resolv.conf from resolv unless a mount
-// covers it, and the mount points), opens its view (its mounts too, when
-// its scripts run in this process) and its log, in dir, the containers'
-// directory. It touches nothing of the runtime's state: the caller need
-// not hold mu.
-func (r *Runtime) makeRoot(c *container, dir, resolv string) error {
+// covers it, and the mount points), opens its view with its pinned mounts
+// (which it owns from now on: they are held open for the container's
+// life, also when its scripts run in the sandbox process, whose own pins
+// must be the same directories and files) and its log, in dir, the
+// containers' directory. It touches nothing of the runtime's state: the
+// caller need not hold mu.
+func (r *Runtime) makeRoot(c *container, dir, resolv string, pinned []*fsMount) error {
+	defer func() {
+		if c.fs == nil {
+			closeMounts(pinned)
+		}
+	}()
 	c.dir = filepath.Join(dir, c.id)
 	rootfs := filepath.Join(c.dir, "rootfs")
 	for _, d := range []string{"etc", "tmp", "var/log", "dev", "proc"} {
@@ -238,24 +246,11 @@ func (r *Runtime) makeRoot(c *container, dir, resolv string) error {
 		root.Close()
 		return err
 	}
-	mounts, err := openMounts(c.mapped, func(s mountSpec) string { return s.host })
-	if err != nil {
-		root.Close()
-		return mountError{err}
-	}
-	c.fs = newContainerFS(root, mounts)
+	c.fs = newContainerFS(root, pinned)
 	if rel := strings.TrimPrefix(path.Clean("/"+c.workDir), "/"); rel != "" { // made if missing, as containerd does
 		if err := c.fs.MkdirAll(rel, 0o755); err != nil {
 			return fmt.Errorf("working directory %q: %w", c.workDir, err)
 		}
-	}
-	if r.sandbox != nil {
-		// The sandbox process opens the mounts itself, at each run; the
-		// runtime needed them only to make the working directory.
-		for _, m := range c.fs.mounts {
-			m.dir.Close()
-		}
-		c.fs.mounts = nil
 	}
 	if c.log, err = openLog(r.clock, c.logPath); err != nil {
 		return fmt.Errorf("log file: %w", err)

@@ -54,13 +54,21 @@
 // The mounts (cri_mounts.go): CreateContainer refuses (InvalidArgument) a
 // mount whose host path, symlinks resolved, is not in one of
 // Config.MountRoots (the kubelet's pods and host directories; none: no
-// mount at all), or holds the runtime's containers. The container's view
-// has a mount table, the longest container path winning: a directory mount
-// is an os.Root of the directory, whose symlinks are followed only inside
-// it (the atomic writer's ..data links work, a link out of the volume does
-// not); a file mount (a subPath, /etc/hosts, the termination-message file)
-// maps one name; a read-only mount refuses every change with EROFS; the
-// mount points are made in the container's root, as runc makes them. What
+// mount at all), holds the runtime's containers, or has a symlink below
+// its mount root (a subPath a container turned into `../../../..`). Each
+// mount is pinned there, once: walked down with O_NOFOLLOW, as upstream's
+// safe subPath, and held open for the container's life; it is never
+// looked up by its host path again (the sandbox process walks it once
+// more at the container's first run, and uses it only if it is the same
+// directory or file, device and inode). The container's view has a mount
+// table, the longest container path winning: a directory mount is an
+// os.Root of the pinned directory, whose symlinks are followed only inside
+// it (the atomic writer's ..data links work, a link out of the mount, even
+// into the same volume above a subPath, does not); a file mount (a
+// subPath, /etc/hosts, the termination-message file) maps one name to the
+// pinned file; a read-only mount refuses every change with EROFS; the
+// mount points are made in the container's root, as runc makes them; tar
+// measures a link's ".." from the mount it writes into. What
 // a script writes into a mount is the volume's: it does not count against
 // the container's memory. A sandbox's DnsConfig becomes each container's
 // /etc/resolv.conf (unless a mount covers it) and its Hostname
@@ -83,15 +91,16 @@
 //
 // The mount roots are outside the chroot: before it chroots, the sandbox
 // process (still root, in its own mount namespace) binds each at
-// /.mounts/<i> inside it, and each run opens its container's mounts there,
-// from the mount root down, through os.Root. A script reaches its own
-// mounts only, through the mount table; the bind mounts are the kernel's
-// second wall, and the kubelet's modes the third (the user nobody reads
-// what is 0644, and writes only into the 0777 emptyDirs and the 0666
-// termination-message file).
-// What the bind mounts do not separate is one pod from another: they show
-// the sandbox process every pod's volumes, as the chroot shows it every
-// container's root; between pods, the wall is the os.Root.
+// /.mounts/<i> inside it; a container's first run pins its mounts there
+// (walked down with O_NOFOLLOW, each the very directory or file the
+// runtime pinned at CreateContainer), and its later runs use those. A
+// script reaches its own mounts only, through the mount table; the bind
+// mounts are the kernel's second wall, and the kubelet's modes the third
+// (the user nobody reads what is 0644, and writes only into the 0777
+// emptyDirs and the 0666 termination-message file). What the bind mounts
+// do not separate is one pod from another: they show the sandbox process
+// every pod's volumes, as the chroot shows it every container's root;
+// between pods, the walls are the pinned mounts and their os.Roots.
 //
 // If it dies, its containers have exited (137, Error) and the next start
 // starts another. A runtime on a fake clock (tests) or not root runs the

@@ -11,7 +11,8 @@ package fakeruntime
 //	chroot into the containers' directory   opening any host file, even through an interpreter bug
 //	                                        (its temporary files, PATH lookups, ~user, pwd -P land inside)
 //	the mount roots bound at /.mounts/<i>   reaching any host file but the volumes' (nosuid, nodev, noexec;
-//	                                        each run opens only its container's mounts, through os.Root)
+//	                                        a container's first run pins only its own mounts, each the
+//	                                        directory or file the runtime pinned; os.Root each)
 //	uid and gid 65534 (nobody), no groups   every privilege of root: no chown, no mount, no raw sockets, no setns
 //	no_new_privs                            gaining privileges back through exec
 //	rlimits (core 0, open files)            core dumps on the host; a runaway of file descriptors
@@ -109,7 +110,7 @@ type runSpec struct {
 	Stdin       bool        `json:"stdin,omitempty"`       // two descriptors come with it (stdin, output), not one
 	Interactive bool        `json:"interactive,omitempty"` // a shell reading commands from stdin
 	Prompt      string      `json:"prompt,omitempty"`
-	Mounts      []mountSpec `json:"mounts,omitempty"` // its container's, each opened from /.mounts/<root>
+	Mounts      []mountSpec `json:"mounts,omitempty"` // its container's, pinned at its first run from /.mounts/<root>
 	Fault       bool        `json:"fault,omitempty"`  // opFault: on or off
 	Limits      runLimits   `json:"limits"`
 	PIDTarget   string      `json:"pidTarget,omitempty"` // the container whose PID namespace it shares

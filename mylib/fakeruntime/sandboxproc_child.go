@@ -73,8 +73,8 @@ func wallIn(cfg sandboxConfig) error {
 	// The mount roots, which are outside the chroot, bound inside it (in
 	// this mount namespace only: the host sees nothing), nosuid, nodev
 	// and noexec. A script reaches only its own mounts in them, each
-	// through an os.Root (shell_fs.go); the files' owners and modes do
-	// the rest, for this process's user.
+	// pinned (cri_mounts.go) and an os.Root (shell_fs.go); the files'
+	// owners and modes do the rest, for this process's user.
 	for i, src := range cfg.MountRoots {
 		target := filepath.Join(cfg.Dir, mountPoint(i))
 		if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -148,6 +148,11 @@ type childContainer struct {
 	runs    int
 	running procTable
 	fault   faultSwitch
+	// mounts are the container's mounts, pinned at its first run and held
+	// until its last ended: its later runs (execs) use them as they are,
+	// never walking a host path again.
+	mounts []*fsMount
+	pinned bool
 }
 
 // serve reads requests until the runtime closes its end, then exits.
@@ -233,8 +238,13 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 	if f, ok := stdin.(*os.File); ok {
 		stdin = &stdinReport{f: f, w: frameWriter{mu: &mu, f: files[0], stream: 3}}
 	}
-	view, err := openView(spec)
+	s.mu.Lock()
+	c := s.container(spec.Container)
+	view, err := c.openView(spec)
 	if err != nil {
+		c.runs++
+		s.ended(c)
+		s.mu.Unlock()
 		fmt.Fprintf(stderr, "sh: %v\n", err)
 		closeFiles(files)
 		if f, ok := stdin.(*stdinReport); ok {
@@ -243,8 +253,6 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 		s.exit(spec.ID, 126, "")
 		return
 	}
-	s.mu.Lock()
-	c := s.container(spec.Container)
 	if c.runs == 0 {
 		c.running.setLimits(spec.Limits.Pids, spec.Limits.Memory)
 		if spec.PIDTarget != "" && spec.PIDTarget != spec.Container {
@@ -276,11 +284,7 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 		}
 		s.mu.Lock()
 		delete(s.runs, spec.ID)
-		if c.runs--; c.runs == 0 {
-			if on, _ := c.fault.state(); !on {
-				delete(s.containers, c.id)
-			}
-		}
+		s.ended(c)
 		s.mu.Unlock()
 		reason := ""
 		if c.running.killed() {
@@ -289,6 +293,21 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 		u := c.running.usage()
 		s.send(runExit{ID: spec.ID, Code: code, Reason: reason, Usage: &u})
 	}()
+}
+
+// ended counts a run of c out. Once none is left, the container has
+// exited (its main script ended, and an exec needs a running container):
+// its pinned mounts are closed, and its record forgotten unless its
+// servers' fault is on. Caller holds mu.
+func (s *sandboxServer) ended(c *childContainer) {
+	if c.runs--; c.runs > 0 {
+		return
+	}
+	closeMounts(c.mounts)
+	c.mounts, c.pinned = nil, false
+	if on, _ := c.fault.state(); !on {
+		delete(s.containers, c.id)
+	}
 }
 
 // exit tells the runtime that run id ended.
@@ -325,18 +344,25 @@ func (s *sandboxServer) usages(id string) {
 	s.send(runExit{ID: id, Usages: part})
 }
 
-// openView opens the view of spec's container: its root and its mounts.
-func openView(spec runSpec) (*containerFS, error) {
+// openView opens the view of a run of c: its root, and its mounts, which
+// the first run pins from the bind mounts of the mount roots, each the
+// very directory or file the runtime pinned at CreateContainer (a host
+// path swapped since is refused, never followed). Caller holds mu.
+func (c *childContainer) openView(spec runSpec) (*containerFS, error) {
+	if !c.pinned {
+		mounts, err := pinMounts(spec.Mounts, func(s mountSpec) string { return mountPoint(s.Root) })
+		if err != nil {
+			return nil, err
+		}
+		c.mounts, c.pinned = mounts, true
+	}
 	root, err := os.OpenRoot(path.Join("/", path.Clean("/"+spec.Container), "rootfs"))
 	if err != nil {
 		return nil, fmt.Errorf("container root: %w", err)
 	}
-	mounts, err := openMounts(spec.Mounts, func(s mountSpec) string { return mountPoint(s.Root) })
-	if err != nil {
-		root.Close()
-		return nil, err
-	}
-	return newContainerFS(root, mounts), nil
+	v := newContainerFS(root, c.mounts)
+	v.borrowed = true
+	return v, nil
 }
 
 // stdinReport is a script's stdin in the sandbox process: before each read

@@ -19,16 +19,20 @@ import (
 // makes or removes is looked up in the container's view (containerFS),
 // through its mount table first, and each lookup ends in an os.Root.
 //
-// The mount table is the container's CRI mounts: a name at or under a
-// mount's container path is looked up in that mount (the longest path
-// wins, as the kernel's innermost mount does); any other name in the
-// container's root, its writable layer. A directory mount is an os.Root of
-// the directory: its symlinks are followed only inside it (the atomic
-// writer's ..data links are relative and inside, so they work; a link
-// that leads out is "path escapes from parent"). A file mount maps exactly
-// one name to one file, opened through an os.Root of the file's directory.
-// A read-only mount refuses every write, create, remove and mkdir with
-// EROFS, as a read-only bind mount does.
+// The mount table is the container's CRI mounts, each pinned once
+// (cri_mounts.go: pinMount) and held open for the container's life: a name
+// at or under a mount's container path is looked up in that mount (the
+// longest path wins, as the kernel's innermost mount does); any other name
+// in the container's root, its writable layer. A directory mount is an
+// os.Root of the pinned directory: its host path is never walked again,
+// and its symlinks are followed only inside it (the atomic writer's ..data
+// links are relative and inside, so they work; a link that leads out, even
+// into the same volume above a subPath, is "path escapes from parent"). A
+// file mount maps exactly one name to one file: opened by its name in an
+// os.Root of its directory, never through a symlink, and only while that
+// name is still the pinned file (device and inode); a file replaced since
+// is "stale file handle". A read-only mount refuses every write, create,
+// remove and mkdir with EROFS, as a read-only bind mount does.
 
 // cause is the reason of a file error without the path, which would show
 // the root-relative name.
@@ -42,30 +46,56 @@ func cause(err error) error {
 
 // containerFS is a container's view of files: its root and its mounts.
 type containerFS struct {
-	root   *os.Root   // the container's "/": its writable layer
-	mounts []*fsMount // longest path first
+	root     *os.Root   // the container's "/": its writable layer
+	mounts   []*fsMount // longest path first
+	borrowed bool       // the mounts are someone else's to close
 }
 
-// fsMount is one mount of the view.
+// fsMount is one mount of the view, pinned (see pinMount).
 type fsMount struct {
 	path     string   // where it is in the container, relative to "/": "etc/config"
 	dir      *os.Root // a directory mount: its directory; a file mount: the file's directory
 	name     string   // a directory mount: "."; a file mount: the file's name in dir
 	readOnly bool
+	id       fileID   // the directory's or the file's identity
+	pin      *os.File // a file mount: the file itself (O_PATH), held open
 }
+
+// close closes what m holds.
+func (m *fsMount) close() {
+	if m.dir != nil {
+		m.dir.Close()
+	}
+	if m.pin != nil {
+		m.pin.Close()
+	}
+}
+
+// isFile says whether m is a file mount.
+func (m *fsMount) isFile() bool { return m.name != "." }
 
 // newContainerFS is the view of root with mounts; it owns them (close).
 func newContainerFS(root *os.Root, mounts []*fsMount) *containerFS {
+	mounts = slices.Clone(mounts)
 	slices.SortStableFunc(mounts, func(a, b *fsMount) int { return len(b.path) - len(a.path) })
 	return &containerFS{root: root, mounts: mounts}
 }
 
-// close closes the root and the mounts.
+// close closes the root and, unless they are borrowed, the mounts.
 func (v *containerFS) close() {
 	v.root.Close()
-	for _, m := range v.mounts {
-		m.dir.Close()
+	if !v.borrowed {
+		closeMounts(v.mounts)
 	}
+}
+
+// stale checks that a file mount's name still is its pinned file.
+func (m *fsMount) stale(op, name string) error {
+	fi, err := m.dir.Lstat(m.name)
+	if err == nil && idOf(fi) == m.id {
+		return nil
+	}
+	return &fs.PathError{Op: op, Path: name, Err: syscall.ESTALE}
 }
 
 // covers reports whether the mount holds name (relative to "/"); sub is
@@ -86,9 +116,12 @@ func (v *containerFS) resolve(op, name string) (*os.Root, string, *fsMount, erro
 		if !ok {
 			continue
 		}
-		if m.name != "." { // a file: nothing is under it
+		if m.isFile() { // nothing is under it
 			if sub != "" {
 				return nil, "", m, &fs.PathError{Op: op, Path: name, Err: syscall.ENOTDIR}
+			}
+			if err := m.stale(op, name); err != nil {
+				return nil, "", m, err
 			}
 			return m.dir, m.name, m, nil
 		}
@@ -132,8 +165,36 @@ func (v *containerFS) OpenFile(name string, flag int, perm os.FileMode) (f *os.F
 	if err != nil {
 		return nil, false, err
 	}
+	if m != nil && m.isFile() {
+		f, err := m.openFile(name, flag)
+		return f, false, err
+	}
 	f, err = r.OpenFile(n, flag, perm)
 	return f, m == nil, err
+}
+
+// openFile opens a file mount's file: by its name, never through a
+// symlink, and only if it is the pinned file (checked before anything is
+// truncated); it exists, so create is open, and exclusive create fails.
+func (m *fsMount) openFile(name string, flag int) (*os.File, error) {
+	if flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0 {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EEXIST}
+	}
+	f, err := m.dir.OpenFile(m.name, flag&^(os.O_CREATE|os.O_EXCL|os.O_TRUNC)|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || idOf(fi) != m.id {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.ESTALE}
+	}
+	if flag&os.O_TRUNC != 0 {
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // Open opens name for reading.
@@ -144,11 +205,12 @@ func (v *containerFS) Open(name string) (*os.File, error) {
 
 // ReadFile reads name whole.
 func (v *containerFS) ReadFile(name string) ([]byte, error) {
-	r, n, _, err := v.resolve("open", name)
+	f, _, err := v.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
-	return r.ReadFile(n)
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // Stat is os.Stat in the view.
@@ -280,9 +342,14 @@ func (v *containerFS) ReadDir(name string) ([]fs.FileInfo, error) {
 		if path.Dir(m.path) != name {
 			continue
 		}
-		fi, err := m.dir.Stat(m.name)
+		var fi fs.FileInfo
+		if m.pin != nil {
+			fi, err = m.pin.Stat() // the pinned file, whatever its name holds now
+		} else {
+			fi, err = m.dir.Stat(m.name)
+		}
 		if err != nil {
-			continue // a mount whose file is gone shows its mount point, if any
+			continue // shows its mount point, if any
 		}
 		mi := namedInfo{fi, path.Base(m.path)}
 		if i := slices.IndexFunc(infos, func(i fs.FileInfo) bool { return i.Name() == mi.name }); i >= 0 {

@@ -35,9 +35,13 @@ import (
 //   - a member name with a ".." component is skipped, with GNU tar's
 //     "Member name contains '..'", and tar ends with status 2;
 //   - a symbolic link whose target is absolute or climbs above the
-//     container's root is not made (GNU tar makes it; here it would lead
-//     out of the container's files), nor written through: os.Root refuses
-//     to follow a link that leaves the root;
+//     directory it is made in is not made (GNU tar makes it; here it would
+//     lead out of the container's files), nor written through: os.Root
+//     refuses to follow a link that leaves the root. The climb is measured
+//     from the mount the link is written into (a volume, a subPath), or
+//     from the container's "/" in its own layer: `x -> ../../../..` in a
+//     volume mounted at /m/a/b/c/d leads out of the volume, and is refused;
+//     a link is never resolved across mounts or above a volume;
 //   - hard links only to members already in the same root; no devices.
 //
 // Where it departs from GNU tar, and why: no owners (every file is the
@@ -505,13 +509,19 @@ func (t *tarRun) extract(tr *tar.Reader, hdr *tar.Header, name string) (dirAttrs
 		_ = r.Chmod(n, perm)
 		_ = r.Chtimes(n, mtime, mtime)
 	case tar.TypeSymlink:
-		if leavesRoot(rel, hdr.Linkname) {
-			t.fail("%s: Cannot create symlink to '%s': it would lead out of the container's files", name, hdr.Linkname)
+		// Measured from where it is made: in a mount, from the mount's
+		// directory (a subPath's too), never from the container's "/".
+		r, n, m, err := t.p.fs.writable("symlink", rel)
+		if err == nil && leavesRoot(n, hdr.Linkname) {
+			where := "the container's files"
+			if m != nil {
+				where = "its mount /" + m.path
+			}
+			t.fail("%s: Cannot create symlink to '%s': it would lead out of %s", name, hdr.Linkname, where)
 			return dirAttrs{}, false
 		}
-		t.unlink(rel)
-		r, n, _, err := t.p.fs.writable("symlink", rel)
 		if err == nil {
+			t.unlink(rel)
 			err = r.Symlink(hdr.Linkname, n)
 		}
 		if err != nil {
@@ -552,9 +562,9 @@ func (t *tarRun) unlink(rel string) {
 	}
 }
 
-// leavesRoot is whether a symlink at rel (a name in the container's root)
-// to target would lead out of the root: an absolute target, or one whose
-// ".." climb above it.
+// leavesRoot is whether a symlink at rel (a name in the os.Root it is made
+// in: the container's root, or a mount's directory) to target would lead
+// out of that root: an absolute target, or one whose ".." climb above it.
 func leavesRoot(rel, target string) bool {
 	if target == "" || path.IsAbs(target) {
 		return true

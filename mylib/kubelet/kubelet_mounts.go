@@ -11,7 +11,8 @@ package kubelet
 //     container keeps the file it started with and never sees an update (the
 //     atomic writer swaps the ..data symlink to a new directory and deletes
 //     the old one; the link, like the bind mount, still holds the old file).
-//     A subPath that is a directory is handed over as its resolved path;
+//     A subPath that is a directory is handed over as its resolved path,
+//     and so is a volume's own path;
 //   - a hostNetwork pod gets no /etc/hosts (upstream copies the node's):
 //     nothing of the host's files reaches a pod on this course's node;
 //   - no propagation, SELinux relabelling, recursive read-only or image
@@ -94,6 +95,12 @@ func makeMounts(pod *v1.Pod, podDir string, container *v1.Container, hostName, h
 			if err != nil {
 				return nil, err
 			}
+			hostPath = p
+		} else if p, err := filepath.EvalSymlinks(hostPath); err == nil {
+			// Resolved, as a subPath is: the mock runtime follows no
+			// symlink below its mount roots (a hostPath may name one
+			// inside the host root); a missing path is the runtime's to
+			// report.
 			hostPath = p
 		}
 		mounts = append(mounts, kubecontainer.Mount{

@@ -302,3 +302,21 @@ func TestPodRuntimeHelperMounts(t *testing.T) {
 	_, err = h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "10.244.0.5", nil)
 	assert.Error(t, err)
 }
+
+// TestMakeMountsResolvesAVolumesPath: a volume's path with a symlink in it
+// (a hostPath that names a link inside the host root) is handed over
+// resolved, as a subPath is: the mock runtime follows no symlink below its
+// mount roots.
+func TestMakeMountsResolvesAVolumesPath(t *testing.T) {
+	f := newMountsFixture(t)
+	data := f.addVolume(t, "data", false)
+	alias := filepath.Join(filepath.Dir(data), "alias")
+	require.NoError(t, os.Symlink("data", alias))
+	f.vols["alias"] = kubecontainer.VolumeInfo{Mounter: &fakeMounter{path: alias}}
+	c := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "alias", MountPath: "/data"}}}
+	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil)
+	require.NoError(t, err)
+	resolved, err := filepath.EvalSymlinks(data)
+	require.NoError(t, err)
+	assert.Equal(t, resolved, mounts[0].HostPath)
+}

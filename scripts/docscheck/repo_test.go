@@ -72,7 +72,7 @@ func TestEveryChapterHasItsParts(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join(root, "chapters", "[0-9][0-9]-*"))
 	require.NoError(t, err)
 	for _, d := range dirs {
-		for _, f := range []string{"main.go", "README.md", "tour.sh"} {
+		for _, f := range []string{"main.go", "README.md"} {
 			_, err := os.Stat(filepath.Join(d, f))
 			require.NoError(t, err, "%s needs %s", filepath.Base(d), f)
 		}

@@ -45,7 +45,8 @@ func main() {
 	switch fs.Arg(0) {
 	case "up":
 		err = up(localcluster.Config{Dir: *dir, BinDir: *binDir, Ports: ports, NodeMonitorGracePeriod: *grace, ClusterSigningDuration: *signing,
-			ClusterCIDR: *clusterCIDR, MetricsServer: *metricsServer, MetricResolution: *resolution, Detach: true})
+			ClusterCIDR: *clusterCIDR, MetricsServer: *metricsServer, MetricResolution: *resolution, Detach: true,
+			Progress: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "  "+format+"\n", args...) }})
 	case "down":
 		err = down(*dir)
 	case "status":

@@ -1,6 +1,7 @@
 package readmewalk
 
 import (
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -27,17 +28,18 @@ const GracePeriod = 20 * time.Second
 // instead of the manifest's 15 s that the READMEs' waits allow for.
 const MetricResolution = 10 * time.Second
 
-// TestWalkTheCourse walks the top-level README and then every chapter's
-// README, in order, as one learner on one fresh local cluster: the commands
-// as written, in a fresh copy of the repository (so .state starts empty and
-// nothing of the checkout is touched), with the cluster's ports (and
-// metrics-server's) chosen free.
-// What a chapter leaves running or on disk, the next one uses.
+// TestWalkTheCourse runs scripts/tour.sh, the README's own command, which
+// walks the top-level README and then every chapter's README, in order, as
+// one learner on one fresh local cluster: the commands as written, in a
+// fresh copy of the repository (so .state starts empty and nothing of the
+// checkout is touched), with the cluster's ports (and metrics-server's)
+// chosen free. What a chapter leaves running or on disk, the next one uses.
+// The tour is the walk: there is no second telling to run.
 //
-// WALK_UNTIL=04 stops after chapter 04 (for working on a chapter).
-// WALK_ONLY=12 walks the top README, chapters 02 and 03 (the node's
-// credentials) and then chapter 12 alone: quicker, but not what CI walks
-// (what chapters 04–11 leave behind is missing).
+// WALK_CHAPTERS="12" walks README.md, what chapter 12 needs, then 12
+// (scripts/tour.sh 12): quicker, for working on a chapter, but not what CI
+// walks. MYKUBELET_PHASE_LOG names a file that gets a line per README with
+// the time its walk took (scripts/test.sh prints it).
 func TestWalkTheCourse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks every chapter against a real control plane")
@@ -47,8 +49,9 @@ func TestWalkTheCourse(t *testing.T) {
 	copyCheckout(t, root, dir)
 
 	ports := freePorts(t, 6)
-	env := cleanEnv(os.Environ(), "MYKUBELET_STATE_DIR", "KUBECONFIG", "NODE_NAME")
+	env := cleanEnv(os.Environ(), "MYKUBELET_STATE_DIR", "KUBECONFIG", "NODE_NAME", "TMPDIR")
 	env = append(env,
+		"TMPDIR="+t.TempDir(),
 		"MYKUBELET_ETCD_PORT="+strconv.Itoa(ports[0]),
 		"MYKUBELET_ETCD_PEER_PORT="+strconv.Itoa(ports[1]),
 		"MYKUBELET_APISERVER_PORT="+strconv.Itoa(ports[2]),
@@ -60,45 +63,54 @@ func TestWalkTheCourse(t *testing.T) {
 		"MYKUBELET_METRICS_SERVER_PORT="+strconv.Itoa(ports[5]),
 		"MYKUBELET_METRIC_RESOLUTION="+MetricResolution.String(),
 	)
-	w := NewWalker(dir, t.TempDir(), env, t.Logf)
 	t.Cleanup(func() {
-		if err := w.StopAll(); err != nil {
-			t.Errorf("programs still running at the end: %v", err)
-		}
 		down := exec.Command(filepath.Join(dir, "scripts", "cluster.sh"), "down")
-		down.Env = w.Env
+		down.Dir = dir
+		down.Env = env
 		if out, err := down.CombinedOutput(); err != nil {
 			t.Logf("scripts/cluster.sh down: %v\n%s", err, out)
 		}
 	})
 
-	readmes := []string{"README.md"}
-	chapters, err := filepath.Glob(filepath.Join(dir, "chapters", "[0-9][0-9]-*", "README.md"))
+	logFile := filepath.Join(t.TempDir(), "tour.out")
+	out, err := os.Create(logFile)
 	require.NoError(t, err)
-	require.NotEmpty(t, chapters)
-	until, only := os.Getenv("WALK_UNTIL"), os.Getenv("WALK_ONLY")
-	for _, c := range chapters {
-		rel, _ := filepath.Rel(dir, c)
-		chapter := filepath.Base(filepath.Dir(c))
-		if only != "" && !strings.HasPrefix(chapter, only+"-") && !strings.HasPrefix(chapter, "02-") && !strings.HasPrefix(chapter, "03-") {
-			continue
-		}
-		readmes = append(readmes, rel)
-		if until != "" && strings.HasPrefix(filepath.Base(filepath.Dir(c)), until+"-") {
-			break
+	defer out.Close()
+	tour := exec.Command(filepath.Join(dir, "scripts", "tour.sh"), strings.Fields(os.Getenv("WALK_CHAPTERS"))...)
+	tour.Dir = dir
+	tour.Env = env
+	tour.Stdout, tour.Stderr = out, out
+	start := time.Now()
+	err = tour.Run()
+	printed, _ := os.ReadFile(logFile)
+	recordPhases(t, string(printed))
+	if err != nil {
+		// The whole transcript is long: its end, where the failure is.
+		t.Fatalf("scripts/tour.sh failed after %s: %v\n%s", time.Since(start).Round(time.Second), err, lastLines(string(printed), 150))
+	}
+	readmes, err := Plan(dir, strings.Fields(os.Getenv("WALK_CHAPTERS")))
+	require.NoError(t, err)
+	for _, r := range readmes {
+		require.Contains(t, string(printed), "=== "+r+" walked in", "the tour did not walk %s", r)
+	}
+	require.Contains(t, string(printed), fmt.Sprintf("=== Done: %d READMEs walked", len(readmes)))
+}
+
+// recordPhases logs how long each README's walk took and, when
+// MYKUBELET_PHASE_LOG is set, appends those lines to that file.
+func recordPhases(t *testing.T, printed string) {
+	var lines []string
+	for _, l := range strings.Split(printed, "\n") {
+		if strings.HasPrefix(l, "=== ") && strings.Contains(l, " walked in ") {
+			lines = append(lines, "walk: "+strings.TrimPrefix(l, "=== "))
 		}
 	}
-	for _, r := range readmes {
-		start := time.Now()
-		steps, err := os.ReadFile(filepath.Join(dir, r))
-		require.NoError(t, err)
-		if !strings.Contains(string(steps), "<!-- walk: ") {
-			t.Fatalf("%s has no walk steps: mark its commands (scripts/readmewalk/README.md)", r)
+	t.Logf("%s", strings.Join(lines, "\n"))
+	if f := os.Getenv("MYKUBELET_PHASE_LOG"); f != "" && len(lines) > 0 {
+		if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			_, _ = fmt.Fprintln(fh, strings.Join(lines, "\n"))
+			_ = fh.Close()
 		}
-		if err := w.Walk(r); err != nil {
-			t.Fatalf("%v", err)
-		}
-		t.Logf("=== %s walked in %s", r, time.Since(start).Round(time.Second))
 	}
 }
 

@@ -24,9 +24,11 @@ const (
 	Wait       Action = "wait"       // wait until a background program prints a line matching for=REGEX, or (exit) until it exits by itself
 	CtrlC      Action = "ctrl-c"     // press Ctrl-C in the terminal of a background program: SIGINT, wait for it to exit
 	Skip       Action = "skip"       // do not run the next block; reason= says why
+	Observe    Action = "observe"    // the next paragraph is what to observe: the tour prints it, the walk runs nothing
+	Needs      Action = "needs"      // chapters="02 03": what must have been walked before this README (scripts/tour.sh NN)
 )
 
-var takesBlock = map[Action]bool{Run: true, Background: true, Expect: true, Skip: true, Wait: false, CtrlC: false}
+var takesBlock = map[Action]bool{Run: true, Background: true, Expect: true, Skip: true, Wait: false, CtrlC: false, Observe: false, Needs: false}
 
 // Step is one marker, with the fenced block that follows it (if the action
 // takes one).
@@ -36,7 +38,17 @@ type Step struct {
 	Lang   string   // the block's info string: sh, console, text, ""
 	Block  []string // the block's lines
 	Line   int      // the marker's line in the README, from 1
+	// Heading is the README's last heading before the marker, without its
+	// #s: the tour prints it when it changes.
+	Heading string
+	// Text is an observe marker's paragraph, on one line.
+	Text string
 }
+
+// Local reports whether the step runs only on the course's own local
+// control plane (local): the tour skips it when it was started with
+// KUBECONFIG naming another cluster (kind, a classroom's).
+func (s Step) Local() bool { return s.Attrs["local"] == "true" }
 
 // Name is the background program a step refers to.
 func (s Step) Name() string { return s.Attrs["name"] }
@@ -62,6 +74,8 @@ var (
 	markerRe = regexp.MustCompile(`^\s*<!--\s*walk:\s*([a-z-]+)(.*?)\s*-->\s*$`)
 	attrRe   = regexp.MustCompile(`\s*([a-z-]+)(?:=("(?:[^"\\]|\\.)*"|\S+))?`)
 	fenceRe  = regexp.MustCompile("^\\s*(```+|~~~+)\\s*([A-Za-z0-9_-]*)")
+	headRe   = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*$`)
+	chapRe   = regexp.MustCompile(`^[0-9][0-9]$`)
 )
 
 // Parse returns the walk steps of a README, in order. A marker that names an
@@ -69,7 +83,20 @@ var (
 func Parse(markdown string) ([]Step, error) {
 	lines := strings.Split(markdown, "\n")
 	var steps []Step
+	heading, inFence := "", ""
 	for i := 0; i < len(lines); i++ {
+		// Headings outside fenced blocks (a "# comment" in a sh block is
+		// not one).
+		if f := fenceRe.FindStringSubmatch(lines[i]); f != nil {
+			switch {
+			case inFence == "":
+				inFence = f[1]
+			case strings.TrimSpace(lines[i]) == inFence:
+				inFence = ""
+			}
+		} else if h := headRe.FindStringSubmatch(lines[i]); h != nil && inFence == "" {
+			heading = h[1]
+		}
 		m := markerRe.FindStringSubmatch(lines[i])
 		if m == nil {
 			if t := strings.TrimSpace(lines[i]); strings.HasPrefix(t, "<!--") && strings.Contains(t, "walk:") {
@@ -77,10 +104,10 @@ func Parse(markdown string) ([]Step, error) {
 			}
 			continue
 		}
-		s := Step{Action: Action(m[1]), Attrs: map[string]string{}, Line: i + 1}
+		s := Step{Action: Action(m[1]), Attrs: map[string]string{}, Line: i + 1, Heading: heading}
 		needsBlock, known := takesBlock[s.Action]
 		if !known {
-			return nil, fmt.Errorf("line %d: unknown walk action %q (want run, background, expect, wait, ctrl-c or skip)", i+1, m[1])
+			return nil, fmt.Errorf("line %d: unknown walk action %q (want run, background, expect, wait, ctrl-c, skip, observe or needs)", i+1, m[1])
 		}
 		rest := m[2]
 		for strings.TrimSpace(rest) != "" {
@@ -106,6 +133,31 @@ func Parse(markdown string) ([]Step, error) {
 		}
 		if s.Action == Skip && s.Attrs["reason"] == "" {
 			return nil, fmt.Errorf("line %d: walk: skip needs reason=\"…\"", i+1)
+		}
+		if s.Action == Needs {
+			for _, c := range strings.Fields(s.Attrs["chapters"]) {
+				if !chapRe.MatchString(c) {
+					return nil, fmt.Errorf("line %d: walk: needs chapters=%q: want two-digit chapter numbers", i+1, s.Attrs["chapters"])
+				}
+			}
+			if len(strings.Fields(s.Attrs["chapters"])) == 0 {
+				return nil, fmt.Errorf("line %d: walk: needs needs chapters=\"NN …\"", i+1)
+			}
+		}
+		if s.Action == Observe {
+			// The paragraph that follows: its lines up to a blank one.
+			j := i + 1
+			for j < len(lines) && strings.TrimSpace(lines[j]) == "" {
+				j++
+			}
+			var text []string
+			for ; j < len(lines) && strings.TrimSpace(lines[j]) != "" && !markerRe.MatchString(lines[j]) && fenceRe.FindStringSubmatch(lines[j]) == nil && !headRe.MatchString(lines[j]); j++ {
+				text = append(text, strings.TrimSpace(lines[j]))
+			}
+			if len(text) == 0 {
+				return nil, fmt.Errorf("line %d: walk: observe is not followed by a paragraph", i+1)
+			}
+			s.Text = strings.Join(text, " ")
 		}
 		if needsBlock {
 			j := i + 1

@@ -32,12 +32,59 @@ type Walker struct {
 	Env []string // the environment of the first session; updated after each README
 	// Log receives a line per step (the test's t.Logf).
 	Log func(format string, args ...any)
+	// Out, when set, receives the transcript a learner would see: the
+	// README's headings, each command as typed and what it printed, the
+	// background programs started and stopped, and the observe
+	// paragraphs (scripts/tour.sh prints it).
+	Out io.Writer
+	// External: the cluster is not the local control plane the README
+	// starts (KUBECONFIG named another): steps marked local are skipped.
+	External bool
 
 	scratch string
 	procs   map[string]*proc
 	stopped map[string]*proc // programs already stopped, by name: an expect after the Ctrl-C checks them at once
 	seq     int
 	last    string // what the last walk: run block printed, for an expect without name
+	heading string // the last heading shown in the transcript
+}
+
+// show writes a line of the transcript.
+func (w *Walker) show(format string, args ...any) {
+	if w.Out != nil {
+		fmt.Fprintf(w.Out, format+"\n", args...)
+	}
+}
+
+// showOutput writes what a command printed, indented as a terminal's
+// output under its prompt would not be, so the commands stand out.
+func (w *Walker) showOutput(out string) {
+	if w.Out == nil {
+		return
+	}
+	out = strings.TrimRight(out, "\n")
+	if out == "" {
+		return
+	}
+	for _, l := range strings.Split(out, "\n") {
+		fmt.Fprintf(w.Out, "  %s\n", l)
+	}
+}
+
+// showObserve writes an observe paragraph, wrapped.
+func (w *Walker) showObserve(text string) {
+	if w.Out == nil {
+		return
+	}
+	line := "  observe:"
+	for _, word := range strings.Fields(text) {
+		if len(line)+1+len(word) > 100 {
+			fmt.Fprintln(w.Out, line)
+			line = "          "
+		}
+		line += " " + word
+	}
+	fmt.Fprintln(w.Out, line)
 }
 
 type proc struct {
@@ -187,9 +234,14 @@ func (w *Walker) Walk(readme string) error {
 	}
 	defer s.close()
 	m := func() Matcher { return Matcher{NodeName: envValue(w.Env, "NODE_NAME")} }
+	w.heading = ""
 	for _, st := range steps {
 		where := fmt.Sprintf("%s:%d", readme, st.Line)
 		start := time.Now()
+		if st.Heading != w.heading && st.Action != Needs {
+			w.heading = st.Heading
+			w.show("\n\033[1m--- %s\033[0m   (%s:%d)", st.Heading, readme, st.Line)
+		}
 		if err := w.step(s, st, readme, m); err != nil {
 			return fmt.Errorf("%s (walk: %s): %w", where, st.Action, err)
 		}
@@ -258,8 +310,18 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 	if err != nil {
 		return err
 	}
+	if st.Local() && w.External {
+		w.show("  (not run here: on the local control plane only; this tour uses KUBECONFIG=%s)", envValue(w.Env, "KUBECONFIG"))
+		return nil
+	}
 	switch st.Action {
+	case Needs:
+		return nil
+	case Observe:
+		w.showObserve(st.Text)
+		return nil
 	case Skip:
+		w.show("  (not run here: %s)", st.Attrs["reason"])
 		return nil
 	case Run:
 		if IsConsole(st.Block) {
@@ -272,10 +334,12 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 		}
 		w.last = ""
 		for _, c := range Commands(st.Block) {
+			w.show("$ %s", c)
 			out, err := w.runOK(s, c, st, timeout, retry)
 			if err != nil {
 				return err
 			}
+			w.showOutput(out)
 			w.last += out
 		}
 		return nil
@@ -351,7 +415,11 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 		if !ok {
 			return fmt.Errorf("no background program named %q has been started", st.Name())
 		}
+		w.show("^C   (in the terminal of %s)", st.Name())
 		err := w.stop(p, m())
+		if o, e := p.output(); w.Out != nil {
+			w.showOutput(lastLines(o+e, 3))
+		}
 		delete(w.procs, st.Name())
 		w.stopped[st.Name()] = p
 		return err
@@ -386,10 +454,14 @@ func (w *Walker) runOK(s *session, c string, st Step, timeout, retry time.Durati
 // the transcript (retrying with retry=, for a state that takes time to come).
 func (w *Walker) runChecked(s *session, cc ConsoleCommand, st Step, timeout, retry time.Duration, m func() Matcher) error {
 	deadline := time.Now().Add(retry)
+	w.show("$ %s", cc.Command)
 	for {
 		out, code, err := w.runCommand(s, cc.Command, timeout)
 		if err != nil {
 			return fmt.Errorf("%w\n%s", err, out)
+		}
+		if time.Now().After(deadline) || m().Match(cc.Output, out, true) == nil {
+			w.showOutput(out)
 		}
 		// A transcript is checked by what it prints, as a reader checks it:
 		// `kubectl auth can-i` exits 1 when it prints "no". With fails, the
@@ -431,6 +503,7 @@ func (w *Walker) startBackground(s *session, st Step, command string, expect *St
 		return fmt.Errorf("could not start %q in the background: %s", command, reply)
 	}
 	w.procs[st.Name()] = p
+	w.show("$ %s &   (in another terminal, %s: its output in %s)", command, st.Name(), p.out)
 	if re, ok := st.Attrs["ready"]; ok {
 		r, err := regexp.Compile(re)
 		if err != nil {
@@ -443,6 +516,15 @@ func (w *Walker) startBackground(s *session, st Step, command string, expect *St
 		return w.waitFor(p, r, wt)
 	}
 	return nil
+}
+
+// lastLines returns the last n lines of text.
+func lastLines(text string, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // output is what a background program printed so far: stdout, then stderr.
@@ -475,6 +557,7 @@ func (w *Walker) waitFor(p *proc, re *regexp.Regexp, timeout time.Duration) erro
 			for j := p.waitPos[i]; j < len(lines); j++ {
 				if re.MatchString(lines[j]) {
 					p.waitPos[i] = j + 1
+					w.show("  %s: %s", p.name, lines[j])
 					return nil
 				}
 			}

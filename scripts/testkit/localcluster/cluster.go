@@ -102,6 +102,9 @@ type Config struct {
 	// it scrapes the kubelets; zero: DefaultMetricResolution. At least
 	// MinMetricResolution.
 	MetricResolution time.Duration
+	// Progress, when set, is told of each component as it comes up, with
+	// the time since Start began (scripts/cluster.sh up prints it).
+	Progress func(format string, args ...any)
 }
 
 // Cluster is a started control plane.
@@ -116,6 +119,8 @@ type Cluster struct {
 	AdminKubeconfig string
 	// Ports are the ports in use, with zeros replaced.
 	Ports Ports
+
+	started time.Time
 }
 
 // Start prepares the certificates and starts etcd, kube-apiserver,
@@ -145,7 +150,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, Ports: ports, Host: "https://127.0.0.1:" + strconv.Itoa(ports.APIServer)}
+	c := &Cluster{cfg: cfg, Ports: ports, Host: "https://127.0.0.1:" + strconv.Itoa(ports.APIServer), started: time.Now()}
 	if err := c.writePKI(); err != nil {
 		return nil, fmt.Errorf("certificates in %s: %w", c.pki(""), err)
 	}

@@ -227,6 +227,9 @@ func (c *Cluster) waitFor(ctx context.Context, what string, check func() error) 
 	var last error
 	for {
 		if last = check(); last == nil {
+			if c.cfg.Progress != nil {
+				c.cfg.Progress("%s: ready (%.1fs)", what, time.Since(c.started).Seconds())
+			}
 			return nil
 		}
 		for _, p := range c.procs {

@@ -1,0 +1,102 @@
+// Command tour walks the course as a learner does: the top-level README,
+// then every chapter's README, in order, running the blocks the walk markers
+// mark and printing each command as it is typed, what it printed, and the
+// README's observe paragraphs. scripts/tour.sh runs it; so does CI, through
+// scripts/readmewalk's TestWalkTheCourse: one telling of the course, one
+// engine (package readmewalk).
+//
+//	tour              README.md and every chapter
+//	tour 15 16        README.md, what chapters 15 and 16 need (their
+//	                  <!-- walk: needs chapters="…" -->), then 15 and 16
+//
+// With KUBECONFIG set, the blocks marked local (starting the local control
+// plane) are not run: the tour uses that cluster instead.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"mykubelet/scripts/readmewalk"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tour: %v\n", err)
+		return 1
+	}
+	readmes, err := readmewalk.Plan(root, args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tour: %v\n", err)
+		return 2
+	}
+	scratch, err := os.MkdirTemp(os.Getenv("TMPDIR"), "mykubelet-tour.")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tour: %v\n", err)
+		return 1
+	}
+	log, err := os.Create(filepath.Join(scratch, "walk.log"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tour: %v\n", err)
+		return 1
+	}
+	defer log.Close()
+	w := readmewalk.NewWalker(root, scratch, os.Environ(), func(format string, args ...any) {
+		fmt.Fprintf(log, time.Now().Format("15:04:05 ")+format+"\n", args...)
+	})
+	w.Out = os.Stdout
+	if kc := os.Getenv("KUBECONFIG"); kc != "" {
+		w.External = true
+		fmt.Printf("Using the cluster in KUBECONFIG=%s: the steps that start the local control plane are not run.\n", kc)
+	}
+
+	// Ctrl-C in the tour's terminal reaches the tour and the commands in
+	// the foreground; the programs "in other terminals" have process
+	// groups of their own, so stop them here.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "\ntour: interrupted; stopping the programs it started")
+		_ = w.StopAll()
+		os.Exit(130)
+	}()
+
+	start := time.Now()
+	for _, r := range readmes {
+		t0 := time.Now()
+		fmt.Printf("\n\033[1m=== %s\033[0m\n", r)
+		if err := w.Walk(r); err != nil {
+			fmt.Fprintf(os.Stderr, "\ntour: %v\n", err)
+			_ = w.StopAll()
+			fmt.Fprintf(os.Stderr, "tour: failed; the commands, their output and the background programs' logs are in %s\n", scratch)
+			return 1
+		}
+		fmt.Printf("=== %s walked in %s\n", r, time.Since(t0).Round(time.Second))
+	}
+	running := w.Running()
+	if err := w.StopAll(); err != nil {
+		// What a program printed is checked when it stops: one still
+		// running at the end of a whole tour was left running by a
+		// README that should have stopped it.
+		fmt.Fprintf(os.Stderr, "tour: programs still running at the end (%v): %v\n", running, err)
+		if len(args) == 0 {
+			return 1
+		}
+	}
+	_ = os.RemoveAll(scratch)
+	fmt.Printf("\n\033[1m=== Done: %d READMEs walked in %s.\033[0m\n", len(readmes), time.Since(start).Round(time.Second))
+	if !w.External {
+		fmt.Println("The local cluster is still running, for you to explore; stop it with: scripts/cluster.sh down")
+	}
+	return 0
+}
