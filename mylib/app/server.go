@@ -27,7 +27,8 @@ import (
 
 // Run is upstream's run for a node that has its credentials: the clients
 // from s.Kubeconfig, the client CA when it serves the kubelet API, the
-// container runtime, then RunKubelet until ctx ends.
+// container manager (the node's and the pods' cgroups, cm.NewForNode),
+// the container runtime, then RunKubelet until ctx ends.
 func Run(ctx context.Context, s *KubeletServer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -46,6 +47,9 @@ func Run(ctx context.Context, s *KubeletServer) error {
 		if deps.ClientCA, err = ClientCA(cfg, s.KubeletConfiguration.Authentication.X509.ClientCAFile); err != nil {
 			return err
 		}
+	}
+	if err := containerManagerDependency(s, deps); err != nil { // cm.go
+		return err
 	}
 	runtime, err := PreInitRuntimeService(ctx, &wg, s, deps)
 	if err != nil {
@@ -93,9 +97,14 @@ func ClientCA(cfg *rest.Config, clientCAFile string) ([]byte, error) {
 // recorder into deps, the Kubelet (createAndInitKubelet), then
 // startKubelet, until ctx ends; then one line says what stopped with it.
 // deps needs the clients and the runtime (NewClients,
-// PreInitRuntimeService); wg waits for what it starts.
+// PreInitRuntimeService); the container manager is made here when Run
+// did not make it (a program with a run of its own); wg waits for what
+// it starts.
 func RunKubelet(ctx context.Context, wg *sync.WaitGroup, s *KubeletServer, deps *kubelet.Dependencies) error {
 	kc := s.KubeletConfiguration
+	if err := containerManagerDependency(s, deps); err != nil { // cm.go
+		return err
+	}
 	var err error
 	deps.PodConfig, err = kubelet.MakePodSourceConfig(ctx, wg, kubelet.PodSources{StaticPodPath: kc.StaticPodPath,
 		FileCheckFrequency: kc.FileCheckFrequency.Duration, Client: deps.KubeClient, NodeName: s.NodeName, Clock: deps.Clock})

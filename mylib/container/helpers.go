@@ -94,6 +94,9 @@ type RuntimeHelper interface {
 	// GetPodDNS returns the sandbox's DNS configuration; nil leaves it to the runtime.
 	GetPodDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error)
 	GeneratePodHostNameAndDomain(pod *v1.Pod) (hostname, hostDomain string, err error)
+	// GetPodCgroupParent is the pod's cgroup, the sandbox's CgroupParent
+	// (mylib/cm: /kubepods/burstable/pod<uid>); "" leaves it to the runtime.
+	GetPodCgroupParent(pod *v1.Pod) string
 }
 
 // HashContainer hashes a container's spec, so that a change of spec (the

@@ -53,6 +53,9 @@ const (
 	NetworkNotReady                 = "NetworkNotReady"
 	FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 	FailedToMakePodDataDirectories  = "Failed"
+	// FailedToCreatePodContainer: the pod's cgroup could not be made
+	// (mylib/cm).
+	FailedToCreatePodContainer = "FailedCreatePodContainer"
 	// DeadlineExceeded fails a pod past its spec.activeDeadlineSeconds
 	// (upstream: the reason in pkg/kubelet/active_deadline.go).
 	DeadlineExceeded = "DeadlineExceeded"

@@ -278,7 +278,11 @@ type sandbox struct {
 	resolvConf     string // its containers' /etc/resolv.conf ("": none)
 	runtimeHandler string
 	logDir         string
-	containers     map[string]*container
+	// cgroupParent is the config's Linux.CgroupParent, the pod's cgroup
+	// (mylib/cm): recorded and shown (PodSandboxStatus's verbose info),
+	// not used: the mock's processes stay in the kubelet's cgroup.
+	cgroupParent string
+	containers   map[string]*container
 
 	// item is the sandbox as ListPodSandbox answers it, built once and
 	// shared by every answer (see listItem).

@@ -131,6 +131,7 @@ func (r *Runtime) newSandbox(req *runtimeapi.RunPodSandboxRequest) (*sandbox, bo
 		resolvConf:     resolv,
 		runtimeHandler: req.GetRuntimeHandler(),
 		logDir:         cfg.GetLogDirectory(),
+		cgroupParent:   cfg.GetLinux().GetCgroupParent(),
 	}
 	r.names[key] = s.id // reserved until it is added, or fails
 	return s, false, nil
@@ -193,7 +194,9 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 }
 
 // PodSandboxStatus returns the sandbox's status (`crictl inspectp`). With
-// verbose, Info["info"] holds extra details as JSON, as containerd's does.
+// verbose, Info["info"] holds extra details as JSON, as containerd's does:
+// the pod, its log directory, its containers and the CgroupParent it was
+// given (which the mock does not use).
 func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -207,7 +210,11 @@ func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandbox
 		for _, c := range r.containersOf(s.id) {
 			ids = append(ids, c.id)
 		}
-		b, _ := json.Marshal(map[string]any{"pod": s.podName(), "logDirectory": s.logDir, "containers": ids})
+		info := map[string]any{"pod": s.podName(), "logDirectory": s.logDir, "containers": ids}
+		if s.cgroupParent != "" {
+			info["cgroupParent"] = s.cgroupParent // recorded, not used
+		}
+		b, _ := json.Marshal(info)
 		resp.Info = map[string]string{"info": string(b)}
 	}
 	return resp, nil

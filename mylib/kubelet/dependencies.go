@@ -17,6 +17,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/cm"
 	"mykubelet/mylib/config"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/logs"
@@ -71,6 +72,9 @@ type Dependencies struct {
 	// Metrics records the kubelet's series (PodsConfig.Metrics); nil:
 	// none are recorded.
 	Metrics *metrics.Metrics
+	// ContainerManager makes the node's and the pods' cgroups
+	// (cm.NewForNode; PodsConfig.ContainerManager); nil: none.
+	ContainerManager cm.ContainerManager
 	// StatsProvider is the node's and pods' figures (stats.Provider): the
 	// eviction manager's and the image GC manager's input. Required with
 	// MainOptions.Eviction.
@@ -189,7 +193,7 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
 		Metrics: kubeDeps.Metrics, StatusWriters: opts.StatusWriters, CreatingStatusDelay: opts.CreatingStatusDelay,
-		EventedPLEG: opts.EventedPLEG,
+		EventedPLEG: opts.EventedPLEG, ContainerManager: kubeDeps.ContainerManager,
 	}
 	if opts.Eviction {
 		ec, err := evictionConfigFrom(kubeCfg, kubeDeps.StatsProvider, opts.ImageGCPeriod)

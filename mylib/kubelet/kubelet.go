@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/cm"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/eviction"
 	"mykubelet/mylib/images"
@@ -184,6 +185,13 @@ type PodsConfig struct {
 	// start SLI); nil records none.
 	Metrics *metrics.Metrics
 
+	// ContainerManager, with RunContainers, makes the node's and the
+	// pods' cgroups (mylib/cm; upstream's Dependencies.ContainerManager):
+	// Run starts it, SyncPod makes each pod's cgroup before its sandbox,
+	// which gets it as CgroupParent, and a pod's cgroup goes once its
+	// containers are gone. Nil: no cgroups (cm.NewStubContainerManager).
+	ContainerManager cm.ContainerManager
+
 	// Eviction, with RunContainers and Admit, runs the eviction manager
 	// and the image GC manager (kubelet_eviction.go); nil: neither, and
 	// the node never reports pressure.
@@ -246,6 +254,13 @@ type Kubelet struct {
 	hostIPsMu        sync.Mutex
 	hostIPs          []string
 
+	// containerManager makes the pods' cgroups (kubelet_cm.go); nil
+	// without RunContainers.
+	containerManager cm.ContainerManager
+	// ownPodCgroups are the UIDs of the pods whose cgroups this kubelet
+	// made (ensurePodCgroup): housekeeping removes no other pod's cgroup
+	// (kubelet_cm.go says why).
+	ownPodCgroups sync.Map
 	// Set with Config.Pods.ContainerGC and ActiveDeadline (kubelet_lifecycle.go).
 	lifecycle lifecycle
 	// Set with Config.Pods.Probes (kubelet_probes.go).
@@ -409,6 +424,10 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		return nil
 	}
 	kl.containerRuntime = runtime
+	kl.containerManager = cfg.ContainerManager
+	if kl.containerManager == nil {
+		kl.containerManager = cm.NewStubContainerManager()
+	}
 	kl.reasonCache = NewReasonCache()
 	kl.backOff = kuberuntime.NewCrashLoopBackOff(kl.clock) // 10 s doubling to 300 s, on the kubelet's clock
 	sm, err := status.NewManager(status.Config{Client: kl.client, PodManager: kl.podManager, PodDeletionSafety: kl, Clock: kl.clock,
@@ -457,6 +476,9 @@ func (kl *Kubelet) Run(ctx context.Context) error {
 	kl.BirthCry()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := kl.startContainerManager(ctx); err != nil { // kubelet_cm.go
+		return err
+	}
 	var wg sync.WaitGroup
 	var nodeErr, podsErr error
 	if kl.node != nil {
@@ -727,6 +749,7 @@ func (kl *Kubelet) dispatchWork(ctx context.Context, pod *v1.Pod, t kubetypes.Sy
 // Without workers, it also gives each static pod its mirror pod.
 func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 	pods, mirrorPods, orphans := kl.podManager.GetPodsAndMirrorPods()
+	cgroupPods := kl.podCgroups() // before the workers are synced, as upstream (kubelet_cm.go)
 	if kl.podWorkers == nil {
 		var static []*v1.Pod
 		for _, p := range pods {
@@ -769,6 +792,7 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 	}
 	kl.cleanupEnded(ctx, pods, workers)
 	kl.cleanupPodDirs(ctx, pods)
+	kl.cleanupOrphanedPodCgroups(cgroupPods, possiblyRunningPods(workers))
 }
 
 // SyncPod would make the pod run: here it says what it would do, and, for a

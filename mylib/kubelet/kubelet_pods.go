@@ -645,6 +645,9 @@ type PodRuntimeHelper struct {
 	// DNS computes the sandbox's resolver configuration; nil leaves it
 	// to the runtime.
 	DNS *dns.Configurer
+	// PodCgroupParent is the pod's cgroup, the sandbox's CgroupParent
+	// (Kubelet.GetPodCgroupParent); nil leaves it to the runtime.
+	PodCgroupParent func(*v1.Pod) string
 }
 
 var _ kubecontainer.RuntimeHelper = (*PodRuntimeHelper)(nil)
@@ -691,6 +694,14 @@ func (h *PodRuntimeHelper) GetPodDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error)
 		return nil, nil
 	}
 	return h.DNS.GetPodDNS(pod)
+}
+
+// GetPodCgroupParent is PodCgroupParent's answer, or "".
+func (h *PodRuntimeHelper) GetPodCgroupParent(pod *v1.Pod) string {
+	if h.PodCgroupParent == nil {
+		return ""
+	}
+	return h.PodCgroupParent(pod)
 }
 
 // GeneratePodHostNameAndDomain is the pod's hostname (spec.hostname, or its

@@ -9,9 +9,11 @@ package kubelet
 
 import (
 	"context"
+	"net/netip"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"mykubelet/mylib/prober"
 	proberesults "mykubelet/mylib/prober/results"
@@ -20,8 +22,10 @@ import (
 // newProbeManager makes the probe manager, which writes the three results
 // managers (made with the runtime manager, which reads two of them), reads
 // the pods' statuses from the status manager and runs exec probes through
-// the runtime's CRI.
+// the runtime's CRI. A guarded dial (prober.GuardedDialer) also reaches
+// the pod IPs the runtime reports for this node's pods (isPodIP).
 func (kl *Kubelet) newProbeManager(dial prober.DialFunc) error {
+	dial = prober.AllowPodIPs(dial, kl.isPodIP)
 	pm, err := prober.NewManager(prober.Config{
 		StatusManager:   kl.statusManager,
 		LivenessManager: kl.livenessManager, ReadinessManager: kl.readinessManager, StartupManager: kl.startupManager,
@@ -32,6 +36,33 @@ func (kl *Kubelet) newProbeManager(dial prober.DialFunc) error {
 	}
 	kl.probeManager = pm
 	return nil
+}
+
+// isPodIP: ip is one of the pod IPs the runtime reports (the status
+// manager's status.podIPs) for a pod of this node that does not use the
+// node's network.
+func (kl *Kubelet) isPodIP(ip netip.Addr) bool {
+	return podsHaveIP(kl.podManager.GetPods(), kl.nodeName, kl.statusManager.GetPodStatus, ip)
+}
+
+// podsHaveIP: ip is in status.podIPs (status's, else the pod's own) of
+// one of pods that is bound to nodeName and not hostNetwork.
+func podsHaveIP(pods []*v1.Pod, nodeName string, status func(types.UID) (v1.PodStatus, bool), ip netip.Addr) bool {
+	for _, p := range pods {
+		if p.Spec.NodeName != nodeName || p.Spec.HostNetwork {
+			continue
+		}
+		st, ok := status(p.UID)
+		if !ok {
+			st = p.Status
+		}
+		for _, pip := range st.PodIPs {
+			if a, err := netip.ParseAddr(pip.IP); err == nil && a.Unmap() == ip {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // updates is m's channel, or nil (never ready) without probes.

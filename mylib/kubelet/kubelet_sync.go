@@ -39,6 +39,9 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 		kl.recorder.Eventf(pod, v1.EventTypeWarning, events.NetworkNotReady, "network is not ready: %v", err)
 		return false, fmt.Errorf("network is not ready: %w", err)
 	}
+	if err := kl.ensurePodCgroup(pod); err != nil { // before the sandbox, which gets it as CgroupParent (kubelet_cm.go)
+		return false, err
+	}
 	if kubetypes.IsStaticPod(pod) {
 		action, err := kubepod.SyncMirrorPod(ctx, kl.mirrorPodClient, pod, mirrorPod)
 		if err != nil {
@@ -237,6 +240,9 @@ func (kl *Kubelet) syncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus
 	if err := kl.releaseVolumes(ctx, pod); err != nil {
 		return fmt.Errorf("pod %s/%s: volumes not unmounted: %w", pod.Namespace, pod.Name, err)
 	}
+	if err := kl.destroyPodCgroup(pod); err != nil { // its containers are gone (kubelet_cm.go)
+		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
 	kl.statusManager.TerminatePod(pod)
 	final, _ := kl.statusManager.GetPodStatus(pod.UID)
 	next := "its status stays"
@@ -294,6 +300,8 @@ func (h runtimeHelper) GetPodDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
 func (h runtimeHelper) GeneratePodHostNameAndDomain(pod *v1.Pod) (string, string, error) {
 	return h.helper().GeneratePodHostNameAndDomain(pod)
 }
+
+func (h runtimeHelper) GetPodCgroupParent(pod *v1.Pod) string { return h.kl.GetPodCgroupParent(pod) }
 
 // PodCouldHaveRunningContainers is false once the pod's worker finished
 // stopping it: only then may a terminal phase be written.

@@ -1,64 +1,16 @@
 // The pod's quality-of-service class, which the kubelet writes into its
 // status and admission hands to the admit handlers. Upstream:
-// pkg/apis/core/v1/helper/qos/qos.go (GetPodQOS, ComputePodQOS), a package
-// of its own there; ours, used only by the kubelet, is a file of its own
-// here.
+// pkg/apis/core/v1/helper/qos/qos.go (GetPodQOS, ComputePodQOS); here
+// mylib/qos, shared with the container manager (mylib/cm).
 
 package kubelet
 
 import (
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"mykubelet/mylib/qos"
 )
 
-// GetPodQOS computes the pod's QoS class from its containers' requests and
-// limits of cpu and memory:
-// Guaranteed when every container has equal requests and limits for both,
-// BestEffort when none has any, Burstable otherwise.
-func GetPodQOS(pod *v1.Pod) v1.PodQOSClass {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass // set once by the API server; it never changes
-	}
-	requests, limits := v1.ResourceList{}, v1.ResourceList{}
-	guaranteed := true
-	add := func(list v1.ResourceList, name v1.ResourceName, q resource.Quantity) {
-		if cur, ok := list[name]; ok {
-			cur.Add(q)
-			list[name] = cur
-		} else {
-			list[name] = q.DeepCopy()
-		}
-	}
-	supported := func(n v1.ResourceName) bool { return n == v1.ResourceCPU || n == v1.ResourceMemory }
-	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		for name, q := range c.Resources.Requests {
-			if supported(name) && q.Sign() > 0 {
-				add(requests, name, q)
-			}
-		}
-		found := 0
-		for name, q := range c.Resources.Limits {
-			if supported(name) && q.Sign() > 0 {
-				add(limits, name, q)
-				found++
-			}
-		}
-		if found < 2 {
-			guaranteed = false
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return v1.PodQOSBestEffort
-	}
-	if guaranteed {
-		for name, req := range requests {
-			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	if guaranteed && len(requests) == len(limits) {
-		return v1.PodQOSGuaranteed
-	}
-	return v1.PodQOSBurstable
-}
+// GetPodQOS is qos.GetPodQOS: status.qosClass when set, else computed from
+// the containers' requests and limits of cpu and memory.
+func GetPodQOS(pod *v1.Pod) v1.PodQOSClass { return qos.GetPodQOS(pod) }

@@ -45,6 +45,9 @@ var Supported = []string{
 	// into each ClusterFirst pod's resolv.conf (none: upstream's
 	// MissingClusterDNS warning, and the node's resolver instead).
 	"clusterDNS", "clusterDomain",
+	// The container manager (mylib/cm): kubepods, the QoS cgroups and the
+	// pods' cgroups, with the cgroupfs driver only.
+	"cgroupsPerQOS", "cgroupRoot", "cgroupDriver", "enforceNodeAllocatable",
 }
 
 var codecs = func() serializer.CodecFactory {

@@ -46,7 +46,17 @@ const (
 	DefaultImageMinimumGCAge                = 2 * time.Minute
 	DefaultRegistryPullQPS                  = 5
 	DefaultRegistryBurst                    = 10
+
+	// The container manager: cgroups per QoS class with the cgroupfs
+	// driver, under cgroupRoot "" (the root); enforceNodeAllocatable
+	// defaults to [pods] (DefaultNodeAllocatableEnforcement).
+	DefaultCgroupsPerQOS = true
+	DefaultCgroupDriver  = "cgroupfs"
 )
+
+// DefaultNodeAllocatableEnforcement is upstream's enforceNodeAllocatable
+// default: kubepods is limited to node allocatable.
+func DefaultNodeAllocatableEnforcement() []string { return []string{"pods"} }
 
 // DefaultEvictionHard is upstream's evictionHard on Linux
 // (pkg/kubelet/eviction/defaults_linux.go, v1.37), applied when the
@@ -138,6 +148,15 @@ func SetDefaults(kc *kubeletv1beta1.KubeletConfiguration) {
 	}
 	if kc.ContainerLogMonitorInterval == nil {
 		kc.ContainerLogMonitorInterval = &metav1.Duration{Duration: DefaultContainerLogMonitorInterval}
+	}
+	if kc.CgroupsPerQOS == nil {
+		kc.CgroupsPerQOS = ptr.To(DefaultCgroupsPerQOS)
+	}
+	if kc.CgroupDriver == "" {
+		kc.CgroupDriver = DefaultCgroupDriver
+	}
+	if kc.EnforceNodeAllocatable == nil {
+		kc.EnforceNodeAllocatable = DefaultNodeAllocatableEnforcement()
 	}
 	SetNodePressureDefaults(kc)
 }

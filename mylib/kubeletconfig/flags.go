@@ -160,7 +160,35 @@ func Validate(kc *kubeletv1beta1.KubeletConfiguration) error {
 	if err := ValidateNodePressure(kc); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, validateCgroups(kc)...)
 	return oneLine(errs)
+}
+
+// validateCgroups checks the container manager's fields: the cgroupfs
+// driver only (this kubelet has no systemd driver), enforceNodeAllocatable
+// of "pods" or "none" alone, and only with cgroupsPerQOS, as upstream.
+func validateCgroups(kc *kubeletv1beta1.KubeletConfiguration) []error {
+	var errs []error
+	if kc.CgroupDriver != "" && kc.CgroupDriver != DefaultCgroupDriver {
+		errs = append(errs, fmt.Errorf("cgroupDriver %q is not supported by this kubelet: only %q", kc.CgroupDriver, DefaultCgroupDriver))
+	}
+	pods := false
+	for _, k := range kc.EnforceNodeAllocatable {
+		switch k {
+		case "pods":
+			pods = true
+		case "none":
+			if len(kc.EnforceNodeAllocatable) > 1 {
+				errs = append(errs, errors.New(`enforceNodeAllocatable: "none" cannot be combined with other values`))
+			}
+		default:
+			errs = append(errs, fmt.Errorf(`enforceNodeAllocatable %q is not supported by this kubelet: only "pods" or "none"`, k))
+		}
+	}
+	if pods && kc.CgroupsPerQOS != nil && !*kc.CgroupsPerQOS {
+		errs = append(errs, errors.New("enforceNodeAllocatable pods is not supported unless cgroupsPerQOS is turned on"))
+	}
+	return errs
 }
 
 // ParseNodeStatusMaxImages reads --node-status-max-images: a whole number,

@@ -21,6 +21,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
+	runtimeutil "mykubelet/mylib/kuberuntime/util"
 )
 
 const (
@@ -68,8 +69,10 @@ func errMessage(err error) string {
 // generateContainerConfig builds the container's CRI config: its command
 // and args with $(VAR) expanded, environment, mounts (with the
 // termination-message file), working directory, labels, annotations, log
-// path <container>/<attempt>.log and resources (memory limit, CPU shares
-// and quota). Unlike upstream there are no devices or security context.
+// path <container>/<attempt>.log, resources (memory limit, CPU shares
+// and quota) and the pod's namespaces (runtimeutil.NamespacesForPod, as
+// upstream's determineEffectiveSecurityContext). Unlike upstream there
+// are no devices and no other security context.
 func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Container, pod *v1.Pod, restartCount int, podIP, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
 	opts, err := m.helper.GenerateRunContainerOptions(ctx, pod, container, podIP, podIPs)
 	if err != nil {
@@ -92,7 +95,8 @@ func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Con
 		Stdin:       container.Stdin,
 		StdinOnce:   container.StdinOnce,
 		Tty:         container.TTY,
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: generateLinuxContainerResources(container)},
+		Linux: &runtimeapi.LinuxContainerConfig{Resources: generateLinuxContainerResources(container),
+			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: runtimeutil.NamespacesForPod(pod)}},
 	}
 	for _, e := range opts.Envs {
 		config.Envs = append(config.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})

@@ -98,11 +98,12 @@ func TestEphemeralContainerSharesItsTargetsProcessNamespace(t *testing.T) {
 	_, err = f.m.generateContainerConfig(ctx, &c, pod, 0, "10.88.0.2", "sha256:abc", nil)
 	assert.EqualError(t, err, "unable to find target container nope")
 
-	// No target, or a regular container: no namespace options of ours.
+	// No target, or a regular container: the pod's namespaces, the PID
+	// namespace the container's own.
 	for _, c := range []v1.Container{v1.Container(pod.Spec.EphemeralContainers[2].EphemeralContainerCommon), pod.Spec.Containers[0]} {
 		cfg, err = f.m.generateContainerConfig(ctx, &c, pod, 0, "10.88.0.2", "sha256:abc", nil)
 		require.NoError(t, err)
-		assert.Nil(t, cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(), c.Name)
+		assert.Equal(t, runtimeapi.NamespaceMode_CONTAINER, cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid(), c.Name)
 	}
 
 	// The target stopped: the ephemeral container cannot start, and says why.

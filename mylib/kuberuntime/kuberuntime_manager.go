@@ -57,6 +57,8 @@ func (literalHelper) GenerateRunContainerOptions(_ context.Context, _ *v1.Pod, c
 
 func (literalHelper) GetPodDNS(*v1.Pod) (*runtimeapi.DNSConfig, error) { return nil, nil }
 
+func (literalHelper) GetPodCgroupParent(*v1.Pod) string { return "" }
+
 func (literalHelper) GeneratePodHostNameAndDomain(pod *v1.Pod) (string, string, error) {
 	if pod.Spec.Hostname != "" {
 		return pod.Spec.Hostname, "", nil

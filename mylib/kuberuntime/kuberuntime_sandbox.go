@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	kubecontainer "mykubelet/mylib/container"
+	runtimeutil "mykubelet/mylib/kuberuntime/util"
 )
 
 // DefaultPodLogsDirectory is where the kubelet asks runtimes to write
@@ -36,7 +37,7 @@ func buildContainerLogsPath(containerName string, restartCount int) string {
 
 // generatePodSandboxConfig builds the sandbox's CRI config from the pod:
 // metadata, labels, annotations, hostname, DNS, log directory, port
-// mappings and whether it uses the node's network.
+// mappings, and its Linux part (generatePodSandboxLinuxConfig).
 func (m *Manager) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	config := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
@@ -72,16 +73,23 @@ func (m *Manager) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtim
 			})
 		}
 	}
-	network := runtimeapi.NamespaceMode_POD
-	if kubecontainer.IsHostNetworkPod(pod) {
-		network = runtimeapi.NamespaceMode_NODE
-	}
-	config.Linux = &runtimeapi.LinuxPodSandboxConfig{
+	config.Linux = m.generatePodSandboxLinuxConfig(pod)
+	return config, nil
+}
+
+// generatePodSandboxLinuxConfig is the sandbox's Linux part, as
+// upstream's: the pod's cgroup as CgroupParent (the runtime makes the
+// containers' cgroups under it; "" without pod cgroups) and the pod's
+// namespaces (runtimeutil.NamespacesForPod: the PID namespace is the
+// container's own unless the pod shares one). Unlike upstream there is no
+// sysctl, seccomp, SELinux, user or privileged setting.
+func (m *Manager) generatePodSandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
+	return &runtimeapi.LinuxPodSandboxConfig{
+		CgroupParent: m.helper.GetPodCgroupParent(pod),
 		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: network},
+			NamespaceOptions: runtimeutil.NamespacesForPod(pod),
 		},
 	}
-	return config, nil
 }
 
 func toRuntimeProtocol(p v1.Protocol) runtimeapi.Protocol {

@@ -109,6 +109,27 @@ func GuardedDialer(allowed []netip.Prefix, why string) DialFunc {
 	}
 }
 
+// AllowPodIPs is guarded, a dial that reaches only the networks it was
+// given (GuardedDialer), that also dials the addresses isPodIP accepts:
+// the IPs the runtime reports for this node's pods (on a real runtime
+// they are in its CNI network, which the kubelet does not know in
+// advance). Every other address is still guarded's to refuse. Nil
+// guarded is a plain dialer already: it is returned as is.
+func AllowPodIPs(guarded DialFunc, isPodIP func(netip.Addr) bool) DialFunc {
+	if guarded == nil || isPodIP == nil {
+		return guarded
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			if ip, err := netip.ParseAddr(host); err == nil && isPodIP(ip.Unmap()) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			}
+		}
+		return guarded(ctx, network, addr)
+	}
+}
+
 // NewHTTPClient is the client HTTP probes use: no keep-alive (each probe
 // is a new connection, as upstream), any certificate accepted for https,
 // and redirects followed only on the same host.

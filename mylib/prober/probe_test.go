@@ -244,3 +244,28 @@ func TestGuardedDialer(t *testing.T) {
 	assert.Equal(t, Failure, r)
 	assert.Contains(t, out, "probe target 10.88.0.5:2379 is outside the networks this kubelet may reach")
 }
+
+// TestAllowPodIPs: a pod IP the runtime reports is dialed although it is
+// outside the guard's networks; any other address is still refused by
+// the guard, with its words.
+func TestAllowPodIPs(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.2:0") // stands for a pod IP (tests reach loopback only)
+	require.NoError(t, err)
+	defer lis.Close()
+	ip, port := hostPort(t, lis.Addr().String())
+	podIP := netip.MustParseAddr(ip)
+	guard := GuardedDialer([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, "")
+	r, out, err := tcpProbe(context.Background(), ip, port, time.Second, guard)
+	require.NoError(t, err)
+	require.Equal(t, Failure, r, "the guard alone refuses it: %s", out)
+
+	dial := AllowPodIPs(guard, func(a netip.Addr) bool { return a == podIP })
+	r, out, err = tcpProbe(context.Background(), ip, port, time.Second, dial)
+	require.NoError(t, err)
+	assert.Equal(t, Success, r, out)
+	r, out, err = tcpProbe(context.Background(), "10.244.7.9", 8080, time.Second, dial)
+	require.NoError(t, err)
+	assert.Equal(t, Failure, r)
+	assert.Equal(t, "probe target 10.244.7.9:8080 is outside the networks this kubelet may reach (127.0.0.1/32)", out)
+	assert.Nil(t, AllowPodIPs(nil, func(netip.Addr) bool { return true }), "no guard: nothing to widen")
+}

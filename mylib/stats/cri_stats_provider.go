@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,9 +42,9 @@ func (p *Provider) listPodStats(ctx context.Context, updateCPUNanoCoreUsage bool
 	if err != nil {
 		return nil, nodeFs, err
 	}
-	resp, err := p.cfg.Runtime.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: &runtimeapi.PodSandboxStatsFilter{}})
+	resp, err := p.listSandboxStats(ctx, sandboxes)
 	if err != nil {
-		return nil, nodeFs, fmt.Errorf("failed to list pod sandbox stats: %w", err)
+		return nil, nodeFs, err
 	}
 	now := p.cfg.Clock.Now()
 	fsByMountpoint := map[string]*fsInfo{}
@@ -81,6 +83,58 @@ func (p *Provider) listPodStats(ctx context.Context, updateCPUNanoCoreUsage bool
 	p.cleanupOutdatedCaches()
 	sortPods(out)
 	return out, nodeFs, nil
+}
+
+// listSandboxStats is the runtime's ListPodSandboxStats. Unlike upstream,
+// which fails the whole summary then, a failed list is followed by one
+// PodSandboxStats per sandbox of sandboxes, and a sandbox the runtime
+// has no stats for is left out (its pod has no figures): containerd 1.6
+// fails the whole list for one sandbox made without a CgroupParent
+// ("cgroupPath is empty"), a pod of a kubelet without pod cgroups, or of
+// one before them. Each such sandbox is logged once, not at every read
+// (the eviction manager's, every 10 s). A runtime that is not there
+// (Unavailable, DeadlineExceeded, Canceled), or no sandbox to ask, fails
+// it as upstream.
+func (p *Provider) listSandboxStats(ctx context.Context, sandboxes map[string]*runtimeapi.PodSandbox) (*runtimeapi.ListPodSandboxStatsResponse, error) {
+	resp, listErr := p.cfg.Runtime.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: &runtimeapi.PodSandboxStatsFilter{}})
+	if listErr == nil {
+		return resp, nil
+	}
+	switch status.Code(listErr) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return nil, fmt.Errorf("failed to list pod sandbox stats: %w", listErr)
+	}
+	if len(sandboxes) == 0 {
+		return nil, fmt.Errorf("failed to list pod sandbox stats: %w", listErr)
+	}
+	out := &runtimeapi.ListPodSandboxStatsResponse{}
+	failed := map[string]bool{}
+	for id := range sandboxes {
+		r, err := p.cfg.Runtime.PodSandboxStats(ctx, &runtimeapi.PodSandboxStatsRequest{PodSandboxId: id})
+		if err != nil {
+			failed[id] = true
+			p.mu.Lock()
+			known := p.statsFailed[id]
+			p.mu.Unlock()
+			if !known {
+				logNoSandboxStats(id, err)
+			}
+			continue
+		}
+		if st := r.GetStats(); st != nil {
+			out.Stats = append(out.Stats, st)
+		}
+	}
+	p.mu.Lock()
+	p.statsFailed = failed // forget the sandboxes that are gone or work now
+	p.mu.Unlock()
+	return out, nil
+}
+
+// logNoSandboxStats says that the runtime has no stats for a sandbox (a
+// variable: the tests count its lines).
+var logNoSandboxStats = func(id string, err error) {
+	klog.InfoS("The runtime has no stats for a pod sandbox; its pod is reported without them", "podSandboxID", id, "err", err)
 }
 
 // mockNodeFsUsage is what the node's containers use of the mock machine's
@@ -127,9 +181,9 @@ func (p *Provider) listPodCPUAndMemoryStats(ctx context.Context) ([]statsapi.Pod
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.cfg.Runtime.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: &runtimeapi.PodSandboxStatsFilter{}})
+	resp, err := p.listSandboxStats(ctx, sandboxes)
 	if err != nil {
-		return nil, fmt.Errorf("failed to list pod sandbox stats: %w", err)
+		return nil, err
 	}
 	now := p.cfg.Clock.Now()
 	out := make([]statsapi.PodStats, 0, len(sandboxes))

@@ -147,6 +147,9 @@ type Provider struct {
 	cpuUsageCache map[string]*cpuUsageRecord
 	// ownCPU is this process's previous CPU reading, for its rate.
 	ownCPU *ownCPURecord
+	// statsFailed are the sandboxes whose stats the runtime would not
+	// give at the last read (listSandboxStats): each is logged once.
+	statsFailed map[string]bool
 }
 
 // NewProvider checks cfg.

@@ -39,3 +39,47 @@ func PodSandboxChanged(pod *v1.Pod, podStatus *kubecontainer.PodStatus) (changed
 	}
 	return false, newest.GetMetadata().GetAttempt(), newest.Id
 }
+
+// NamespacesForPod is the namespaces a pod's sandbox and containers ask
+// the runtime for (upstream's, without user namespaces): IPC, network
+// and PID by IpcNamespaceForPod, NetworkNamespaceForPod and
+// PidNamespaceForPod.
+func NamespacesForPod(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	return &runtimeapi.NamespaceOption{
+		Ipc:     IpcNamespaceForPod(pod),
+		Network: NetworkNamespaceForPod(pod),
+		Pid:     PidNamespaceForPod(pod),
+	}
+}
+
+// IpcNamespaceForPod is NODE for hostIPC, else POD.
+func IpcNamespaceForPod(pod *v1.Pod) runtimeapi.NamespaceMode {
+	if pod != nil && pod.Spec.HostIPC {
+		return runtimeapi.NamespaceMode_NODE
+	}
+	return runtimeapi.NamespaceMode_POD
+}
+
+// NetworkNamespaceForPod is NODE for hostNetwork, else POD.
+func NetworkNamespaceForPod(pod *v1.Pod) runtimeapi.NamespaceMode {
+	if pod != nil && pod.Spec.HostNetwork {
+		return runtimeapi.NamespaceMode_NODE
+	}
+	return runtimeapi.NamespaceMode_POD
+}
+
+// PidNamespaceForPod is NODE for hostPID, POD for
+// shareProcessNamespace (the pause process is PID 1 of every
+// container), else CONTAINER: each container's command is its own PID 1.
+// (Unlike IPC and network, PID does not default to the zero value, POD.)
+func PidNamespaceForPod(pod *v1.Pod) runtimeapi.NamespaceMode {
+	if pod != nil {
+		if pod.Spec.HostPID {
+			return runtimeapi.NamespaceMode_NODE
+		}
+		if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+			return runtimeapi.NamespaceMode_POD
+		}
+	}
+	return runtimeapi.NamespaceMode_CONTAINER
+}

@@ -136,6 +136,20 @@ func (r *Runtime) ListContainers(context.Context, *runtimeapi.ListContainersRequ
 
 // ListPodSandboxStats answers each sandbox's figures: its containers'
 // and their sums, as a runtime that reads one cgroup per pod.
+// PodSandboxStats is ListPodSandboxStats's answer for one sandbox.
+func (r *Runtime) PodSandboxStats(ctx context.Context, req *runtimeapi.PodSandboxStatsRequest, _ ...grpc.CallOption) (*runtimeapi.PodSandboxStatsResponse, error) {
+	resp, err := r.ListPodSandboxStats(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range resp.Stats {
+		if st.GetAttributes().GetId() == req.GetPodSandboxId() {
+			return &runtimeapi.PodSandboxStatsResponse{Stats: st}, nil
+		}
+	}
+	return nil, fmt.Errorf("sandbox %q not found", req.GetPodSandboxId())
+}
+
 func (r *Runtime) ListPodSandboxStats(context.Context, *runtimeapi.ListPodSandboxStatsRequest, ...grpc.CallOption) (*runtimeapi.ListPodSandboxStatsResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,0 +1,50 @@
+// Package cm is the kubelet's container manager (upstream:
+// pkg/kubelet/cm, container_manager_linux.go, node_container_manager_linux.go,
+// qos_container_manager_linux.go, pod_container_manager_linux.go,
+// cgroup_manager_linux.go, helpers_linux.go): the node's and the pods'
+// cgroups, with the cgroupfs driver, on cgroup v1 or v2.
+//
+// With cgroupsPerQOS (the default) the kubelet makes, under cgroupRoot
+// ("/" by default):
+//
+//	kubepods                  node allocatable: memory limit, cpu.shares, pids.max
+//	kubepods/pod<uid>         a Guaranteed pod
+//	kubepods/burstable        cpu.shares: the sum of its pods' CPU requests
+//	kubepods/burstable/pod<uid>
+//	kubepods/besteffort       cpu.shares 2
+//	kubepods/besteffort/pod<uid>
+//
+// A pod's cgroup carries ResourceConfigForPod: cpu.shares from its CPU
+// requests (MilliCPUToShares), a CFS quota from its CPU limits
+// (MilliCPUToQuota) and a memory limit, each only when every container
+// has that limit. On cgroup v1 the files are cpu.shares,
+// cpu.cfs_period_us, cpu.cfs_quota_us, memory.limit_in_bytes and
+// pids.max, in each controller's hierarchy; on v2 cpu.weight, cpu.max,
+// memory.max and pids.max in the one hierarchy. The kubelet hands the
+// pod's cgroupfs name (/kubepods/burstable/pod<uid>) to the runtime as
+// the sandbox's CgroupParent, and the runtime makes the containers'
+// cgroups under it.
+//
+// NewForNode is the manager of this machine: where the kubelet may not
+// make cgroups (not root, no cgroup filesystem, a read-only one, or on
+// cgroup v2 a root below which cpu and memory cannot be enabled, as in a
+// container whose root cgroup holds its processes) it is the stub, which
+// makes none, and one log line says so.
+//
+// Where it departs from upstream:
+//   - cgroupfs only: cgroupDriver systemd is refused.
+//   - no hugepages, cpusets, MemoryQoS (memory.min/low/high), QOSReserved
+//     memory limits, pod-level resources, in-place resize, or
+//     system-reserved and kube-reserved cgroups.
+//   - the QoS cgroups' cpu.shares are set when a pod's cgroup is made
+//     and every minute, as upstream, but only cpu.shares.
+//   - Destroy removes a pod's cgroup without killing processes left in
+//     it: several kubelets of this course may share a machine and its
+//     /kubepods, and one must never kill another's containers. A cgroup
+//     still holding processes stays until housekeeping tries again.
+//   - Create returns a failure to set the resources (upstream logs it),
+//     and a failed update of kubepods's limits at Start is logged once
+//     (upstream retries every minute with an event).
+//   - Capacity is read from /proc (MemTotal, the CPUs, pid_max), not
+//     cAdvisor.
+package cm
