@@ -145,6 +145,7 @@ func TestRealNode(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(v1Root, "memory", "cgroup.procs")); err != nil || fi.IsDir() {
 		t.Skip("reads cgroup v1 files (this machine's); the v2 layout is mylib/cm's tests'")
 	}
+	top := t
 	root := cgroupRoot(t)
 	rt := testcontainerd.Start(t, testcontainerd.Config{Subnet: subnet, Bridge: bridge})
 	bin := testcluster.BuildChapter(t, "./chapters/13-mykubelet")
@@ -360,7 +361,7 @@ cgroupRoot: %s
 		assert.Equal(t, 0, kubelet.Stop())
 		assert.Contains(t, kubelet.Stdout(), "stopped (the containers keep running in the runtime")
 		assert.Equal(t, before, all(), "the containers run on without the kubelet")
-		kubelet = chaptertest.Start(t, bin, args...)
+		kubelet = chaptertest.Start(top, bin, args...) // it runs on after this subtest
 		kubelet.WaitForOutput(`SyncLoop ADD source=api pods=\[[^\]]*default/web`, time.Minute)
 		require.Eventually(t, func() bool {
 			p := get("web")
@@ -379,13 +380,19 @@ cgroupRoot: %s
 				return apierrors.IsNotFound(err)
 			}, time.Minute, 200*time.Millisecond, p.Name)
 		}
-		require.Eventually(t, func() bool {
-			left, err := filepath.Glob(filepath.Join(v1Root, "*", root, "kubepods", "*pod*"))
-			require.NoError(t, err)
-			more, err := filepath.Glob(filepath.Join(v1Root, "*", root, "kubepods", "*", "pod*"))
-			require.NoError(t, err)
-			return len(left)+len(more) == 0
-		}, 30*time.Second, 200*time.Millisecond, "pod cgroups left")
+		var left []string
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			left = nil
+			for _, pattern := range []string{"pod*", "*/pod*"} {
+				found, err := filepath.Glob(filepath.Join(v1Root, "*", root, "kubepods", pattern))
+				require.NoError(t, err)
+				left = append(left, found...)
+			}
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		require.Empty(t, left, "pod cgroups left 30 s after their pods")
 		list, err := cri.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 		require.NoError(t, err)
 		for _, sb := range list.Items {
