@@ -400,3 +400,35 @@ cgroupRoot: %s
 		}
 	})
 }
+
+// TestOwnNetwork: the test's containerd network overlaps neither the one
+// scripts/containerd.sh gives a learner and the README walk (which can run
+// at the same time: go test runs packages in parallel) nor
+// testcontainerd's own test's; each has its own bridge.
+func TestOwnNetwork(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(t), "scripts", "containerd.sh"))
+	require.NoError(t, err)
+	def := func(name string) string {
+		m := regexp.MustCompile(`\$\{` + name + `:-([^}]+)\}`).FindSubmatch(script)
+		require.NotNil(t, m, "scripts/containerd.sh has no default for %s", name)
+		return string(m[1])
+	}
+	nets := map[string][2]string{
+		"scripts/containerd.sh": {def("MYKUBELET_CNI_SUBNET"), def("MYKUBELET_CNI_BRIDGE")},
+		"testcontainerd":        {testcontainerd.DefaultSubnet, testcontainerd.DefaultBridge},
+		"chapter 19's test":     {subnet, bridge},
+	}
+	for a, na := range nets {
+		_, netA, err := net.ParseCIDR(na[0])
+		require.NoError(t, err, a)
+		for b, nb := range nets {
+			if a >= b {
+				continue
+			}
+			_, netB, err := net.ParseCIDR(nb[0])
+			require.NoError(t, err, b)
+			assert.False(t, netA.Contains(netB.IP) || netB.Contains(netA.IP), "%s's %s and %s's %s overlap", a, netA, b, netB)
+			assert.NotEqual(t, na[1], nb[1], "%s and %s share a bridge", a, b)
+		}
+	}
+}
