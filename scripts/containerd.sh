@@ -70,12 +70,21 @@ ctr_bin() { if [[ -n "$BIN_PATH" ]]; then echo "$BIN_PATH/ctr"; else command -v 
 ctr_do() { "$(ctr_bin)" --address "$SOCK" "$@"; }
 
 running_pid() {
-  local pid
-  pid="$(cat "$PID_FILE" 2>/dev/null)" || return 1
-  [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
+  local pid p
+  pid="$(cat "$PID_FILE" 2>/dev/null)" || pid=""
   # The pid is ours only while it is still containerd with our config.
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "--config $CONFIG" || return 1
-  echo "$pid"
+  if [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "--config $CONFIG "; then
+    echo "$pid"
+    return 0
+  fi
+  # The pid file lost (a state directory half removed): ours by its command line.
+  for p in /proc/[0-9]*; do
+    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "containerd --config $CONFIG "; then
+      echo "${p#/proc/}"
+      return 0
+    fi
+  done
+  return 1
 }
 
 # install_missing: Debian's packages for whatever is not there (containerd
