@@ -27,7 +27,11 @@ type CgroupSubsystems struct {
 	Unified string
 	// MountPoints is each cgroup v1 controller's hierarchy ("cpu":
 	// "/sys/fs/cgroup/cpu", "systemd": "/sys/fs/cgroup/systemd"); empty
-	// on v2.
+	// on v2. On a hybrid machine (cgroup2 mounted beside v1, e.g. on
+	// /sys/fs/cgroup/unified) "unified" is that mount: it has no
+	// controllers, but runc makes each container's cgroup there too, its
+	// parents included, so a pod's cgroup is made and removed there as
+	// well (upstream's libcontainer manager does the same in hybrid mode).
 	MountPoints map[string]string
 }
 
@@ -61,6 +65,8 @@ func parseMountInfo(r io.Reader, unifiedRoot string) (*CgroupSubsystems, error) 
 		case "cgroup2":
 			if mountPoint == unifiedRoot {
 				cs.Unified = mountPoint
+			} else {
+				cs.MountPoints[hybridUnified] = mountPoint
 			}
 		case "cgroup":
 			for _, opt := range strings.Split(tail[2], ",") {
@@ -81,11 +87,14 @@ func parseMountInfo(r io.Reader, unifiedRoot string) (*CgroupSubsystems, error) 
 		cs.MountPoints = map[string]string{}
 		return cs, nil
 	}
-	if len(cs.MountPoints) == 0 {
+	if len(cs.MountPoints) == 0 || len(cs.MountPoints) == 1 && cs.MountPoints[hybridUnified] != "" {
 		return nil, errors.New("no cgroup filesystem is mounted")
 	}
 	return cs, nil
 }
+
+// hybridUnified is MountPoints' key of a hybrid machine's cgroup2 mount.
+const hybridUnified = "unified"
 
 // Version is 2 on cgroup v2 alone, else 1.
 func (cs *CgroupSubsystems) Version() int {

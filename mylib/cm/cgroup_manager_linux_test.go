@@ -26,7 +26,8 @@ func TestParseMountInfo(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, cs.Version(), "cgroup v2 beside v1 (hybrid) is v1 for the kubelet")
 	assert.Equal(t, map[string]string{"systemd": "/sys/fs/cgroup/systemd", "cpu": "/sys/fs/cgroup/cpu,cpuacct",
-		"cpuacct": "/sys/fs/cgroup/cpu,cpuacct", "memory": "/sys/fs/cgroup/memory", "pids": "/sys/fs/cgroup/pids"}, cs.MountPoints)
+		"cpuacct": "/sys/fs/cgroup/cpu,cpuacct", "memory": "/sys/fs/cgroup/memory", "pids": "/sys/fs/cgroup/pids",
+		"unified": "/sys/fs/cgroup/unified"}, cs.MountPoints, "runc makes the containers' cgroups in the hybrid cgroup2 mount too")
 
 	unified := `25 30 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot
 `

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"mykubelet/scripts/docscheck"
+	"mykubelet/scripts/readmewalk"
 	"mykubelet/scripts/testkit/testcluster"
 )
 
@@ -66,23 +68,106 @@ func TestReadmesNameOnlyWhatExists(t *testing.T) {
 	}
 }
 
-// TestEveryChapterHasItsParts checks the shape every chapter shares.
+// TestEveryChapterHasItsParts checks the shape every chapter shares: a
+// README.md with its sections, and a main.go, the program the chapter
+// builds. A chapter without a main.go is allowed only when it runs another
+// chapter's program instead (chapter 19 runs chapter 13's capstone on a
+// real runtime): its README's walked blocks run `go run ./chapters/NN-…`,
+// or a binary built from one with `go build -o`, of a chapter that has a
+// main.go. A chapter that merely lacks its program fails.
 func TestEveryChapterHasItsParts(t *testing.T) {
 	root := testcluster.RepoRoot(t)
 	dirs, err := filepath.Glob(filepath.Join(root, "chapters", "[0-9][0-9]-*"))
 	require.NoError(t, err)
 	for _, d := range dirs {
-		for _, f := range []string{"main.go", "README.md"} {
-			_, err := os.Stat(filepath.Join(d, f))
-			require.NoError(t, err, "%s needs %s", filepath.Base(d), f)
-		}
 		b, err := os.ReadFile(filepath.Join(d, "README.md"))
-		require.NoError(t, err)
+		require.NoError(t, err, "%s needs README.md", filepath.Base(d))
+		if _, err := os.Stat(filepath.Join(d, "main.go")); err != nil {
+			require.True(t, os.IsNotExist(err), "%s/main.go: %v", filepath.Base(d), err)
+			runs, err := chapterProgramsRun(string(b))
+			require.NoError(t, err, "%s/README.md", filepath.Base(d))
+			var others []string
+			for _, c := range runs {
+				if _, err := os.Stat(filepath.Join(root, "chapters", c, "main.go")); err == nil && c != filepath.Base(d) {
+					others = append(others, c)
+				}
+			}
+			require.NotEmpty(t, others, "%s needs main.go, or a README whose walked blocks run another chapter's program (go run ./chapters/NN-…, or a binary go build -o makes of it)", filepath.Base(d))
+		}
 		for _, section := range []string{"Expected output", "How the real kubelet does it", "Cleanup", "Troubleshooting", "Next"} {
 			require.Contains(t, string(b), section, "%s/README.md has no %q section", filepath.Base(d), section)
 		}
 		_, err = docscheck.ExpectedOutput(filepath.Join(d, "README.md"))
 		require.NoError(t, err, filepath.Base(d))
+	}
+}
+
+// chapterProgram is a chapter's package in a command: ./chapters/NN-slug.
+var chapterProgram = regexp.MustCompile(`^\./chapters/([0-9][0-9]-[a-z0-9-]+)/?$`)
+
+// chapterProgramsRun returns the chapters (NN-slug) whose programs a
+// README's walked blocks run: `go run ./chapters/NN-slug …`, or the binary
+// an earlier walked `go build -o BIN ./chapters/NN-slug` made, run as BIN.
+// A program built and never run does not count.
+func chapterProgramsRun(markdown string) ([]string, error) {
+	steps, err := readmewalk.Parse(markdown)
+	if err != nil {
+		return nil, err
+	}
+	built := map[string]string{} // binary -> chapter
+	var runs []string
+	for _, st := range steps {
+		var cmds []string
+		switch {
+		case st.Action == readmewalk.Run && readmewalk.IsConsole(st.Block):
+			for _, c := range readmewalk.Console(st.Block) {
+				cmds = append(cmds, c.Command)
+			}
+		case st.Action == readmewalk.Run || st.Action == readmewalk.Background:
+			cmds = readmewalk.Commands(st.Block)
+		}
+		for _, c := range cmds {
+			f := strings.Fields(c)
+			switch {
+			case len(f) >= 3 && f[0] == "go" && f[1] == "run":
+				for _, a := range f[2:] {
+					if m := chapterProgram.FindStringSubmatch(a); m != nil {
+						runs = append(runs, m[1])
+						break
+					}
+				}
+			case len(f) >= 5 && f[0] == "go" && f[1] == "build" && f[2] == "-o":
+				if m := chapterProgram.FindStringSubmatch(f[len(f)-1]); m != nil {
+					built[f[3]] = m[1]
+				}
+			case len(f) >= 1 && built[f[0]] != "":
+				runs = append(runs, built[f[0]])
+			}
+		}
+	}
+	return runs, nil
+}
+
+func TestChapterProgramsRun(t *testing.T) {
+	for _, tc := range []struct {
+		name, md string
+		want     []string
+	}{
+		{"go run", "<!-- walk: run -->\n```sh\ngo run ./chapters/05-pleg --pleg=false\n```\n", []string{"05-pleg"}},
+		{"built, then run in the background",
+			"<!-- walk: run -->\n```sh\ngo build -o .state/bin/mykubelet ./chapters/13-mykubelet\n```\n\n" +
+				"<!-- walk: background name=k ready=\"up\" -->\n```sh\n.state/bin/mykubelet --config x \\\n  --state-dir y\n```\n",
+			[]string{"13-mykubelet"}},
+		{"built, never run", "<!-- walk: run -->\n```sh\ngo build -o .state/bin/mykubelet ./chapters/13-mykubelet\n```\n", nil},
+		{"run, but not walked", "```sh\ngo run ./chapters/05-pleg\n```\n", nil},
+		{"a console transcript", "<!-- walk: run -->\n```console\n$ go run ./chapters/02-bootstrap-token\ntoken: …\n```\n", []string{"02-bootstrap-token"}},
+		{"a script, not a chapter", "<!-- walk: run -->\n```sh\ngo run ./scripts/readmewalk/tour\n```\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := chapterProgramsRun(tc.md)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
 	}
 }
 

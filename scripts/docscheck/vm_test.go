@@ -54,6 +54,7 @@ func TestVMConfig(t *testing.T) {
 	require.NotEmpty(t, version("KIND_VERSION"))
 	require.NotEmpty(t, version("DOCKER_VERSION"))
 	require.Equal(t, "v1.37", version("CRICTL_VERSION")[:5], "crictl follows Kubernetes' minor version")
+	require.Contains(t, script, "containernetworking-plugins", "chapter 19's scripts/containerd.sh needs the CNI plugins in /usr/lib/cni")
 
 	kind := decodeYAML(t, filepath.Join(root, "yaml", "kind.yaml"))
 	require.Equal(t, "Cluster", kind["kind"])

@@ -1,0 +1,434 @@
+// Package realnode_test is chapter 19's test: the capstone (chapter 13's
+// program, built as is) on a real containerd, runc and CNI bridge
+// (scripts/testkit/testcontainerd) and a real control plane, each claim of
+// the chapter's README an assertion. The chapter has no program of its own.
+package realnode_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	"mykubelet/mylib/kuberuntime"
+	"mykubelet/scripts/testkit/chaptertest"
+	"mykubelet/scripts/testkit/testcluster"
+	"mykubelet/scripts/testkit/testcontainerd"
+)
+
+const (
+	node    = "real-node"
+	busybox = "docker.io/library/busybox:1.35.0"
+	// The test's own CNI network: neither the README walk's (10.22.0.0/16
+	// on mykubelet0) nor testcontainerd's own test's (10.24.0.0/24 on
+	// mykubelet-test), so that all three can run at once.
+	subnet = "10.26.0.0/24"
+	bridge = "mykubelet-c19"
+	v1Root = "/sys/fs/cgroup"
+)
+
+// cgroupRoot makes a cgroup root of the test's own in every cgroup v1
+// hierarchy (the kubelet's cgroupRoot: its kubepods goes below, apart from
+// a learner's /kubepods and other tests'), removed when the test ends.
+func cgroupRoot(t *testing.T) string {
+	t.Helper()
+	root := fmt.Sprintf("/mykubelet-realnode-%08x", rand.Uint32())
+	hierarchies, err := filepath.Glob(filepath.Join(v1Root, "*"))
+	require.NoError(t, err)
+	var made []string
+	for _, h := range hierarchies {
+		if _, err := os.Stat(filepath.Join(h, "cgroup.procs")); err != nil {
+			continue // not a hierarchy (a symlink such as cpu,cpuacct is one twice)
+		}
+		if fi, err := os.Lstat(h); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			continue
+		}
+		require.NoError(t, os.Mkdir(filepath.Join(h, root), 0o755))
+		made = append(made, filepath.Join(h, root))
+	}
+	t.Cleanup(func() {
+		for _, dir := range made {
+			// Deepest first: what the kubelet left (kubepods and the QoS
+			// cgroups; no pod's), then the root.
+			var dirs []string
+			_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					dirs = append(dirs, p)
+				}
+				return nil
+			})
+			slices.Reverse(dirs)
+			for _, d := range dirs {
+				assert.NoError(t, os.Remove(d), "the test's cgroups are removed")
+			}
+		}
+	})
+	return root
+}
+
+func readFile(t *testing.T, parts ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(parts...))
+	require.NoError(t, err)
+	return strings.TrimSpace(string(b))
+}
+
+// approveServingCSRs approves the node's kubelet-serving CSRs, as the
+// README's `kubectl certificate approve` does, until ctx ends.
+func approveServingCSRs(ctx context.Context, wg *sync.WaitGroup, admin kubernetes.Interface) {
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			csrs, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+			if err == nil {
+				for _, csr := range csrs.Items {
+					if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.Spec.Username != "system:node:"+node || len(csr.Status.Conditions) > 0 {
+						continue
+					}
+					csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+						Type: certificatesv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "TestApprove", Message: "approved by the test"})
+					_, _ = admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, &csr, metav1.UpdateOptions{})
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	})
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// TestRealNode: the capstone joins as a containerd node; a Guaranteed web
+// server with a readiness probe, a BestEffort pod sharing its process
+// namespace, and a container over its memory limit; real processes in the
+// pods' cgroups with their limits; exec and logs; OOMKilled by the kernel;
+// /stats/summary from the cgroups; a restart that keeps the containers;
+// the pod cgroups gone with the pods.
+func TestRealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts containerd and a control plane")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("containerd needs root (mounts, namespaces, cgroups): run the test as root")
+	}
+	if fi, err := os.Stat(filepath.Join(v1Root, "memory", "cgroup.procs")); err != nil || fi.IsDir() {
+		t.Skip("reads cgroup v1 files (this machine's); the v2 layout is mylib/cm's tests'")
+	}
+	top := t
+	root := cgroupRoot(t)
+	rt := testcontainerd.Start(t, testcontainerd.Config{Subnet: subnet, Bridge: bridge})
+	bin := testcluster.BuildChapter(t, "./chapters/13-mykubelet")
+	c := testcluster.Start(t)
+	admin := c.Clientset(t)
+	kubeconfig := c.AdminKubeconfig
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	t.Cleanup(cancel)
+	approveServingCSRs(ctx, &wg, admin)
+
+	conn, err := kuberuntime.Dial(rt.Endpoint)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	cri := runtimeapi.NewRuntimeServiceClient(conn)
+
+	state := chaptertest.ShortTempDir(t)
+	chaptertest.WriteNodeKubeconfig(t, state, chaptertest.RegisterNode(t, c, node))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	config := filepath.Join(state, "kubelet-config.yaml")
+	require.NoError(t, os.WriteFile(config, fmt.Appendf(nil, `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: %d
+serverTLSBootstrap: true
+cgroupRoot: %s
+`, port, root), 0o600))
+	args := []string{"--config", config, "--state-dir", state, "--hostname-override", node, "--node-ip", "127.0.0.1",
+		"--fake-runtime=false", "--container-runtime-endpoint", rt.Endpoint}
+	kubelet := chaptertest.Start(t, bin, args...)
+	kubelet.WaitForOutput(`node `+node+`: status written \(first report\): Ready=True, runtime containerd://`, 2*time.Minute)
+	kubelet.WaitForOutput(`serving certificate: issued`, time.Minute)
+
+	t.Run("the node joins as containerd://", func(t *testing.T) {
+		assert.Regexp(t, `runtime: containerd \S+ at `+regexp.QuoteMeta(rt.Endpoint), kubelet.Stdout())
+		n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"), n.Status.NodeInfo.ContainerRuntimeVersion)
+	})
+
+	limits := v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("64Mi")}
+	pods := []*v1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []v1.Container{{
+			Name: "httpd", Image: busybox, Command: []string{"httpd", "-f", "-v", "-p", "8080", "-h", "/tmp"},
+			Resources:      v1.ResourceRequirements{Limits: limits},
+			ReadinessProbe: &v1.Probe{PeriodSeconds: 1, ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}}},
+		}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Spec: v1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), ShareProcessNamespace: ptr.To(true),
+			Containers: []v1.Container{{Name: "app", Image: busybox, Command: []string{"sleep", "3600"}}, {Name: "sidecar", Image: busybox, Command: []string{"sleep", "3601"}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "memory-hog"}, Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{{
+			Name: "hog", Image: busybox, Command: []string{"tail", "/dev/zero"},
+			Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("32Mi")}}}}}},
+	}
+	uids := map[string]string{}
+	for _, p := range pods {
+		p.Spec.NodeName = node
+		created, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+		uids[p.Name] = string(created.UID)
+	}
+	get := func(name string) *v1.Pod {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		return p
+	}
+	for _, name := range []string{"web", "shared"} {
+		require.Eventually(t, func() bool { return get(name).Status.Phase == v1.PodRunning }, time.Minute, 100*time.Millisecond, name)
+	}
+	_, gwNet, err := net.ParseCIDR(subnet)
+	require.NoError(t, err)
+	gw := slices.Clone(gwNet.IP.To4())
+	gw[3]++
+	sh := func(script string) string { t.Helper(); return chaptertest.Shell(t, kubeconfig, node, script) }
+
+	t.Run("the pod runs with an address from the CNI range", func(t *testing.T) {
+		ip := net.ParseIP(get("web").Status.PodIP)
+		require.NotNil(t, ip)
+		assert.True(t, rt.Subnet.Contains(ip), "pod IP %s outside %s", ip, rt.Subnet)
+	})
+
+	t.Run("an httpGet readiness probe over the CNI network: not Ready on 404, Ready on 200", func(t *testing.T) {
+		notFound := fmt.Sprintf("[::ffff:%s]:", gw)
+		require.Eventually(t, func() bool {
+			logs := sh("kubectl logs web")
+			return strings.Contains(logs, notFound) && strings.Contains(logs, "response:404")
+		}, 30*time.Second, 200*time.Millisecond, "the kubelet's probes reach httpd from the bridge's address %s", gw)
+		assert.False(t, podReady(get("web")), "Ready while its probe answers 404")
+		assert.Equal(t, "", sh(`kubectl exec web -- sh -c 'echo "hello from $(hostname)" > /tmp/index.html'`))
+		require.Eventually(t, func() bool { return podReady(get("web")) }, 30*time.Second, 100*time.Millisecond, "web Ready")
+		assert.Contains(t, sh("kubectl logs web"), "response:200")
+		assert.Equal(t, "hello from web", sh("kubectl exec web -- cat /tmp/index.html"))
+	})
+
+	containerPid := func(podName, container string) int {
+		t.Helper()
+		list, err := cri.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+			LabelSelector: map[string]string{"io.kubernetes.pod.name": podName, "io.kubernetes.container.name": container}}})
+		require.NoError(t, err)
+		require.Len(t, list.Containers, 1, "%s/%s running", podName, container)
+		st, err := cri.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: list.Containers[0].Id, Verbose: true})
+		require.NoError(t, err)
+		var info struct {
+			Pid int `json:"pid"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(st.Info["info"]), &info))
+		require.Positive(t, info.Pid)
+		return info.Pid
+	}
+
+	t.Run("real processes on the host, in the pods' cgroups", func(t *testing.T) {
+		pid := containerPid("web", "httpd")
+		assert.Equal(t, "httpd -f -v -p 8080 -h /tmp", strings.ReplaceAll(strings.TrimRight(readFile(t, "/proc", strconv.Itoa(pid), "cmdline"), "\x00"), "\x00", " "))
+		cg := readFile(t, "/proc", strconv.Itoa(pid), "cgroup")
+		assert.Regexp(t, `(?m)^\d+:memory:`+regexp.QuoteMeta(root+"/kubepods/pod"+uids["web"]+"/")+`[0-9a-f]{64}$`, cg)
+		pid = containerPid("shared", "app")
+		assert.Regexp(t, `(?m)^\d+:cpu(,cpuacct)?:`+regexp.QuoteMeta(root+"/kubepods/besteffort/pod"+uids["shared"]+"/")+`[0-9a-f]{64}$`, readFile(t, "/proc", strconv.Itoa(pid), "cgroup"))
+	})
+
+	t.Run("PID 1: the container's own command, /pause with shareProcessNamespace", func(t *testing.T) {
+		assert.Equal(t, "httpd", sh("kubectl exec web -- sh -c 'tr \"\\0\" \" \" </proc/1/cmdline' | cut -d' ' -f1"))
+		assert.Equal(t, "/pause", sh("kubectl exec shared -c app -- sh -c 'tr \"\\0\" \" \" </proc/1/cmdline' | cut -d' ' -f1"))
+		ps := sh("kubectl exec shared -c app -- ps")
+		assert.Contains(t, ps, "sleep 3601", "the sidecar's process is seen from app")
+	})
+
+	t.Run("QoS and pod cgroups with the pods' limits", func(t *testing.T) {
+		assert.Equal(t, v1.PodQOSGuaranteed, get("web").Status.QOSClass)
+		assert.Equal(t, v1.PodQOSBestEffort, get("shared").Status.QOSClass)
+		g := filepath.Join(root, "kubepods", "pod"+uids["web"])
+		assert.Equal(t, "25000", readFile(t, v1Root, "cpu", g, "cpu.cfs_quota_us"))
+		assert.Equal(t, "100000", readFile(t, v1Root, "cpu", g, "cpu.cfs_period_us"))
+		assert.Equal(t, "256", readFile(t, v1Root, "cpu", g, "cpu.shares"))
+		assert.Equal(t, "67108864", readFile(t, v1Root, "memory", g, "memory.limit_in_bytes"))
+		be := filepath.Join(root, "kubepods", "besteffort", "pod"+uids["shared"])
+		assert.Equal(t, "2", readFile(t, v1Root, "cpu", be, "cpu.shares"))
+		assert.DirExists(t, filepath.Join(v1Root, "memory", root, "kubepods", "burstable"))
+		sub, err := filepath.Glob(filepath.Join(v1Root, "cpu", be, "*", "cgroup.procs"))
+		require.NoError(t, err)
+		assert.Len(t, sub, 3, "the sandbox's and the two containers' cgroups below the pod's")
+	})
+
+	t.Run("a container over its memory limit is OOMKilled by the kernel", func(t *testing.T) {
+		var term *v1.ContainerStateTerminated
+		require.Eventually(t, func() bool {
+			p := get("memory-hog")
+			if len(p.Status.ContainerStatuses) == 1 {
+				term = p.Status.ContainerStatuses[0].State.Terminated
+			}
+			return p.Status.Phase == v1.PodFailed && term != nil
+		}, time.Minute, 200*time.Millisecond)
+		assert.Equal(t, "OOMKilled", term.Reason)
+		assert.Equal(t, int32(137), term.ExitCode)
+	})
+
+	t.Run("/stats/summary: the pods' memory and CPU from their cgroups", func(t *testing.T) {
+		cfg := rest.CopyConfig(c.Config(t))
+		cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
+		hc, err := rest.HTTPClientFor(cfg)
+		require.NoError(t, err)
+		type figures struct {
+			Pods []struct {
+				PodRef struct{ Name string } `json:"podRef"`
+				CPU    struct {
+					UsageCoreNanoSeconds uint64 `json:"usageCoreNanoSeconds"`
+				} `json:"cpu"`
+				Memory struct {
+					WorkingSetBytes uint64 `json:"workingSetBytes"`
+				} `json:"memory"`
+			} `json:"pods"`
+		}
+		var last string
+		require.Eventually(t, func() bool {
+			resp, err := hc.Get(cfg.Host + "/stats/summary")
+			if err != nil {
+				last = err.Error()
+				return false
+			}
+			defer resp.Body.Close()
+			var s figures
+			if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || resp.StatusCode != 200 {
+				last = fmt.Sprintf("%d %v", resp.StatusCode, err)
+				return false
+			}
+			seen := map[string]bool{}
+			for _, p := range s.Pods {
+				seen[p.PodRef.Name] = p.CPU.UsageCoreNanoSeconds > 0 && p.Memory.WorkingSetBytes > 0
+			}
+			last = fmt.Sprint(seen)
+			return seen["web"] && seen["shared"]
+		}, 30*time.Second, 500*time.Millisecond, "web and shared with CPU and memory: %s", last)
+		assert.NotContains(t, kubelet.Stderr(), "failed to list pod sandbox stats")
+		assert.NotContains(t, kubelet.Stderr(), "cgroupPath is empty")
+	})
+
+	t.Run("a kubelet restart keeps the containers", func(t *testing.T) {
+		all := func() []string {
+			list, err := cri.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+			require.NoError(t, err)
+			var ids []string
+			for _, c := range list.Containers {
+				ids = append(ids, c.Id+" "+c.State.String())
+			}
+			slices.Sort(ids)
+			return ids
+		}
+		before := all()
+		webID := get("web").Status.ContainerStatuses[0].ContainerID
+		assert.Equal(t, 0, kubelet.Stop())
+		assert.Contains(t, kubelet.Stdout(), "stopped (the containers keep running in the runtime")
+		assert.Equal(t, before, all(), "the containers run on without the kubelet")
+		kubelet = chaptertest.Start(top, bin, args...) // it runs on after this subtest
+		kubelet.WaitForOutput(`SyncLoop ADD source=api pods=\[[^\]]*default/web`, time.Minute)
+		require.Eventually(t, func() bool {
+			p := get("web")
+			return podReady(p) && p.Status.ContainerStatuses[0].ContainerID == webID && p.Status.ContainerStatuses[0].RestartCount == 0
+		}, 30*time.Second, 200*time.Millisecond)
+		assert.Equal(t, before, all(), "no container stopped, none started")
+	})
+
+	t.Run("every pod cgroup goes with its pod", func(t *testing.T) {
+		for _, p := range pods {
+			require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{}))
+		}
+		for _, p := range pods {
+			require.Eventually(t, func() bool {
+				_, err := admin.CoreV1().Pods("default").Get(ctx, p.Name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err)
+			}, time.Minute, 200*time.Millisecond, p.Name)
+		}
+		var left []string
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			left = nil
+			for _, pattern := range []string{"pod*", "*/pod*"} {
+				found, err := filepath.Glob(filepath.Join(v1Root, "*", root, "kubepods", pattern))
+				require.NoError(t, err)
+				left = append(left, found...)
+			}
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		require.Empty(t, left, "pod cgroups left 30 s after their pods")
+		list, err := cri.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		require.NoError(t, err)
+		for _, sb := range list.Items {
+			assert.NotEqual(t, runtimeapi.PodSandboxState_SANDBOX_READY, sb.State, "sandbox %s still ready", sb.Metadata.Name)
+		}
+	})
+}
+
+// TestOwnNetwork: the test's containerd network overlaps neither the one
+// scripts/containerd.sh gives a learner and the README walk (which can run
+// at the same time: go test runs packages in parallel) nor
+// testcontainerd's own test's; each has its own bridge.
+func TestOwnNetwork(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(t), "scripts", "containerd.sh"))
+	require.NoError(t, err)
+	def := func(name string) string {
+		m := regexp.MustCompile(`\$\{` + name + `:-([^}]+)\}`).FindSubmatch(script)
+		require.NotNil(t, m, "scripts/containerd.sh has no default for %s", name)
+		return string(m[1])
+	}
+	nets := map[string][2]string{
+		"scripts/containerd.sh": {def("MYKUBELET_CNI_SUBNET"), def("MYKUBELET_CNI_BRIDGE")},
+		"testcontainerd":        {testcontainerd.DefaultSubnet, testcontainerd.DefaultBridge},
+		"chapter 19's test":     {subnet, bridge},
+	}
+	for a, na := range nets {
+		_, netA, err := net.ParseCIDR(na[0])
+		require.NoError(t, err, a)
+		for b, nb := range nets {
+			if a >= b {
+				continue
+			}
+			_, netB, err := net.ParseCIDR(nb[0])
+			require.NoError(t, err, b)
+			assert.False(t, netA.Contains(netB.IP) || netB.Contains(netA.IP), "%s's %s and %s's %s overlap", a, netA, b, netB)
+			assert.NotEqual(t, na[1], nb[1], "%s and %s share a bridge", a, b)
+		}
+	}
+}
