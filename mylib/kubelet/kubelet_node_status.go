@@ -202,9 +202,40 @@ func (kl *Kubelet) RunNode(ctx context.Context) error {
 	if lc := kl.node.nodeLeaseController; lc != nil {
 		wg.Go(func() { lc.Run(ctx) })
 	}
+	if kl.node.lastStatusReportTime.IsZero() {
+		kl.waitForRuntimeReady(ctx)
+	}
 	wg.Go(func() { kl.syncNodeStatusLoop(ctx) })
 	wg.Wait()
 	return nil
+}
+
+// FirstReportWait bounds how long the first status report waits for the
+// runtime's first good Status and the PLEG's first relist.
+const FirstReportWait = 10 * time.Second
+
+// waitForRuntimeReady waits, at most FirstReportWait, until RuntimeErrors
+// says nothing, so that the first report of a healthy node says Ready=True
+// rather than "PLEG is not healthy: pleg has yet to be successful" for the
+// second before its first relist (the pod half starts beside this one; on
+// a busy machine its first relist came after the first report). Upstream
+// writes that first NotReady report and follows it with
+// fastStatusUpdateOnce; a runtime that is really down is reported after
+// the wait, as upstream would.
+func (kl *Kubelet) waitForRuntimeReady(ctx context.Context) {
+	if kl.runtimeState == nil {
+		return
+	}
+	// Real time, not kl.clock: a test's fake clock stands still here, and
+	// this wait is only the first report's, bounded.
+	deadline := time.Now().Add(FirstReportWait)
+	for kl.RuntimeErrors() != nil && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // LeaseRenewInterval is the time between two Lease renewals; zero with
