@@ -218,6 +218,9 @@ func TestTargetPIDNamespaceSharesTheProcessView(t *testing.T) {
 		"the target's sleep and the debugger's own top and ps, in one PID namespace")
 	assert.Equal(t, "PID   USER     TIME  COMMAND\n    1 root      0:00 ps\n    2 root      0:00 sleep\n    3 root      0:00 top\n", ps(app),
 		"and the target sees the debugger's")
+	// other's top was started before the debugger, but nothing above waited
+	// for it to be running: on a busy machine ps could come first.
+	require.Eventually(t, func() bool { return strings.Contains(ps(other), " top\n") }, 10*time.Second, time.Millisecond)
 	assert.Equal(t, "PID   USER     TIME  COMMAND\n    1 root      0:00 ps\n    2 root      0:00 top\n", ps(other), "another container sees only its own")
 
 	_, err = create("lost", "nope")
