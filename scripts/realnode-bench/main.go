@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mykubelet/mylib/signals"
@@ -152,11 +153,10 @@ func (o options) burst(ctx context.Context, cs kubernetes.Interface, n int, pref
 	defer cancel()
 	selector := "realnode-bench=" + prefix
 	pods := cs.CoreV1().Pods(metav1.NamespaceDefault)
-	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	events, err := watchPods(ctx, pods, selector)
 	if err != nil {
-		return b, fmt.Errorf("watch pods: %w", err)
+		return b, err
 	}
-	defer w.Stop()
 	k0, err := cpuTime(o.kubeletPID)
 	if err != nil {
 		return b, fmt.Errorf("the kubelet's process: %w", err)
@@ -187,9 +187,9 @@ func (o options) burst(ctx context.Context, cs kubernetes.Interface, n int, pref
 		select {
 		case err := <-errs:
 			return b, err
-		case e, ok := <-w.ResultChan():
+		case e, ok := <-events:
 			if !ok {
-				return b, fmt.Errorf("%d of %d pods Running when the watch ended (within %s?)", len(running), n, o.timeout)
+				return b, fmt.Errorf("%d of %d pods Running within %s", len(running), n, o.timeout)
 			}
 			pod, isPod := e.Object.(*v1.Pod)
 			if !isPod {
@@ -220,15 +220,64 @@ func (o options) burst(ctx context.Context, cs kubernetes.Interface, n int, pref
 		return b, fmt.Errorf("delete the pods: %w", err)
 	}
 	for gone := 0; gone < n; {
-		e, ok := <-w.ResultChan()
+		e, ok := <-events
 		if !ok {
-			return b, fmt.Errorf("%d of %d pods gone when the watch ended (within %s?)", gone, n, o.timeout)
+			return b, fmt.Errorf("%d of %d pods gone within %s", gone, n, o.timeout)
 		}
 		if e.Type == watch.Deleted {
 			gone++
 		}
 	}
 	return b, nil
+}
+
+// watchPods watches the pods with the selector until ctx ends. When the
+// API server ends a watch (its time-out; on a busy machine, a watcher it
+// finds too slow), it watches again from the last resource version seen
+// (from afresh if that is too old). The channel closes when ctx ends.
+func watchPods(ctx context.Context, pods corev1.PodInterface, selector string) (<-chan watch.Event, error) {
+	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("watch pods: %w", err)
+	}
+	out := make(chan watch.Event)
+	go func() {
+		defer close(out)
+		rv := ""
+		for {
+			for e := range w.ResultChan() {
+				switch obj := e.Object.(type) {
+				case *v1.Pod:
+					rv = obj.ResourceVersion
+				case *metav1.Status:
+					if obj.Code == 410 { // gone: that version is too old
+						rv = ""
+					}
+					continue
+				}
+				select {
+				case out <- e:
+				case <-ctx.Done():
+					w.Stop()
+					return
+				}
+			}
+			if ctx.Err() == nil {
+				fmt.Fprintf(os.Stderr, "realnode-bench: the watch ended; watching again from resourceVersion %q\n", rv)
+			}
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				if w, err = pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv}); err == nil {
+					break
+				}
+				fmt.Fprintf(os.Stderr, "realnode-bench: watch pods again: %v\n", err)
+				time.Sleep(time.Second)
+			}
+		}
+	}()
+	return out, nil
 }
 
 // isRunning: the pod is Running and every container runs.
