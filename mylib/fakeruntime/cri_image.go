@@ -17,6 +17,13 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// SandboxImage is the image this runtime would start sandboxes from, as
+// containerd 2.x's default configuration names it (pinned_images.sandbox):
+// it is pinned (Image.Pinned) by whichever name it was pulled, so that the
+// kubelet's image GC never removes it. (This runtime's sandboxes run no
+// image; a pod may still pull it.)
+const SandboxImage = "registry.k8s.io/pause:3.10"
+
 // image is a pulled image: no layers, just its names, ID, size and the bits
 // of its configuration the runtime uses.
 type image struct {
@@ -175,6 +182,7 @@ func (img *image) toAPI() *runtimeapi.Image {
 		RepoDigests: append([]string(nil), img.repoDigests...),
 		Size:        img.size,
 		Spec:        &runtimeapi.ImageSpec{Image: img.id},
+		Pinned:      slices.Contains(img.repoTags, SandboxImage),
 	}
 	// As containerd reads USER: the part before ":" is a uid if numeric,
 	// else a user name; the group is not reported.

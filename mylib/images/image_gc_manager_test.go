@@ -234,6 +234,22 @@ func TestGarbageCollectDeletesImagesUnusedForMaxAgeWhateverTheDisk(t *testing.T)
 	assert.Equal(t, []string{"stale", "recent"}, f.removed)
 }
 
+// The sandbox image, which the runtime pins, outlives MaxAge too: no path
+// of the collection removes a pinned image.
+func TestGarbageCollectByMaxAgeKeepsThePinnedSandboxImage(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeImages(1000).add("pause", 1).add("stale", 100)
+	f.pin("pause")
+	gc, clk, _ := newGC(t, f, ImageGCPolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MaxAge: 10 * time.Minute})
+	began := clk.Now()
+	_, err := gc.detectImages(ctx, clk.Now())
+	require.NoError(t, err)
+	clk.Step(time.Hour)
+	require.NoError(t, gc.GarbageCollect(ctx, began))
+	assert.Equal(t, []string{"stale"}, f.removed)
+	assert.Equal(t, []string{"pause"}, f.left())
+}
+
 func TestGarbageCollectWithoutCapacityIsInvalidDiskCapacity(t *testing.T) {
 	f := newFakeImages(0).add("a", 10)
 	gc, _, rec := newGC(t, f, defaultPolicy)

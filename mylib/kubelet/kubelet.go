@@ -503,6 +503,7 @@ func (kl *Kubelet) Run(ctx context.Context) error {
 		wg.Go(func() { podsErr = kl.RunPods(ctx) })
 	}
 	wg.Wait()
+	kl.removeOwnPodCgroups() // every pod worker has stopped (kubelet_cm.go)
 	return errors.Join(nodeErr, podsErr)
 }
 

@@ -144,3 +144,37 @@ func (kl *Kubelet) cleanupOrphanedPodCgroups(cgroupPods map[types.UID]cm.CgroupN
 		kl.ownPodCgroups.Delete(uid)
 	}
 }
+
+// removeOwnPodCgroups runs when the Kubelet stops: it removes the cgroups
+// of the pods it made that are still there (pods still bound, or deleted
+// while their worker stopped). Upstream leaves them: the next kubelet's
+// cleanupOrphanedPodCgroups removes those of pods that are gone, and a
+// restarted kubelet re-makes any that are missing. Here the next kubelet
+// removes only its own (cleanupOrphanedPodCgroups says why), so nothing
+// would: every test that ends with pods bound left their empty cgroups
+// under kubepods. Only empty cgroups go: removing a cgroup that holds
+// processes fails (EBUSY), and it is left as it is, never killed (a real
+// runtime's containers run on without the kubelet; started again, it
+// adopts them in their cgroups). A pod adopted later gets its cgroup
+// again at its next sync (ensurePodCgroup).
+func (kl *Kubelet) removeOwnPodCgroups() {
+	if !kl.cgroupsPerQOS() {
+		return
+	}
+	pcm := kl.containerManager.NewPodContainerManager()
+	left := 0
+	for uid, name := range kl.podCgroups() {
+		if _, own := kl.ownPodCgroups.Load(uid); !own {
+			continue
+		}
+		if err := pcm.Destroy(name); err != nil {
+			left++
+			klog.V(2).InfoS("Pod cgroup stays: processes still run in it", "podUID", uid, "err", err)
+			continue
+		}
+		kl.ownPodCgroups.Delete(uid)
+	}
+	if left > 0 {
+		klog.V(2).InfoS("Pod cgroups left in place at exit, with processes in them", "count", left)
+	}
+}

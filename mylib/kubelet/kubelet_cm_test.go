@@ -149,6 +149,29 @@ func TestHousekeepingLeavesAnotherKubeletsPodCgroups(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(cs.MountPoints["memory"], "kubepods", "besteffort", "poduid-theirs"))
 }
 
+// A kubelet that stops with pods still bound removes the cgroups of the
+// pods it made, and only those: with the mock runtime no process is in
+// them, and on this course's machine no later kubelet removes them
+// (housekeeping removes only its own). Before, every chapter test that
+// ended with pods bound left their empty pod<uid> cgroups under kubepods.
+func TestRunRemovesItsPodCgroupsOnExit(t *testing.T) {
+	mine := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-mine", Name: "mine", Namespace: "default"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
+	theirs := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-theirs", Name: "theirs", Namespace: "default"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
+	kl, cs := cgroupKubelet(t)
+	other := &Kubelet{containerManager: kl.containerManager, recorder: record.NewFakeRecorder(10)}
+	require.NoError(t, kl.ensurePodCgroup(mine))
+	require.NoError(t, other.ensurePodCgroup(theirs))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, kl.Run(ctx))
+	for _, mp := range cs.MountPoints {
+		assert.NoDirExists(t, filepath.Join(mp, "kubepods", "besteffort", "poduid-mine"))
+		assert.DirExists(t, filepath.Join(mp, "kubepods", "besteffort", "poduid-theirs"), "another kubelet's pod")
+		assert.DirExists(t, filepath.Join(mp, "kubepods", "besteffort"), "the QoS cgroups stay, as upstream's")
+	}
+}
+
 // The sandbox the runtime manager asks for carries the pod's cgroup as
 // CgroupParent (the mock records it).
 func TestSandboxGetsThePodCgroup(t *testing.T) {
