@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -91,7 +92,12 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 		if err != nil {
 			return nil, err
 		}
-		if err := mock.PodNetworkError(); s.PodNetwork && err != nil {
+		if err := mock.PodNetworkError(); s.PodNetwork && errors.Is(err, fakeruntime.ErrPodNetworkWaits) {
+			// Its range comes with the node's podCIDR (UpdateRuntimeConfig);
+			// until then no pod starts.
+			mockNet = mock
+			fmt.Printf("pod network: %v; pods fail to start (FailedCreatePodSandBox) until the kubelet hands it over\n", err)
+		} else if s.PodNetwork && err != nil {
 			why = "the mock runtime has no pod network"
 			fmt.Printf("pod network: none (%v); httpGet, tcpSocket and grpc probes will fail\n", err)
 		} else if s.PodNetwork {

@@ -34,6 +34,9 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	if cfg.GetImage().GetImage() == "" {
 		return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: config.image.image is empty", m.GetName())
 	}
+	if err := checkLogPath(cfg.GetLogPath()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: %v", m.GetName(), err)
+	}
 	argv := append(slices.Clone(cfg.GetCommand()), cfg.GetArgs()...)
 	script, params := imageDefault(cfg.GetImage().GetImage()).Script, []string(nil)
 	var err error
@@ -159,7 +162,7 @@ func (r *Runtime) prepareContainer(c *container, cfg *runtimeapi.ContainerConfig
 	name := cfg.GetMetadata().GetName()
 	mapped, pinned, err := r.checkMounts(containers, cfg.GetMounts())
 	if err != nil {
-		return status.Errorf(mountCode(err), "CreateContainer %s: %v", name, err)
+		return status.Errorf(mountCode(err), "CreateContainer %s: %s", name, r.podFacing(name, err, cfg.GetMounts()))
 	}
 	c.mapped = mapped
 	for _, mt := range cfg.GetMounts() {
@@ -167,11 +170,11 @@ func (r *Runtime) prepareContainer(c *container, cfg *runtimeapi.ContainerConfig
 			Readonly: mt.GetReadonly(), Propagation: mt.GetPropagation(), SelinuxRelabel: mt.GetSelinuxRelabel()})
 	}
 	if err := r.makeRoot(c, containers, resolv, pinned); err != nil {
-		return status.Errorf(mountCode(err), "CreateContainer %s: %v", name, err)
+		return status.Errorf(mountCode(err), "CreateContainer %s: %s", name, r.podFacing(name, err, cfg.GetMounts()))
 	}
 	if r.sandbox != nil {
 		if err := r.sandbox.adopt(c); err != nil {
-			return status.Errorf(codes.Internal, "CreateContainer %s: %v", name, err)
+			return status.Errorf(codes.Internal, "CreateContainer %s: %s", name, r.podFacing(name, err, cfg.GetMounts()))
 		}
 	}
 	return nil

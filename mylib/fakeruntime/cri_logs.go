@@ -226,3 +226,14 @@ func (s *logStream) flush() {
 		s.buf = nil
 	}
 }
+
+// checkLogPath refuses a container's LogPath that is not a path inside
+// its sandbox's log directory (absolute, empty of a name, or with `..`
+// that leads out of it): the file is made there, as the CRI asks, and
+// nowhere else on the host. "" (no log file) is fine.
+func checkLogPath(logPath string) error {
+	if logPath == "" || filepath.IsLocal(logPath) {
+		return nil
+	}
+	return fmt.Errorf("log_path %q is not a path inside the sandbox's log directory", logPath)
+}

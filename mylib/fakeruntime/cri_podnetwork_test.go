@@ -110,12 +110,13 @@ func TestPodNetworkServesTheProbeExamples(t *testing.T) {
 	name := r.net.Name()
 	assert.Contains(t, netnsNames(t), name)
 
-	// A second runtime on the same range: refused, with the reason; it
-	// runs without a pod network.
+	// A second runtime on the same range: refused, with the reason; its
+	// network waits for the node's pod CIDR
+	// (TestPodNetworkWaitsForTheNodesPodCIDR).
 	second, err := NewRuntime(Config{Clock: clk, StateDir: t.TempDir(), PodCIDR: r.PodCIDR().String(), PodNetwork: true})
 	require.NoError(t, err)
-	assert.ErrorContains(t, second.PodNetworkError(), "the pod CIDR "+r.PodCIDR().String()+" overlaps a route the host already has (")
-	assert.ErrorContains(t, second.PodNetworkError(), "another mock runtime or a container network uses it; stop it or choose another pod CIDR")
+	assert.ErrorIs(t, second.PodNetworkError(), ErrPodNetworkWaits)
+	assert.ErrorContains(t, second.PodNetworkError(), r.PodCIDR().String()+" overlaps a route the host already has: "+r.PodCIDR().String()+" dev "+r.net.HostInterface())
 	require.NoError(t, second.Close())
 
 	t.Run("agnhost liveness: 200 for 10 s, then 500", func(t *testing.T) {

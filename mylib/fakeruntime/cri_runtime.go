@@ -93,9 +93,14 @@ type Runtime struct {
 	testHookUnlocked func(what string)
 
 	// The pod network (podnet.Network): nil without Config.PodNetwork or
-	// when it could not be made (netErr says why).
-	net    *podnet.Network
-	netErr error
+	// when it could not be made (netErr says why). net never changes
+	// once NewRuntime has made it; netErr and netWaits change under mu:
+	// a network whose first range was taken waits, with no range, for
+	// the node's pod CIDR (netWaits; netErr wraps ErrPodNetworkWaits),
+	// and RunPodSandbox fails until UpdateRuntimeConfig brings it.
+	net      *podnet.Network
+	netErr   error
+	netWaits bool
 
 	// sandbox runs the containers' scripts in a process of their own
 	// (sandboxproc.go); nil: they run in this one.
@@ -210,6 +215,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	}
 	if cfg.PodNetwork {
 		r.net, r.netErr = podnet.New(ips.Prefix())
+		r.waitForPodCIDR()
 	}
 	if useSandboxProcess(cfg.Isolation, cfg.Clock) {
 		r.sandbox = &sandboxProcess{net: r.net, roots: roots}
@@ -221,8 +227,10 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 var ErrNoPodNetwork = errors.New("the runtime has no pod network (Config.PodNetwork is off)")
 
 // PodNetworkError is nil when the sandboxes' IPs are reachable from the
-// host (Config.PodNetwork, made), else why not, in one sentence.
-func (r *Runtime) PodNetworkError() error { return r.netErr }
+// host (Config.PodNetwork, made), else why not, in one sentence; while
+// the network waits for the node's pod CIDR, an error that wraps
+// ErrPodNetworkWaits (nil once UpdateRuntimeConfig has built it).
+func (r *Runtime) PodNetworkError() error { r.mu.Lock(); defer r.mu.Unlock(); return r.netErr }
 
 // PodCIDR is the range new sandboxes' IPs come from (UpdateRuntimeConfig changes it).
 func (r *Runtime) PodCIDR() netip.Prefix { r.mu.Lock(); defer r.mu.Unlock(); return r.ips.Prefix() }

@@ -2,6 +2,7 @@ package fakeruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 
 	"mykubelet/mylib/fakeruntime/podnet"
 )
@@ -23,6 +25,13 @@ import (
 // (those in the new range), and the pod network keeps the old range on its
 // veth until the last of them stops (podnet.Network.SwitchRange). Without
 // a call the runtime keeps Config.PodCIDR (DefaultPodCIDR).
+//
+// A pod network whose first range was taken (another mock runtime on the
+// machine holds it) waits for this call with no range (netWaits): the
+// first free range it brings is built, as a CNI bridge plugin builds its
+// bridge at the first ADD, and RunPodSandbox works from then on. A range
+// that is taken too fails with the reason, FailedPrecondition, and the
+// network waits on (the kubelet tries again at its next status update).
 //
 // PodCidr is a comma-separated list, as the kubelet joins a dual-stack
 // node's spec.podCIDRs; the mock's network is IPv4 only, so it takes the
@@ -40,7 +49,7 @@ func (r *Runtime) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateR
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if prefix == r.ips.Prefix() {
+	if prefix == r.ips.Prefix() && !r.netWaits {
 		return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
 	}
 	ips, err := podnet.NewIPAllocator(prefix.String())
@@ -54,11 +63,56 @@ func (r *Runtime) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateR
 	}
 	if r.net != nil {
 		if err := r.net.SwitchRange(prefix); err != nil {
+			var taken *podnet.RangeTakenError
+			if r.netWaits && errors.As(err, &taken) {
+				r.netErr = waitsError(taken) // it waits on, for this reason now
+			}
 			return nil, status.Errorf(codes.FailedPrecondition, "UpdateRuntimeConfig: %v", err)
 		}
 	}
 	r.ips = ips
+	if r.netWaits {
+		r.netWaits, r.netErr = false, nil
+		klog.InfoS("The mock runtime's pod network is built on the node's pod CIDR", "podCIDR", prefix, "netns", r.net.Name(), "hostInterface", r.net.HostInterface())
+	}
 	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+}
+
+// ErrPodNetworkWaits: the pod network's first range (Config.PodCIDR) was
+// taken, and the network waits for the node's pod CIDR.
+var ErrPodNetworkWaits = errors.New("waits for the node's pod CIDR")
+
+// waitsError is the reason a waiting pod network gives.
+func waitsError(taken *podnet.RangeTakenError) error {
+	return fmt.Errorf("%w (%s overlaps a route the host already has: %s)", ErrPodNetworkWaits, taken.Prefix, taken.Route)
+}
+
+// waitForPodCIDR turns a pod network that New refused because its range
+// is taken (another mock runtime on the machine, such as a second node's)
+// into one that waits for the node's pod CIDR: the namespace and the veth
+// pair are made with no range, and RunPodSandbox fails until
+// UpdateRuntimeConfig brings a free one. Before, the runtime ran without a
+// network and handed out addresses that led nowhere. Called by NewRuntime.
+func (r *Runtime) waitForPodCIDR() {
+	var taken *podnet.RangeTakenError
+	if !errors.As(r.netErr, &taken) {
+		return
+	}
+	n, err := podnet.New(netip.Prefix{})
+	if err != nil {
+		return // no network, and netErr says why the first try failed
+	}
+	r.net, r.netErr, r.netWaits = n, waitsError(taken), true
+}
+
+// podNetworkReady fails, as a CNI plugin's ADD would, while the pod
+// network waits for the node's pod CIDR: no sandbox gets an address that
+// leads nowhere. Caller holds mu.
+func (r *Runtime) podNetworkReady() error {
+	if r.netWaits {
+		return fmt.Errorf("the pod network %v", r.netErr)
+	}
+	return nil
 }
 
 // firstIPv4Range parses a comma-separated list of CIDRs and returns the
@@ -81,14 +135,17 @@ func firstIPv4Range(cidrs string) (netip.Prefix, error) {
 }
 
 // PodCIDRs are where the sandboxes' IPs are: the current range first
-// (PodCIDR), then, as a /32 each, the address of every sandbox still in
+// (PodCIDR; not while the pod network waits for the node's), then, as a /32 each, the address of every sandbox still in
 // an earlier range. A probe guard that lets the kubelet reach the pod network reads it
 // on each dial, since UpdateRuntimeConfig changes it.
 func (r *Runtime) PodCIDRs() []netip.Prefix {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	current := r.ips.Prefix()
-	out := []netip.Prefix{current}
+	var out []netip.Prefix
+	if !r.netWaits { // else the range is someone else's
+		out = append(out, current)
+	}
 	for _, s := range r.sandboxes {
 		a, err := netip.ParseAddr(s.ip)
 		if err != nil || current.Contains(a) {

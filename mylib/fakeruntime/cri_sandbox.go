@@ -109,6 +109,9 @@ func (r *Runtime) newSandbox(req *runtimeapi.RunPodSandboxRequest) (*sandbox, bo
 	if err != nil {
 		return nil, false, status.Errorf(codes.InvalidArgument, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
 	}
+	if err := r.podNetworkReady(); err != nil { // as containerd's CNI setup fails
+		return nil, false, status.Errorf(codes.Unavailable, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
+	}
 	ip, err := r.ips.Allocate()
 	if err != nil {
 		return nil, false, status.Errorf(codes.ResourceExhausted, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)

@@ -325,7 +325,7 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 // `builtin` and `command` as the interpreter dispatches them, so that
 // `builtin eval "$p"` meets the same bounds (boundedInput) as `eval "$p"`.
 func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
-	if err := p.checkLimits(ctx); err != nil {
+	if err := p.checkLimits(ctx, args); err != nil {
 		return nil, err
 	}
 	if trap, ok := p.pendingTrap(); ok {
@@ -536,6 +536,8 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		return p.lookup(hc, args[1:])
 	case tickCommand:
 		return exitStatus(hc.LastExitStatus)
+	case expandsCommand: // charged by the call handler
+		return nil
 	case pwdPhysical:
 		fmt.Fprintln(hc.Stdout, p.physicalDir(hc.Dir))
 		return nil

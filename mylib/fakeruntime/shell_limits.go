@@ -25,9 +25,12 @@ import (
 // Everything below is reachable from a proc, so that it moves with the
 // scripts into a sandbox process.
 //
-// What it cannot see: memory is checked between commands, so one command
-// may still grow it by as much as its own text says (a word naming $x a
-// thousand times makes a thousand copies before the next check); nor are
+// Memory is checked before each command, with the buffers it will fill
+// (shell_buffers.go: a command substitution's output, printf's, a word's
+// copies of its variables). What it cannot see: what other expansions
+// make before the next check ("$@" named a thousand times, a command
+// substitution's output held while the next one in the same word runs);
+// nor are
 // the goroutines the interpreter starts for a pipeline counted as
 // processes (a pipeline waits for its sides, so a script runs a bounded
 // number of them). The sandbox process's own limits (its cgroup) are the
@@ -198,9 +201,11 @@ func varsSize(hc interp.HandlerContext) int64 {
 	return n
 }
 
-// checkLimits runs before each command (proc.call): it refuses to nest
-// deeper than maxStackFrames and enforces the container's memory limit.
-func (p *proc) checkLimits(ctx context.Context) error {
+// checkLimits runs before each command of args (proc.call): it refuses
+// to nest deeper than maxStackFrames and enforces the container's memory
+// limit, counting the buffers the command writes to and will fill
+// (shell_buffers.go).
+func (p *proc) checkLimits(ctx context.Context, args []string) error {
 	// Counting frames costs a step per frame, a few microseconds for a
 	// script's usual depth, at every command: counting at one command in
 	// N only would miss a chain of nested sh, each of which runs a single
@@ -210,7 +215,8 @@ func (p *proc) checkLimits(ctx context.Context) error {
 	if runtime.Callers(maxStackFrames, pc[:]) != 0 {
 		return fmt.Errorf("maximum nesting depth (%d stack frames) exceeded", maxStackFrames)
 	}
-	if p.running.killed() || p.running.charge(p.rootUsage(), varsSize(interp.HandlerCtx(ctx))) {
+	hc := interp.HandlerCtx(ctx)
+	if p.running.killed() || p.running.charge(p.rootUsage(), varsSize(hc)+predictedOutput(hc, args)) {
 		return errOOM // before the OOM context reaches this script (it runs its AfterFuncs on goroutines of their own)
 	}
 	return nil
@@ -258,8 +264,11 @@ const jobCommand = "fakeruntime-job"
 //   - each statement of assignments only (`x=$x$x`), which runs no call
 //     handler, is followed by tickCommand, which does, so that a loop of
 //     assignments cannot grow the variables past the memory limit
-//     unchecked. The tick keeps $? as the assignment left it.
+//     unchecked. The tick keeps $? as the assignment left it;
+//   - each word that names variables more than once is charged before it
+//     expands (rewriteExpansions).
 func rewriteJobs(node syntax.Node) {
+	rewriteExpansions(node)
 	syntax.Walk(node, func(n syntax.Node) bool {
 		st, ok := n.(*syntax.Stmt)
 		if !ok {

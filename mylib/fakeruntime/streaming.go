@@ -294,12 +294,26 @@ func (r *Runtime) serveStream(w http.ResponseWriter, req *http.Request) {
 		stdin = ss.stdin
 	}
 	stdout, stderr := writerOrDiscard(ss.stdout), writerOrDiscard(ss.stderr)
+	// The session ends with its connection: a hijacked request's context
+	// is not cancelled when its client goes, so a closed connection (the
+	// client killed, its network gone) cancels it here, which ends an
+	// exec's run as containerd kills an exec whose stream is gone (and
+	// ends an attach, leaving the container be).
+	ctx, cancel := context.WithCancel(req.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-conn.CloseChan():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var code int
 	var err error
 	if p.attach {
-		err = r.attachStreams(req.Context(), p.containerID, stdin, stdout, stderr)
+		err = r.attachStreams(ctx, p.containerID, stdin, stdout, stderr)
 	} else {
-		code, err = r.execStreams(req.Context(), p.containerID, p.cmd, stdin, stdout, stderr, p.opts.TTY)
+		code, err = r.execStreams(ctx, p.containerID, p.cmd, stdin, stdout, stderr, p.opts.TTY)
 	}
 	for _, s := range []httpstream.Stream{ss.stdout, ss.stderr} {
 		if s != nil {

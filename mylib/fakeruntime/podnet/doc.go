@@ -26,7 +26,10 @@
 // sandboxes' addresses come from the new range, and the old range's
 // gateway (and with it the host's route) goes when the last sandbox
 // address in it leaves eth0 — at once when none is left. A range that
-// overlaps a route of someone else's is refused, as New refuses it.
+// overlaps a route of someone else's is refused, as New refuses it
+// (RangeTakenError). A runtime whose first range is taken (a second node
+// on the machine) makes its network with no range at all (New with the
+// zero Prefix) and waits: SwitchRange gives it the node's pod CIDR.
 //
 // It needs root. It talks to the kernel itself, as CNI plugins do: netlink
 // messages (github.com/vishvananda/netlink) make the veth pair, the

@@ -50,21 +50,29 @@ type Network struct {
 
 // New makes the namespace and the veth pair for prefix, after
 // removing what crashed runtimes left. It fails with one clear sentence
-// when it cannot (not root, the range already routed).
+// when it cannot (not root; the range already routed: a
+// *RangeTakenError). A prefix that is not valid (the zero Prefix) makes
+// them with no range at all: no address on the veth, no route, until
+// SwitchRange gives it one (a runtime whose first range was taken waits
+// so for the node's pod CIDR).
 func New(prefix netip.Prefix) (*Network, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the pod network needs root (to make a network namespace and a veth pair)")
 	}
 	RemoveStaleNetworks()
-	if err := checkRouteFree(prefix, 0); err != nil {
-		return nil, err
+	ranges := map[netip.Prefix]int{}
+	if prefix.IsValid() {
+		if err := checkRouteFree(prefix, 0); err != nil {
+			return nil, err
+		}
+		ranges[prefix] = 0
 	}
 	pid, seq := os.Getpid(), netnsSeq.Add(1)-1
 	n := &Network{
 		name:    fmt.Sprintf("%s%d-%d", NetnsPrefix, pid, seq),
 		hostIf:  fmt.Sprintf("mkl%d-%d", pid, seq),
 		prefix:  prefix,
-		ranges:  map[netip.Prefix]int{prefix: 0},
+		ranges:  ranges,
 		current: prefix,
 	}
 	if err := n.setUp(); err != nil {
@@ -96,8 +104,10 @@ func (n *Network) setUp() error {
 	if err != nil {
 		return fmt.Errorf("veth %s: %w", n.hostIf, err)
 	}
-	if err := netlink.AddrAdd(host, gateway(n.prefix)); err != nil {
-		return fmt.Errorf("add %s to %s: %w", gateway(n.prefix).IPNet, n.hostIf, err)
+	if n.prefix.IsValid() { // else no range yet
+		if err := netlink.AddrAdd(host, gateway(n.prefix)); err != nil {
+			return fmt.Errorf("add %s to %s: %w", gateway(n.prefix).IPNet, n.hostIf, err)
+		}
 	}
 	if err := netlink.LinkSetUp(host); err != nil {
 		return fmt.Errorf("set %s up: %w", n.hostIf, err)
@@ -227,10 +237,21 @@ func checkRouteFree(prefix netip.Prefix, ours int) error {
 			continue // the default route (0.0.0.0/0)
 		}
 		if dst := netip.PrefixFrom(a.Unmap(), bits); dst.Overlaps(prefix) {
-			return fmt.Errorf("the pod CIDR %s overlaps a route the host already has (%s): another mock runtime or a container network uses it; stop it or choose another pod CIDR", prefix, routeString(rt))
+			return &RangeTakenError{Prefix: prefix, Route: routeString(rt)}
 		}
 	}
 	return nil
+}
+
+// RangeTakenError: the host already routes part of a pod CIDR, through
+// someone else's link (another runtime's pod network, a CNI bridge, a VPN).
+type RangeTakenError struct {
+	Prefix netip.Prefix // the pod CIDR asked for
+	Route  string       // the route in the way, as `ip route show` writes it
+}
+
+func (e *RangeTakenError) Error() string {
+	return fmt.Sprintf("the pod CIDR %s overlaps a route the host already has (%s): another mock runtime or a container network uses it; stop it or choose another pod CIDR", e.Prefix, e.Route)
 }
 
 // routeString writes a route as `ip route show` does, in short: "10.88.0.0/16
@@ -373,17 +394,21 @@ func (n *Network) dropRange(p netip.Prefix) {
 	}
 }
 
-// Ranges are the pod CIDRs the veth carries, the current one first.
+// Ranges are the pod CIDRs the veth carries, the current one first
+// (none before the first, for a network made without a range).
 func (n *Network) Ranges() []netip.Prefix {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := []netip.Prefix{n.current}
+	var out []netip.Prefix
 	for p := range n.ranges {
 		if p != n.current {
 			out = append(out, p)
 		}
 	}
-	slices.SortFunc(out[1:], func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	if n.current.IsValid() {
+		out = append([]netip.Prefix{n.current}, out...)
+	}
 	return out
 }
 
