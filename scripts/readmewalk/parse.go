@@ -131,6 +131,9 @@ func Parse(markdown string) ([]Step, error) {
 		if s.Action == Wait && s.Attrs["for"] == "" && s.Attrs["exit"] != "true" {
 			return nil, fmt.Errorf("line %d: walk: wait needs for=REGEX or exit", i+1)
 		}
+		if u, ok := s.Attrs["until"]; ok && (s.Action != Background || !chapRe.MatchString(u)) {
+			return nil, fmt.Errorf("line %d: walk: until=%q: only a background program has one, a two-digit chapter number", i+1, u)
+		}
 		if s.Action == Skip && s.Attrs["reason"] == "" {
 			return nil, fmt.Errorf("line %d: walk: skip needs reason=\"…\"", i+1)
 		}

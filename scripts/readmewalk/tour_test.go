@@ -181,3 +181,33 @@ func TestTourOnAnotherClusterSkipsTheLocalSteps(t *testing.T) {
 	assert.Contains(t, out, "$ echo \"$GREETING one\"\n  hello one")
 	assert.NotContains(t, out, "The local cluster is still running")
 }
+
+// TestAProgramLeftRunningIsStoppedWhereTheCourseStopsIt: a program started
+// with until="02" is left running for the chapters before 02, which stops
+// it. A tour of 03 (which needs 01, not 02) skips that Ctrl-C: the tour
+// presses it before 03, as the learner walking 02 would have; a full tour
+// leaves it to 02.
+func TestAProgramLeftRunningIsStoppedWhereTheCourseStopsIt(t *testing.T) {
+	bin := testcluster.BuildChapter(t, "./scripts/readmewalk/tour")
+	gone := "<!-- walk: run -->\n```sh\n! kill -0 \"$(cat prog.pid)\" 2>/dev/null\n```\n"
+	files := map[string]string{
+		"README.md": "# Course\n",
+		"chapters/01-first/README.md": "# 01\n\n<!-- walk: background name=prog ready=\"^up\" until=\"02\" -->\n" +
+			"```sh\nbash -c 'trap \"echo down; exit 0\" INT; echo up; echo $$ > prog.pid; while :; do sleep 0.1; done'\n```\n",
+		"chapters/02-second/README.md": "# 02\n\n<!-- walk: ctrl-c name=prog -->\n\n" + gone,
+		"chapters/03-third/README.md":  "# 03\n\n<!-- walk: needs chapters=\"01\" -->\n\n" + gone,
+	}
+	dir := writeCourse(t, files)
+	out, err := runTour(t, bin, dir, nil, "03")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "^C   (in the terminal of prog: chapter 02 stops it, and this walk skipped it)")
+
+	dir = writeCourse(t, files)
+	out, err = runTour(t, bin, dir, nil)
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "this walk skipped it")
+
+	files["chapters/01-first/README.md"] = "# 01\n\n<!-- walk: run until=\"02\" -->\n```sh\ntrue\n```\n"
+	_, err = Parse(files["chapters/01-first/README.md"])
+	assert.ErrorContains(t, err, "only a background program has one")
+}

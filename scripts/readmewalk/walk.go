@@ -96,6 +96,7 @@ type proc struct {
 	waitPos  [2]int // how far walk: wait has read its stdout and its stderr
 	stopped  bool
 	exitCode string
+	until    string // chapter (two digits) that stops it; a README after it stops it first if the walk skipped it
 }
 
 // NewWalker returns a walker for dir; scratch holds its logs and scripts.
@@ -235,6 +236,9 @@ func (w *Walker) Walk(readme string) error {
 	defer s.close()
 	m := func() Matcher { return Matcher{NodeName: envValue(w.Env, "NODE_NAME")} }
 	w.heading = ""
+	if err := w.stopLeftBehind(readme, m()); err != nil {
+		return fmt.Errorf("%s: %w", readme, err)
+	}
 	for _, st := range steps {
 		where := fmt.Sprintf("%s:%d", readme, st.Line)
 		start := time.Now()
@@ -486,7 +490,7 @@ func (w *Walker) startBackground(s *session, st Step, command string, expect *St
 	}
 	w.seq++
 	base := filepath.Join(w.scratch, fmt.Sprintf("bg-%03d-%s", w.seq, st.Name()))
-	p := &proc{name: st.Name(), out: base + ".out", err: base + ".err", expect: expect, readme: readme}
+	p := &proc{name: st.Name(), out: base + ".out", err: base + ".err", expect: expect, readme: readme, until: st.Attrs["until"]}
 	if err := os.WriteFile(base+".sh", []byte(command+"\n"), 0o600); err != nil {
 		return err
 	}
@@ -596,6 +600,41 @@ func (w *Walker) stop(p *proc, m Matcher) error {
 		return fmt.Errorf("the output of %q (%s:%d) after Ctrl-C: %w\n--- its stderr:\n%s", p.name, p.readme, p.expect.Line, err, e)
 	}
 	return nil
+}
+
+// stopLeftBehind stops, before readme's first step, each program that a
+// chapter before readme's should have stopped (background until="09": left
+// running for the chapters before 09, which stops it). A full walk never
+// needs it; a tour of some chapters (scripts/tour.sh 12 walks 04, then 12)
+// skipped the chapter that presses that Ctrl-C, and the learner it stands
+// for would have pressed it.
+func (w *Walker) stopLeftBehind(readme string, m Matcher) error {
+	num := chapterNumber(readme)
+	if num == "" {
+		return nil
+	}
+	var errs []error
+	for name, p := range w.procs {
+		if p.until == "" || num <= p.until {
+			continue
+		}
+		w.show("^C   (in the terminal of %s: chapter %s stops it, and this walk skipped it)", name, p.until)
+		if err := w.stop(p, m); err != nil {
+			errs = append(errs, err)
+		}
+		delete(w.procs, name)
+		w.stopped[name] = p
+	}
+	return errors.Join(errs...)
+}
+
+// chapterNumber is the two digits of chapters/NN-slug/README.md, or "".
+func chapterNumber(readme string) string {
+	dir := filepath.Base(filepath.Dir(readme))
+	if !strings.HasPrefix(filepath.ToSlash(readme), "chapters/") || len(dir) < 3 || !chapterArgRe.MatchString(dir[:2]) {
+		return ""
+	}
+	return dir[:2]
 }
 
 // StopAll presses Ctrl-C in every terminal still running a program and
