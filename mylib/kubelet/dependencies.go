@@ -149,7 +149,8 @@ type StatsProvider interface {
 // KubeletConfiguration (defaulted: kubeletconfig.SetDefaults) and its
 // Dependencies, both halves, built by New. From kubeCfg it reads maxPods,
 // port, nodeStatusUpdateFrequency, nodeStatusReportFrequency,
-// nodeLeaseDurationSeconds, podLogsDir, nodeStatusMaxImages, with ContainerLogRotation the
+// nodeLeaseDurationSeconds, podLogsDir, nodeStatusMaxImages, with Admit
+// allowedUnsafeSysctls, with ContainerLogRotation the
 // containerLog* fields, and with Eviction the eviction*, imageGC*,
 // image*GCAge and image pull fields.
 func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Dependencies, opts MainOptions) (*Kubelet, error) {
@@ -188,7 +189,7 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		RelistPeriod: opts.RelistPeriod, HousekeepingPeriod: opts.HousekeepingPeriod, Out: kubeDeps.Out,
 		RunContainers: opts.RunContainers, Recorder: kubeDeps.Recorder, PodLogsDirectory: kubeCfg.PodLogsDir,
 		ContainerGC: opts.ContainerGC, ActiveDeadline: opts.ActiveDeadline, Probes: opts.Probes, ProbeDial: kubeDeps.ProbeDial,
-		Admit: opts.Admit, ContainerLogs: containerLogs,
+		Admit: opts.Admit, AllowedUnsafeSysctls: kubeCfg.AllowedUnsafeSysctls, ContainerLogs: containerLogs,
 		Volumes: opts.Volumes, RootDirectory: opts.RootDirectory, VolumePlugins: kubeDeps.VolumePlugins,
 		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,

@@ -151,6 +151,11 @@ type PodsConfig struct {
 	// the pods that do not fit (kubelet_admission.go); needs RunContainers.
 	// False admits every pod.
 	Admit bool
+	// AllowedUnsafeSysctls are the KubeletConfiguration's
+	// allowedUnsafeSysctls: with Admit, a pod may set these sysctls (names
+	// or prefixes ending in "*") besides the safe ones (mylib/sysctl); a
+	// pod asking for another is rejected (SysctlForbidden).
+	AllowedUnsafeSysctls []string
 	// ContainerLogs, with RunContainers, rotates the running containers'
 	// log files (mylib/logs: containerLogMaxSize, containerLogMaxFiles,
 	// containerLogMonitorInterval, containerLogMaxWorkers; zero values are
@@ -453,7 +458,7 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		}
 	}
 	if cfg.Admit {
-		if err := kl.newAdmission(); err != nil {
+		if err := kl.newAdmission(cfg.AllowedUnsafeSysctls); err != nil {
 			return err
 		}
 	}

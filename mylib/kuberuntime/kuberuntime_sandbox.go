@@ -13,6 +13,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	runtimeutil "mykubelet/mylib/kuberuntime/util"
+	"mykubelet/mylib/sysctl"
 )
 
 // DefaultPodLogsDirectory is where the kubelet asks runtimes to write
@@ -85,7 +86,8 @@ func (m *Manager) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtim
 // containers is (CRI runtimes refuse a privileged container in an
 // unprivileged sandbox); the RuntimeDefault seccomp profile (upstream
 // forces it on the pause container); and the pod's user, group,
-// fsGroup then supplementalGroups, and SELinux options.
+// fsGroup then supplementalGroups, and SELinux options; and the pod's
+// sysctls, their names with dots.
 func (m *Manager) generatePodSandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
 	lc := &runtimeapi.LinuxPodSandboxConfig{
 		CgroupParent: m.helper.GetPodCgroupParent(pod),
@@ -95,6 +97,7 @@ func (m *Manager) generatePodSandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPo
 			Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 		},
 	}
+	lc.Sysctls = sysctl.PodSysctls(pod) // with dots: runc refuses kernel/shm_rmid_forced
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		sc := lc.SecurityContext
 		if psc.RunAsUser != nil {

@@ -219,3 +219,15 @@ func TestSandboxSecurityContext(t *testing.T) {
 	assert.Equal(t, int64(3000), sc.GetRunAsGroup().GetValue())
 	assert.Equal(t, []int64{2000, 4000}, sc.SupplementalGroups)
 }
+
+// The pod's sysctls reach the sandbox with dots: runc refuses
+// kernel/shm_rmid_forced ("sysctl is not in a separate kernel namespace").
+func TestSandboxSysctlsWithDots(t *testing.T) {
+	m := &Manager{helper: literalHelper{}, podLogsDirectory: t.TempDir()}
+	pod := webPod()
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{
+		{Name: "kernel/shm_rmid_forced", Value: "1"}, {Name: "net.ipv4.ip_local_port_range", Value: "1024 65535"}}}
+	cfg, err := m.generatePodSandboxConfig(pod, 0)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"kernel.shm_rmid_forced": "1", "net.ipv4.ip_local_port_range": "1024 65535"}, cfg.GetLinux().GetSysctls())
+}
