@@ -119,6 +119,9 @@ type MainOptions struct {
 	// Volumes mounts the pods' volumes under RootDirectory/pods
 	// (PodsConfig.Volumes, with Dependencies.VolumePlugins and managers).
 	Volumes bool
+	// NodeHostsFile: see PodsConfig ("": a hostNetwork pod gets no
+	// /etc/hosts from the kubelet).
+	NodeHostsFile string
 	// Eviction runs the eviction manager and the image GC manager over
 	// Dependencies.StatsProvider (PodsConfig.Eviction, from the
 	// KubeletConfiguration's eviction* and image* fields): the node's
@@ -191,7 +194,7 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		ContainerGC: opts.ContainerGC, ActiveDeadline: opts.ActiveDeadline, Probes: opts.Probes, ProbeDial: kubeDeps.ProbeDial,
 		Admit: opts.Admit, AllowedUnsafeSysctls: kubeCfg.AllowedUnsafeSysctls, ContainerLogs: containerLogs,
 		Volumes: opts.Volumes, RootDirectory: opts.RootDirectory, VolumePlugins: kubeDeps.VolumePlugins,
-		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig,
+		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig, NodeHostsFile: opts.NodeHostsFile,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
 		Metrics: kubeDeps.Metrics, StatusWriters: opts.StatusWriters, CreatingStatusDelay: opts.CreatingStatusDelay,
 		EventedPLEG: opts.EventedPLEG, ContainerManager: kubeDeps.ContainerManager,

@@ -177,6 +177,13 @@ type PodsConfig struct {
 	ClusterDNS     []net.IP
 	ClusterDomain  string
 	ResolverConfig string
+	// NodeHostsFile, with Volumes, is the node's hosts file (/etc/hosts)
+	// that a hostNetwork pod's containers see, copied under a
+	// kubelet-managed header with the pod's hostAliases, as upstream's
+	// (a real runtime's kubelet). "": a hostNetwork pod gets no /etc/hosts
+	// from the kubelet (the mock runtime's: nothing of the host's files
+	// reaches a pod).
+	NodeHostsFile string
 	// VolumePlugins are the volume types this kubelet mounts (upstream's
 	// ProbeVolumePlugins); the Kubelet initialises them with itself as
 	// their VolumeHost.

@@ -757,6 +757,9 @@ type PodRuntimeHelper struct {
 	// GetMountedVolumesForPod). nil: containers mount nothing, not even
 	// /etc/hosts or a termination-message file. Needs PodDir.
 	Volumes func(*v1.Pod) kubecontainer.VolumeMap
+	// NodeHostsFile is the node's hosts file a hostNetwork pod's
+	// containers see (makeHostNetworkHostsMount); "": none.
+	NodeHostsFile string
 	// PodDir is the pod's directory, <root>/pods/<uid>: its etc-hosts,
 	// its containers' termination-message files, its subPath links.
 	PodDir func(types.UID) string
@@ -814,6 +817,15 @@ func (h *PodRuntimeHelper) GenerateRunContainerOptions(ctx context.Context, pod 
 	podDir := h.PodDir(pod.UID)
 	if opts.Mounts, err = makeMounts(pod, podDir, container, hostName, hostDomain, podIPs, h.Volumes(pod), envs); err != nil {
 		return nil, err
+	}
+	if pod.Spec.HostNetwork && h.NodeHostsFile != "" {
+		m, err := makeHostNetworkHostsMount(pod, podDir, container, h.NodeHostsFile)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil {
+			opts.Mounts = append(opts.Mounts, *m)
+		}
 	}
 	if container.TerminationMessagePath != "" && len(utilvalidation.IsDNS1123Label(container.Name)) == 0 {
 		// 0755: the sandbox's user (65534) goes through it to the file.

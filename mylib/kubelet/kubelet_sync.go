@@ -288,6 +288,7 @@ func (h runtimeHelper) helper() *PodRuntimeHelper {
 	}
 	if v := h.kl.volumes; v != nil { // the mounts, /etc/hosts and DNS
 		p.PodDir, p.Volumes, p.DNS, p.ClusterDomain = h.kl.getPodDir, h.kl.mountedVolumes, v.dns, v.clusterDomain
+		p.NodeHostsFile = v.nodeHostsFile
 		// env and envFrom read the watched copies, as upstream: the pod's
 		// references were registered before its containers start.
 		if v.configMapManager != nil {
