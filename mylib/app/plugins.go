@@ -19,10 +19,20 @@ import (
 // ProbeVolumePlugins is upstream's (cmd/kubelet/app/plugins.go): the
 // volume types this kubelet mounts, handed to it in
 // Dependencies.VolumePlugins. Any other kind (persistentVolumeClaim, csi,
-// nfs, …) finds no plugin: its pod gets a FailedMount event.
-func ProbeVolumePlugins() []volume.VolumePlugin {
+// nfs, …) finds no plugin: its pod gets a FailedMount event. An emptyDir
+// of medium Memory is on disk (the mock runtime's); see
+// ProbeVolumePluginsForRuntime.
+func ProbeVolumePlugins() []volume.VolumePlugin { return ProbeVolumePluginsForRuntime(false) }
+
+// ProbeVolumePluginsForRuntime is ProbeVolumePlugins for a real runtime
+// (realRuntime: containerd), where an emptyDir of medium Memory is a
+// tmpfs, as upstream's (the kubelet runs as root there).
+func ProbeVolumePluginsForRuntime(realRuntime bool) []volume.VolumePlugin {
 	var all []volume.VolumePlugin
-	for _, probe := range []func() []volume.VolumePlugin{emptydir.ProbeVolumePlugins, configmapvolume.ProbeVolumePlugins,
+	emptyDir := func() []volume.VolumePlugin {
+		return emptydir.ProbeVolumePluginsWith(emptydir.Options{Tmpfs: realRuntime})
+	}
+	for _, probe := range []func() []volume.VolumePlugin{emptyDir, configmapvolume.ProbeVolumePlugins,
 		secretvolume.ProbeVolumePlugins, projected.ProbeVolumePlugins, downwardapi.ProbeVolumePlugins, hostpath.ProbeVolumePlugins} {
 		all = append(all, probe()...)
 	}
@@ -34,10 +44,11 @@ func ProbeVolumePlugins() []volume.VolumePlugin {
 // client (upstream builds the managers in NewMainKubelet). The ConfigMap
 // and Secret managers watch each object a pod references (upstream's
 // default configMapAndSecretChangeDetectionStrategy, Watch); resync is
-// the KubeletConfiguration's syncFrequency.
-func volumeDependencies(deps *kubelet.Dependencies, resync time.Duration) {
+// the KubeletConfiguration's syncFrequency. realRuntime: the plugins
+// are ProbeVolumePluginsForRuntime's for a real runtime.
+func volumeDependencies(deps *kubelet.Dependencies, resync time.Duration, realRuntime bool) {
 	if deps.VolumePlugins == nil {
-		deps.VolumePlugins = ProbeVolumePlugins()
+		deps.VolumePlugins = ProbeVolumePluginsForRuntime(realRuntime)
 	}
 	if deps.ConfigMapManager == nil {
 		deps.ConfigMapManager = configmap.NewWatchingConfigMapManager(deps.KubeClient, resync)

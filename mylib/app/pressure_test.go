@@ -191,3 +191,10 @@ func TestCreateAndInitKubeletGivesTheKubeletTheStatsProvider(t *testing.T) {
 	assert.Equal(t, uint64(1<<30), *summary.Node.Memory.AvailableBytes+*summary.Node.Memory.WorkingSetBytes,
 		"the capacity (available + working set) is the mock machine's memory, not the host's")
 }
+
+// A real runtime's kubelet gives hostNetwork pods the node's /etc/hosts
+// (with their hostAliases), as upstream; the mock runtime's none.
+func TestMainOptionsNodeHostsFileOnARealRuntime(t *testing.T) {
+	assert.Equal(t, "/etc/hosts", mainOptions(&KubeletServer{}).NodeHostsFile)
+	assert.Empty(t, mainOptions(&KubeletServer{FakeRuntime: true}).NodeHostsFile)
+}

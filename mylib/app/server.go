@@ -160,7 +160,7 @@ func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubele
 		}
 	}
 	if s.Volumes {
-		volumeDependencies(deps, s.KubeletConfiguration.SyncFrequency.Duration)
+		volumeDependencies(deps, s.KubeletConfiguration.SyncFrequency.Duration, !s.FakeRuntime)
 	}
 	if s.Stats {
 		statsDependencies(deps)
@@ -181,11 +181,15 @@ func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubele
 
 // mainOptions are s's parts of the kubelet to turn on: the eviction
 // manager needs the admission handlers (it refuses pods under pressure),
-// so Eviction turns Admit on.
+// so Eviction turns Admit on; on a real runtime hostNetwork pods see the
+// node's /etc/hosts (NodeHostsFile), as upstream's.
 func mainOptions(s *KubeletServer) kubelet.MainOptions {
 	opts := s.MainOptions
 	if opts.Eviction {
 		opts.Admit = true
+	}
+	if !s.FakeRuntime && opts.NodeHostsFile == "" {
+		opts.NodeHostsFile = "/etc/hosts" // a real runtime's hostNetwork pods see the node's, as upstream
 	}
 	return opts
 }

@@ -119,6 +119,9 @@ type MainOptions struct {
 	// Volumes mounts the pods' volumes under RootDirectory/pods
 	// (PodsConfig.Volumes, with Dependencies.VolumePlugins and managers).
 	Volumes bool
+	// NodeHostsFile: see PodsConfig ("": a hostNetwork pod gets no
+	// /etc/hosts from the kubelet).
+	NodeHostsFile string
 	// Eviction runs the eviction manager and the image GC manager over
 	// Dependencies.StatsProvider (PodsConfig.Eviction, from the
 	// KubeletConfiguration's eviction* and image* fields): the node's
@@ -149,7 +152,8 @@ type StatsProvider interface {
 // KubeletConfiguration (defaulted: kubeletconfig.SetDefaults) and its
 // Dependencies, both halves, built by New. From kubeCfg it reads maxPods,
 // port, nodeStatusUpdateFrequency, nodeStatusReportFrequency,
-// nodeLeaseDurationSeconds, podLogsDir, nodeStatusMaxImages, with ContainerLogRotation the
+// nodeLeaseDurationSeconds, podLogsDir, nodeStatusMaxImages, with Admit
+// allowedUnsafeSysctls, with ContainerLogRotation the
 // containerLog* fields, and with Eviction the eviction*, imageGC*,
 // image*GCAge and image pull fields.
 func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Dependencies, opts MainOptions) (*Kubelet, error) {
@@ -188,9 +192,9 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		RelistPeriod: opts.RelistPeriod, HousekeepingPeriod: opts.HousekeepingPeriod, Out: kubeDeps.Out,
 		RunContainers: opts.RunContainers, Recorder: kubeDeps.Recorder, PodLogsDirectory: kubeCfg.PodLogsDir,
 		ContainerGC: opts.ContainerGC, ActiveDeadline: opts.ActiveDeadline, Probes: opts.Probes, ProbeDial: kubeDeps.ProbeDial,
-		Admit: opts.Admit, ContainerLogs: containerLogs,
+		Admit: opts.Admit, AllowedUnsafeSysctls: kubeCfg.AllowedUnsafeSysctls, ContainerLogs: containerLogs,
 		Volumes: opts.Volumes, RootDirectory: opts.RootDirectory, VolumePlugins: kubeDeps.VolumePlugins,
-		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig,
+		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig, NodeHostsFile: opts.NodeHostsFile,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
 		Metrics: kubeDeps.Metrics, StatusWriters: opts.StatusWriters, CreatingStatusDelay: opts.CreatingStatusDelay,
 		EventedPLEG: opts.EventedPLEG, ContainerManager: kubeDeps.ContainerManager,

@@ -62,7 +62,7 @@ func TestPodStatusEnvAndEventsWithNodeCredentials(t *testing.T) {
 		var envs map[string]string
 		// The Node authorizer learns of the pod's references from a watch.
 		require.Eventually(t, func() bool {
-			got, err := makeEnvironmentVariables(ctx, n1, pod, &pod.Spec.Containers[0], "10.88.0.2", nil, []string{"127.0.0.1"}, nil, nil)
+			got, err := makeEnvironmentVariables(pod, &pod.Spec.Containers[0], "10.88.0.2", nil, []string{"127.0.0.1"}, clientEnvSources(ctx, n1, "n1"), nil)
 			envs = envMap(got)
 			return err == nil
 		}, 30*time.Second, 100*time.Millisecond)
@@ -73,10 +73,10 @@ func TestPodStatusEnvAndEventsWithNodeCredentials(t *testing.T) {
 		c := container.DeepCopy()
 		c.Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
 			LocalObjectReference: v1.LocalObjectReference{Name: "unreferenced"}, Key: "password"}}}}
-		_, err := makeEnvironmentVariables(ctx, n1, pod, c, "", nil, nil, nil, nil)
+		_, err := makeEnvironmentVariables(pod, c, "", nil, nil, clientEnvSources(ctx, n1, "n1"), nil)
 		require.Error(t, err)
 		assert.True(t, apierrors.IsForbidden(err), "got %v", err)
-		assert.ErrorContains(t, err, `couldn't get secret default/unreferenced: secrets "unreferenced" is forbidden: User "system:node:n1" cannot get resource "secrets" in API group "" in the namespace "default": node: no relationship found between node 'n1' and this object`)
+		assert.ErrorContains(t, err, `secrets "unreferenced" is forbidden: User "system:node:n1" cannot get resource "secrets" in API group "" in the namespace "default": node: no relationship found between node 'n1' and this object`)
 	})
 
 	pm := kubepod.NewBasicPodManager()

@@ -151,6 +151,11 @@ type PodsConfig struct {
 	// the pods that do not fit (kubelet_admission.go); needs RunContainers.
 	// False admits every pod.
 	Admit bool
+	// AllowedUnsafeSysctls are the KubeletConfiguration's
+	// allowedUnsafeSysctls: with Admit, a pod may set these sysctls (names
+	// or prefixes ending in "*") besides the safe ones (mylib/sysctl); a
+	// pod asking for another is rejected (SysctlForbidden).
+	AllowedUnsafeSysctls []string
 	// ContainerLogs, with RunContainers, rotates the running containers'
 	// log files (mylib/logs: containerLogMaxSize, containerLogMaxFiles,
 	// containerLogMonitorInterval, containerLogMaxWorkers; zero values are
@@ -172,6 +177,13 @@ type PodsConfig struct {
 	ClusterDNS     []net.IP
 	ClusterDomain  string
 	ResolverConfig string
+	// NodeHostsFile, with Volumes, is the node's hosts file (/etc/hosts)
+	// that a hostNetwork pod's containers see, copied under a
+	// kubelet-managed header with the pod's hostAliases, as upstream's
+	// (a real runtime's kubelet). "": a hostNetwork pod gets no /etc/hosts
+	// from the kubelet (the mock runtime's: nothing of the host's files
+	// reaches a pod).
+	NodeHostsFile string
 	// VolumePlugins are the volume types this kubelet mounts (upstream's
 	// ProbeVolumePlugins); the Kubelet initialises them with itself as
 	// their VolumeHost.
@@ -453,7 +465,7 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		}
 	}
 	if cfg.Admit {
-		if err := kl.newAdmission(); err != nil {
+		if err := kl.newAdmission(cfg.AllowedUnsafeSysctls); err != nil {
 			return err
 		}
 	}

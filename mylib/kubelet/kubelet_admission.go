@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"mykubelet/mylib/kubetypes"
 	kubelifecycle "mykubelet/mylib/lifecycle"
+	"mykubelet/mylib/sysctl"
 )
 
 // AdmissionNodeCacheTTL is how long admission trusts its copy of the Node
@@ -36,12 +38,21 @@ type admission struct {
 
 var errAdmitNeedsRunContainers = errors.New("kubelet: Config.Pods.Admit needs RunContainers (a rejected pod is failed through the status manager)")
 
-func (kl *Kubelet) newAdmission() error {
+// newAdmission sets up the admit handlers, in upstream's order: the
+// sysctls (the safe ones and allowedUnsafeSysctls), then the predicates
+// (the eviction manager's goes first, kubelet_eviction.go).
+func (kl *Kubelet) newAdmission(allowedUnsafeSysctls []string) error {
 	if kl.statusManager == nil {
 		return errAdmitNeedsRunContainers
 	}
+	// Safe sysctls can always be used as unsafe ones in the spec: one
+	// list, as upstream's NewMainKubelet.
+	sysctls, err := sysctl.NewAllowlist(append(sysctl.SafeSysctlAllowlist(), allowedUnsafeSysctls...))
+	if err != nil {
+		return fmt.Errorf("kubelet: allowedUnsafeSysctls: %w", err)
+	}
 	a := &admission{rejected: map[types.UID]bool{}}
-	a.handlers = kubelifecycle.PodAdmitHandlers{kubelifecycle.NewPredicateAdmitHandler(kl.getNodeAnyWay)}
+	a.handlers = kubelifecycle.PodAdmitHandlers{sysctls, kubelifecycle.NewPredicateAdmitHandler(kl.getNodeAnyWay)}
 	kl.admission = a
 	return nil
 }

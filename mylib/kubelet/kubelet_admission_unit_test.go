@@ -20,7 +20,7 @@ import (
 
 // newAdmissionFixture is a pod fixture with admission on, against a Node
 // with room for maxPods pods.
-func newAdmissionFixture(t *testing.T, maxPods int64) (*podFixture, *record.FakeRecorder) {
+func newAdmissionFixture(t *testing.T, maxPods int64, allowedUnsafeSysctls ...string) (*podFixture, *record.FakeRecorder) {
 	t.Helper()
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
 		v1.ResourcePods: *resource.NewQuantity(maxPods, resource.DecimalSI)}}}
@@ -29,7 +29,7 @@ func newAdmissionFixture(t *testing.T, maxPods int64) (*podFixture, *record.Fake
 	require.NoError(t, err)
 	rec := record.NewFakeRecorder(10)
 	f.kl.statusManager, f.kl.recorder = sm, rec
-	require.NoError(t, f.kl.newAdmission())
+	require.NoError(t, f.kl.newAdmission(allowedUnsafeSysctls))
 	return f, rec
 }
 
@@ -114,7 +114,38 @@ func TestAdmissionAfterARestartDoesNotCountTerminalPodsThatRunNothing(t *testing
 func TestAdmissionNeedsRunContainers(t *testing.T) {
 	f := newPodFixture(t)
 	want := "kubelet: Config.Pods.Admit needs RunContainers (a rejected pod is failed through the status manager)"
-	assert.EqualError(t, f.kl.newAdmission(), want)
+	assert.EqualError(t, f.kl.newAdmission(nil), want)
 	_, err := New(Config{Client: f.cs, NodeName: "n1", Pods: &PodsConfig{Updates: make(chan kubetypes.PodUpdate), Runtime: emptyRuntime{}, Admit: true}})
 	assert.EqualError(t, err, want)
+}
+
+// A pod with a sysctl that is neither safe nor in allowedUnsafeSysctls is
+// rejected (SysctlForbidden), as the e2e spec's kernel.msgmax; one with a
+// safe sysctl written with slashes, or an allowed unsafe one, runs.
+func TestAdmissionRejectsForbiddenSysctls(t *testing.T) {
+	withSysctls := func(p *v1.Pod, names ...string) *v1.Pod {
+		p.Spec.SecurityContext = &v1.PodSecurityContext{}
+		for _, n := range names {
+			p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, v1.Sysctl{Name: n, Value: "1"})
+		}
+		return p
+	}
+	f, rec := newAdmissionFixture(t, 10)
+	ctx := context.Background()
+	unsafe := withSysctls(created(apiPod("unsafe", "u1"), t0), "kernel.shm_rmid_forced", "kernel.msgmax")
+	slashes := withSysctls(created(apiPod("slashes", "u2"), t0.Add(time.Second)), "kernel/shm_rmid_forced")
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{unsafe, slashes}}, nil, false, false)
+	assert.Equal(t, []string{"create slashes"}, f.workers.dispatched())
+	assert.Equal(t, `Warning SysctlForbidden forbidden sysctl: "kernel.msgmax" not allowlisted`, <-rec.Events)
+	st, ok := f.kl.statusManager.GetPodStatus("u1")
+	require.True(t, ok)
+	assert.Equal(t, v1.PodFailed, st.Phase)
+	assert.Equal(t, "SysctlForbidden", st.Reason)
+	assert.Equal(t, `Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted`, st.Message)
+
+	f, _ = newAdmissionFixture(t, 10, "kernel.msg*")
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{unsafe}}, nil, false, false)
+	assert.Equal(t, []string{"create unsafe"}, f.workers.dispatched(), "allowed by allowedUnsafeSysctls")
+
+	assert.EqualError(t, f.kl.newAdmission([]string{"vm.swappiness"}), `kubelet: allowedUnsafeSysctls: the sysctl "vm.swappiness" are not known to be namespaced`)
 }

@@ -13,8 +13,11 @@ package kubelet
 //     the old one; the link, like the bind mount, still holds the old file).
 //     A subPath that is a directory is handed over as its resolved path,
 //     and so is a volume's own path;
-//   - a hostNetwork pod gets no /etc/hosts (upstream copies the node's):
-//     nothing of the host's files reaches a pod on this course's node;
+//   - a hostNetwork pod gets the node's /etc/hosts with its hostAliases
+//     only when the kubelet is given the node's file
+//     (PodRuntimeHelper.NodeHostsFile, a real runtime's kubelet), whatever
+//     its podIPs; on the mock runtime none: nothing of the host's files
+//     reaches a pod there;
 //   - no propagation, SELinux relabelling, recursive read-only or image
 //     volumes.
 
@@ -42,6 +45,9 @@ const (
 	etcHostsMountName = "k8s-managed-etc-hosts"
 	// managedHostsHeader opens the pod's hosts file, as upstream's.
 	managedHostsHeader = "# Kubernetes-managed hosts file.\n"
+	// managedHostsHeaderWithHostNetwork opens a hostNetwork pod's: the
+	// node's file follows.
+	managedHostsHeaderWithHostNetwork = "# Kubernetes-managed hosts file (host network).\n"
 	// containerSubPathDirectoryName is where a subPath's file is linked,
 	// in the pod's directory (upstream's name).
 	containerSubPathDirectoryName = "volume-subpaths"
@@ -257,7 +263,11 @@ func pathWithinBase(fullPath, base string) bool {
 // the pod's other containers share it; a new sandbox with other IPs
 // rewrites it. Upstream writes it at every container start.
 func ensureHostsFile(fileName string, podIPs []string, hostName, hostDomain string, hostAliases []v1.HostAlias) error {
-	content := managedHostsFileContent(podIPs, hostName, hostDomain, hostAliases)
+	return writeHostsFile(fileName, managedHostsFileContent(podIPs, hostName, hostDomain, hostAliases))
+}
+
+// writeHostsFile writes content to fileName (0644) unless it is there.
+func writeHostsFile(fileName string, content []byte) error {
 	if old, err := os.ReadFile(fileName); err == nil && bytes.Equal(old, content) {
 		return nil
 	}
@@ -268,6 +278,32 @@ func ensureHostsFile(fileName string, podIPs []string, hostName, hostDomain stri
 		return err
 	}
 	return os.Chmod(fileName, 0o644) // past the umask
+}
+
+// makeHostNetworkHostsMount is a hostNetwork pod's /etc/hosts, as
+// upstream's makeHostsMount with useHostNetwork: the node's hosts file
+// (nodeHostsFile) under managedHostsHeaderWithHostNetwork, then the pod's
+// hostAliases, written to the pod's etc-hosts; nil for a container that
+// mounts its own /etc/hosts.
+func makeHostNetworkHostsMount(pod *v1.Pod, podDir string, container *v1.Container, nodeHostsFile string) (*kubecontainer.Mount, error) {
+	for _, vm := range container.VolumeMounts {
+		if p := vm.MountPath; filepath.Clean("/"+p) == etcHostsPath {
+			return nil, nil
+		}
+	}
+	node, err := os.ReadFile(nodeHostsFile)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString(managedHostsHeaderWithHostNetwork)
+	b.Write(node)
+	b.Write(hostsEntriesFromHostAliases(pod.Spec.HostAliases))
+	hostsFile := getEtcHostsPath(podDir)
+	if err := writeHostsFile(hostsFile, b.Bytes()); err != nil {
+		return nil, err
+	}
+	return &kubecontainer.Mount{Name: etcHostsMountName, ContainerPath: etcHostsPath, HostPath: hostsFile}, nil
 }
 
 // managedHostsFileContent is the pod's hosts file: localhost's lines, one

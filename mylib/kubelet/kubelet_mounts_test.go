@@ -320,3 +320,45 @@ func TestMakeMountsResolvesAVolumesPath(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, resolved, mounts[0].HostPath)
 }
+
+// On a real runtime (NodeHostsFile set) a hostNetwork pod's containers
+// see the node's hosts file under the host-network header, with the pod's
+// hostAliases (the e2e spec "should write entries to /etc/hosts when
+// hostNetwork is enabled"), as upstream's nodeHostsFileContent; a
+// container that mounts its own /etc/hosts keeps it; without
+// NodeHostsFile (the mock runtime) there is none.
+func TestPodRuntimeHelperHostNetworkEtcHosts(t *testing.T) {
+	f := newMountsFixture(t)
+	nodeHosts := filepath.Join(t.TempDir(), "hosts")
+	require.NoError(t, os.WriteFile(nodeHosts, []byte("127.0.0.1\tlocalhost\n192.0.2.10\tnode-1\n"), 0o644))
+	c := v1.Container{Name: "app"}
+	pod := mountsPod(c)
+	pod.Spec.HostNetwork = true
+	pod.Spec.HostAliases = []v1.HostAlias{{IP: "123.45.67.89", Hostnames: []string{"foo", "bar"}}}
+	h := &PodRuntimeHelper{
+		Volumes:       func(*v1.Pod) kubecontainer.VolumeMap { return f.vols },
+		PodDir:        func(types.UID) string { return f.podDir },
+		NodeHostsFile: nodeHosts,
+	}
+	opts, err := h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	require.NoError(t, err)
+	hostsFile := filepath.Join(f.podDir, "etc-hosts")
+	assert.Equal(t, []kubecontainer.Mount{{Name: "k8s-managed-etc-hosts", ContainerPath: "/etc/hosts", HostPath: hostsFile}}, opts.Mounts)
+	b, err := os.ReadFile(hostsFile)
+	require.NoError(t, err)
+	assert.Equal(t, "# Kubernetes-managed hosts file (host network).\n127.0.0.1\tlocalhost\n192.0.2.10\tnode-1\n"+
+		"\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n", string(b))
+
+	dir := f.addVolume(t, "hosts", false)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hosts"), []byte("mine"), 0o644))
+	own := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "hosts", MountPath: "/etc/hosts", SubPath: "hosts"}}}
+	opts, err = h.GenerateRunContainerOptions(context.Background(), pod, &own, "", nil)
+	require.NoError(t, err)
+	require.Len(t, opts.Mounts, 1)
+	assert.Equal(t, "hosts", opts.Mounts[0].Name, "the container's own /etc/hosts")
+
+	h.NodeHostsFile = ""
+	opts, err = h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	require.NoError(t, err)
+	assert.Empty(t, opts.Mounts, "the mock runtime's: nothing of the host's /etc/hosts")
+}

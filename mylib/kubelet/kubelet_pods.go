@@ -424,17 +424,49 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *kubecontainer.PodStat
 	return out
 }
 
+// envSources are where makeEnvironmentVariables reads what a container's
+// environment refers to: ConfigMaps and Secrets (the kubelet's watching
+// managers, as upstream's configMapManager and secretManager), and the
+// Node's allocatable (what a limits.* resourceFieldRef defaults to).
+type envSources struct {
+	configMap       func(namespace, name string) (*v1.ConfigMap, error)
+	secret          func(namespace, name string) (*v1.Secret, error)
+	nodeAllocatable func() (v1.ResourceList, error)
+}
+
+// clientEnvSources reads ConfigMaps, Secrets and the Node straight from
+// the API server through client, the node's credentials.
+func clientEnvSources(ctx context.Context, client kubernetes.Interface, nodeName string) envSources {
+	return envSources{
+		configMap: func(ns, name string) (*v1.ConfigMap, error) {
+			return client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		secret: func(ns, name string) (*v1.Secret, error) {
+			return client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		nodeAllocatable: func() (v1.ResourceList, error) {
+			node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return node.Status.Allocatable, nil
+		},
+	}
+}
+
 // makeEnvironmentVariables builds a container's environment as the kubelet
 // does: envFrom first (ConfigMaps and Secrets, with prefix, optional ones
 // may be missing), then env in order, later names overriding earlier ones:
 // literal values with $(VAR) expanded from what is defined so far, then
 // from serviceEnv (getServiceEnvVarMap), or valueFrom: the downward API
-// (fieldRef, resourceFieldRef with limits defaulting to nodeAllocatable),
-// configMapKeyRef, secretKeyRef; last, the service variables no envFrom or
-// env entry defined. ConfigMaps and Secrets are read through client, the
-// node's credentials.
-func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, pod *v1.Pod, container *v1.Container,
-	podIP string, podIPs, hostIPs []string, nodeAllocatable v1.ResourceList, serviceEnv map[string]string) ([]kubecontainer.EnvVar, error) {
+// (fieldRef, resourceFieldRef with limits defaulting to the Node's
+// allocatable), configMapKeyRef, secretKeyRef; last, the service
+// variables no envFrom or env entry defined. A ConfigMap or Secret that
+// is missing (and not optional) is upstream's error as it is (`configmap
+// "x" not found`); a missing key says which. Unlike upstream, the Node is
+// read only when a limit defaults to its allocatable.
+func makeEnvironmentVariables(pod *v1.Pod, container *v1.Container, podIP string, podIPs, hostIPs []string,
+	src envSources, serviceEnv map[string]string) ([]kubecontainer.EnvVar, error) {
 	env := map[string]string{}
 	configMaps := map[string]*v1.ConfigMap{}
 	secrets := map[string]*v1.Secret{}
@@ -442,7 +474,7 @@ func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, 
 		if cm, ok := configMaps[name]; ok {
 			return cm, nil
 		}
-		cm, err := client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		cm, err := src.configMap(pod.Namespace, name)
 		if err != nil {
 			return nil, err
 		}
@@ -453,7 +485,7 @@ func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, 
 		if s, ok := secrets[name]; ok {
 			return s, nil
 		}
-		s, err := client.CoreV1().Secrets(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		s, err := src.secret(pod.Namespace, name)
 		if err != nil {
 			return nil, err
 		}
@@ -469,7 +501,7 @@ func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, 
 				if apierrors.IsNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
 					continue
 				}
-				return nil, fmt.Errorf("couldn't get configMap %s/%s: %w", pod.Namespace, from.ConfigMapRef.Name, err)
+				return nil, err
 			}
 			for k, v := range cm.Data {
 				env[from.Prefix+k] = v
@@ -480,7 +512,7 @@ func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, 
 				if apierrors.IsNotFound(err) && isTrue(from.SecretRef.Optional) {
 					continue
 				}
-				return nil, fmt.Errorf("couldn't get secret %s/%s: %w", pod.Namespace, from.SecretRef.Name, err)
+				return nil, err
 			}
 			for k, v := range s.Data {
 				env[from.Prefix+k] = string(v)
@@ -502,7 +534,7 @@ func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, 
 			}
 			value = v
 		case e.ValueFrom.ResourceFieldRef != nil:
-			v, err := containerResourceRuntimeValue(e.ValueFrom.ResourceFieldRef, container, nodeAllocatable)
+			v, err := containerResourceRuntimeValue(e.ValueFrom.ResourceFieldRef, pod, container, src.nodeAllocatable)
 			if err != nil {
 				return nil, err
 			}
@@ -514,7 +546,7 @@ func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, 
 				if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
 					continue
 				}
-				return nil, fmt.Errorf("couldn't get configMap %s/%s: %w", pod.Namespace, ref.Name, err)
+				return nil, err
 			}
 			v, ok := cm.Data[ref.Key]
 			if !ok {
@@ -531,7 +563,7 @@ func makeEnvironmentVariables(ctx context.Context, client kubernetes.Interface, 
 				if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
 					continue
 				}
-				return nil, fmt.Errorf("couldn't get secret %s/%s: %w", pod.Namespace, ref.Name, err)
+				return nil, err
 			}
 			v, ok := s.Data[ref.Key]
 			if !ok {
@@ -647,35 +679,57 @@ func subscript(path, prefix string) (string, bool) {
 	return strings.TrimSuffix(rest, "']"), true
 }
 
-// containerResourceRuntimeValue resolves a resourceFieldRef: the
-// container's limit (the node's allocatable when it has none) or request,
-// divided by the divisor and rounded up.
-func containerResourceRuntimeValue(fs *v1.ResourceFieldSelector, container *v1.Container, nodeAllocatable v1.ResourceList) (string, error) {
+// containerResourceRuntimeValue resolves a resourceFieldRef: the limit
+// or request of the container (or of the pod's container it names),
+// divided by the divisor and rounded up. A limit the container does not
+// set (or sets to zero) is the Node's allocatable, as upstream's
+// defaultPodLimitsForDownwardAPI; the Node that cannot be read is
+// upstream's error.
+func containerResourceRuntimeValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, container *v1.Container, nodeAllocatable func() (v1.ResourceList, error)) (string, error) {
+	if fs.ContainerName != "" && fs.ContainerName != container.Name {
+		container = nil
+		for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+			for i := range cs {
+				if cs[i].Name == fs.ContainerName {
+					container = &cs[i]
+				}
+			}
+		}
+		if container == nil {
+			return "", fmt.Errorf("container %s not found", fs.ContainerName)
+		}
+	}
 	divisor := fs.Divisor
 	if divisor.IsZero() {
 		divisor = resource.MustParse("1")
 	}
 	kind, name, ok := strings.Cut(fs.Resource, ".")
-	if !ok || (kind != "limits" && kind != "requests") {
+	rn := v1.ResourceName(name)
+	if !ok || (kind != "limits" && kind != "requests") ||
+		(rn != v1.ResourceCPU && rn != v1.ResourceMemory && rn != v1.ResourceEphemeralStorage) {
 		return "", fmt.Errorf("unsupported container resource : %s", fs.Resource)
 	}
-	rn := v1.ResourceName(name)
 	var q resource.Quantity
 	if kind == "limits" {
-		var found bool
-		if q, found = container.Resources.Limits[rn]; !found {
-			q = nodeAllocatable[rn]
+		q = container.Resources.Limits[rn]
+		if q.IsZero() {
+			if nodeAllocatable == nil {
+				return "", errors.New("failed to find node object, expected a node")
+			}
+			alloc, err := nodeAllocatable()
+			if err != nil {
+				klog.ErrorS(err, "Cannot get the node's allocatable for the downward API", "pod", klog.KObj(pod))
+				return "", errors.New("failed to find node object, expected a node")
+			}
+			q = alloc[rn]
 		}
 	} else {
 		q = container.Resources.Requests[rn]
 	}
-	switch rn {
-	case v1.ResourceCPU:
+	if rn == v1.ResourceCPU {
 		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
-	case v1.ResourceMemory, v1.ResourceEphemeralStorage:
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 	}
-	return "", fmt.Errorf("unsupported container resource : %s", fs.Resource)
+	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 }
 
 // PodRuntimeHelper is what the runtime manager asks the kubelet about a
@@ -683,18 +737,29 @@ func containerResourceRuntimeValue(fs *v1.ResourceFieldSelector, container *v1.C
 // node's credentials, the mounts from the volume manager, the DNS from the
 // DNS configurer, the hostname from the pod.
 type PodRuntimeHelper struct {
-	// Client reads ConfigMaps and Secrets: the node's credentials.
+	// Client reads ConfigMaps, Secrets and the Node (unless ConfigMaps,
+	// Secrets or NodeAllocatable say otherwise): the node's credentials.
 	Client kubernetes.Interface
 	// HostIPs are the node's addresses (status.hostIP(s)).
 	HostIPs []string
-	// NodeAllocatable is what a resourceFieldRef limit defaults to.
-	NodeAllocatable v1.ResourceList
+	// NodeName is the Node whose allocatable a resourceFieldRef limit the
+	// container does not set defaults to; NodeAllocatable, if set, gives
+	// it instead of reading the Node through Client.
+	NodeName        string
+	NodeAllocatable func() (v1.ResourceList, error)
+	// ConfigMaps and Secrets read what env and envFrom refer to (the
+	// kubelet's watching managers); nil reads them through Client.
+	ConfigMaps func(namespace, name string) (*v1.ConfigMap, error)
+	Secrets    func(namespace, name string) (*v1.Secret, error)
 	// ClusterDomain for a pod with a subdomain; "cluster.local" if empty.
 	ClusterDomain string
 	// Volumes are the pod's mounted volumes (the volume manager's
 	// GetMountedVolumesForPod). nil: containers mount nothing, not even
 	// /etc/hosts or a termination-message file. Needs PodDir.
 	Volumes func(*v1.Pod) kubecontainer.VolumeMap
+	// NodeHostsFile is the node's hosts file a hostNetwork pod's
+	// containers see (makeHostNetworkHostsMount); "": none.
+	NodeHostsFile string
 	// PodDir is the pod's directory, <root>/pods/<uid>: its etc-hosts,
 	// its containers' termination-message files, its subPath links.
 	PodDir func(types.UID) string
@@ -724,7 +789,17 @@ func (h *PodRuntimeHelper) GenerateRunContainerOptions(ctx context.Context, pod 
 	if err != nil {
 		return nil, err
 	}
-	envs, err := makeEnvironmentVariables(ctx, h.Client, pod, container, podIP, podIPs, h.HostIPs, h.NodeAllocatable, serviceEnv)
+	src := clientEnvSources(ctx, h.Client, h.NodeName)
+	if h.ConfigMaps != nil {
+		src.configMap = h.ConfigMaps
+	}
+	if h.Secrets != nil {
+		src.secret = h.Secrets
+	}
+	if h.NodeAllocatable != nil {
+		src.nodeAllocatable = h.NodeAllocatable
+	}
+	envs, err := makeEnvironmentVariables(pod, container, podIP, podIPs, h.HostIPs, src, serviceEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -742,6 +817,15 @@ func (h *PodRuntimeHelper) GenerateRunContainerOptions(ctx context.Context, pod 
 	podDir := h.PodDir(pod.UID)
 	if opts.Mounts, err = makeMounts(pod, podDir, container, hostName, hostDomain, podIPs, h.Volumes(pod), envs); err != nil {
 		return nil, err
+	}
+	if pod.Spec.HostNetwork && h.NodeHostsFile != "" {
+		m, err := makeHostNetworkHostsMount(pod, podDir, container, h.NodeHostsFile)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil {
+			opts.Mounts = append(opts.Mounts, *m)
+		}
 	}
 	if container.TerminationMessagePath != "" && len(utilvalidation.IsDNS1123Label(container.Name)) == 0 {
 		// 0755: the sandbox's user (65534) goes through it to the file.

@@ -149,7 +149,7 @@ func TestAMissingConfigMapKeepsTheContainerWaitingWithItsReason(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	got, _ := client.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
 	assert.Equal(t, v1.PodPending, got.Status.Phase)
-	assert.Equal(t, `couldn't get configMap default/nope: configmaps "nope" not found`, got.Status.ContainerStatuses[0].State.Waiting.Message)
+	assert.Equal(t, `configmaps "nope" not found`, got.Status.ContainerStatuses[0].State.Waiting.Message, "the error as it is, as upstream's")
 }
 
 // BenchmarkPodToRunning measures one pod worker pass from nothing to a pod

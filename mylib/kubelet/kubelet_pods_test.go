@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -289,9 +290,10 @@ func TestMakeEnvironmentVariables(t *testing.T) {
 			Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("128Mi")},
 		},
 	}
-	allocatable := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("8Gi")}
-	envs, err := makeEnvironmentVariables(context.Background(), client, envPod(), c, "10.88.0.2",
-		[]string{"10.88.0.2", "fd00::2"}, []string{"127.0.0.1", "::1"}, allocatable, nil)
+	client.Tracker().Add(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: v1.NodeStatus{
+		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("8Gi")}}})
+	envs, err := makeEnvironmentVariables(envPod(), c, "10.88.0.2",
+		[]string{"10.88.0.2", "fd00::2"}, []string{"127.0.0.1", "::1"}, clientEnvSources(context.Background(), client, "node-a"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
 		"LEVEL": "debug", "MODE": "slow", "S_password": "s3cret",
@@ -329,15 +331,15 @@ func TestMakeEnvironmentVariablesErrors(t *testing.T) {
 	}{
 		{name: "missing configMap", env: v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
 			LocalObjectReference: v1.LocalObjectReference{Name: "nope"}, Key: "k"}}},
-			want: `couldn't get configMap default/nope: configmaps "nope" not found`},
+			want: `configmaps "nope" not found`},
 		{name: "missing key", env: v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
 			LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "k"}}},
 			want: "couldn't find key k in ConfigMap default/cfg"},
 		{name: "missing secret", env: v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
 			LocalObjectReference: v1.LocalObjectReference{Name: "s"}, Key: "k"}}},
-			want: `couldn't get secret default/s: secrets "s" not found`},
+			want: `secrets "s" not found`},
 		{name: "missing envFrom secret", from: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "s"}}}},
-			want: `couldn't get secret default/s: secrets "s" not found`},
+			want: `secrets "s" not found`},
 		{name: "bad field path", env: v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.hostname"}}},
 			want: "unsupported fieldPath: spec.hostname"},
 	} {
@@ -346,7 +348,7 @@ func TestMakeEnvironmentVariablesErrors(t *testing.T) {
 			if tc.env.Name != "" {
 				c.Env = []v1.EnvVar{tc.env}
 			}
-			_, err := makeEnvironmentVariables(context.Background(), client, envPod(), c, "", nil, nil, nil, nil)
+			_, err := makeEnvironmentVariables(envPod(), c, "", nil, nil, clientEnvSources(context.Background(), client, "node-a"), nil)
 			assert.EqualError(t, err, tc.want)
 		})
 	}
@@ -387,4 +389,101 @@ func TestGenerateAPIPodStatusBeforeAnythingRuns(t *testing.T) {
 	assert.Equal(t, ContainerCreating, s.ContainerStatuses[0].State.Waiting.Reason)
 	assert.False(t, *s.ContainerStatuses[0].Started)
 	assert.Empty(t, s.PodIP)
+}
+
+// A limits.* resourceFieldRef the container sets no limit for is the
+// Node's allocatable, read by the kubelet's own runtime helper (the e2e
+// spec "Downward API should provide default limits.cpu/memory from node
+// allocatable").
+func TestRuntimeHelperDefaultsLimitsToTheNodesAllocatable(t *testing.T) {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("2Gi")}}}
+	f := newPodFixture(t, node)
+	pod := staticPod("web", "u1") // a static pod does not wait for the Services
+	pod.Spec.Containers[0].Env = []v1.EnvVar{
+		{Name: "CPU_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+		{Name: "MEMORY_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory"}}},
+	}
+	opts, err := runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	require.NoError(t, err)
+	env := envMap(opts.Envs)
+	assert.Equal(t, "3", env["CPU_LIMIT"])
+	assert.Equal(t, "2147483648", env["MEMORY_LIMIT"])
+
+	// Another container's limit, named by containerName.
+	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "other", Resources: v1.ResourceRequirements{
+		Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}}})
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "OTHER_CPU_M", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{
+		ContainerName: "other", Resource: "limits.cpu", Divisor: resource.MustParse("1m")}}}}
+	opts, err = runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "500", envMap(opts.Envs)["OTHER_CPU_M"])
+
+	f = newPodFixture(t) // no Node
+	pod.Spec.Containers[0].Env = pod.Spec.Containers[0].Env[:0]
+	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env,
+		v1.EnvVar{Name: "CPU_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}})
+	_, err = runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	assert.EqualError(t, err, "failed to find node object, expected a node")
+}
+
+type oneConfigMap struct {
+	ConfigMapManager
+	cm *v1.ConfigMap
+}
+
+func (m oneConfigMap) GetConfigMap(ns, name string) (*v1.ConfigMap, error) {
+	if ns == m.cm.Namespace && name == m.cm.Name {
+		return m.cm, nil
+	}
+	return nil, apierrors.NewNotFound(v1.Resource("configmap"), name)
+}
+
+type oneSecret struct {
+	SecretManager
+	s *v1.Secret
+}
+
+func (m oneSecret) GetSecret(ns, name string) (*v1.Secret, error) {
+	if ns == m.s.Namespace && name == m.s.Name {
+		return m.s, nil
+	}
+	return nil, apierrors.NewNotFound(v1.Resource("secret"), name)
+}
+
+// env and envFrom read the kubelet's watching ConfigMap and Secret
+// managers (upstream's configMapManager, secretManager), not the API
+// server: the e2e specs' ConfigMap and Secret keys (data-1, with envFrom's
+// prefix), and a missing one with the manager's message.
+func TestRuntimeHelperEnvReadsTheManagers(t *testing.T) {
+	f := newPodFixture(t) // the API server has neither
+	f.kl.volumes = &volumes{
+		configMapManager: oneConfigMap{cm: &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cm"},
+			Data: map[string]string{"data-1": "value-1", "data-2": "value-2"}}},
+		secretManager: oneSecret{s: &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sec"},
+			Data: map[string][]byte{"data-1": []byte("value-1")}}},
+	}
+	p := runtimeHelper{f.kl}.helper()
+	p.Volumes = nil // only the environment
+	pod := staticPod("web", "u1")
+	c := &pod.Spec.Containers[0]
+	c.EnvFrom = []v1.EnvFromSource{
+		{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}},
+		{Prefix: "p-", SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "sec"}}},
+	}
+	c.Env = []v1.EnvVar{
+		{Name: "CONFIG_DATA_1", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+			LocalObjectReference: v1.LocalObjectReference{Name: "cm"}, Key: "data-1"}}},
+		{Name: "SECRET_DATA", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+			LocalObjectReference: v1.LocalObjectReference{Name: "sec"}, Key: "data-1"}}},
+	}
+	opts, err := p.GenerateRunContainerOptions(context.Background(), pod, c, "", nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"data-1": "value-1", "data-2": "value-2", "p-data-1": "value-1",
+		"CONFIG_DATA_1": "value-1", "SECRET_DATA": "value-1"}, envMap(opts.Envs))
+
+	c.Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "gone"}, Key: "k"}}}}
+	_, err = p.GenerateRunContainerOptions(context.Background(), pod, c, "", nil)
+	assert.EqualError(t, err, `configmap "gone" not found`, "the manager's error, as upstream")
 }

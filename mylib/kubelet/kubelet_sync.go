@@ -282,12 +282,21 @@ func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 type runtimeHelper struct{ kl *Kubelet }
 
 func (h runtimeHelper) helper() *PodRuntimeHelper {
-	p := &PodRuntimeHelper{Client: h.kl.client, HostIPs: h.kl.getHostIPs(), Services: h.kl.serviceLister}
+	p := &PodRuntimeHelper{Client: h.kl.client, NodeName: h.kl.nodeName, HostIPs: h.kl.getHostIPs(), Services: h.kl.serviceLister}
 	if i := h.kl.serviceInformer; i != nil {
 		p.ServicesSynced = i.HasSynced
 	}
 	if v := h.kl.volumes; v != nil { // the mounts, /etc/hosts and DNS
 		p.PodDir, p.Volumes, p.DNS, p.ClusterDomain = h.kl.getPodDir, h.kl.mountedVolumes, v.dns, v.clusterDomain
+		p.NodeHostsFile = v.nodeHostsFile
+		// env and envFrom read the watched copies, as upstream: the pod's
+		// references were registered before its containers start.
+		if v.configMapManager != nil {
+			p.ConfigMaps = v.configMapManager.GetConfigMap
+		}
+		if v.secretManager != nil {
+			p.Secrets = v.secretManager.GetSecret
+		}
 	}
 	return p
 }

@@ -94,6 +94,8 @@ type volumes struct {
 	// dns gives each sandbox its DNS configuration (GetPodDNS).
 	dns           *dns.Configurer
 	clusterDomain string
+	// nodeHostsFile is PodsConfig.NodeHostsFile.
+	nodeHostsFile string
 }
 
 // newVolumes builds the plugin manager and the volume manager; called by
@@ -107,7 +109,8 @@ func (kl *Kubelet) newVolumes(cfg PodsConfig) error {
 		return fmt.Errorf("kubelet: root directory: %w", err)
 	}
 	kl.volumes = &volumes{rootDirectory: root, pluginMgr: &volume.VolumePluginMgr{},
-		configMapManager: cfg.ConfigMapManager, secretManager: cfg.SecretManager, tokenManager: cfg.TokenManager}
+		configMapManager: cfg.ConfigMapManager, secretManager: cfg.SecretManager, tokenManager: cfg.TokenManager,
+		nodeHostsFile: cfg.NodeHostsFile}
 	if err := kl.volumes.pluginMgr.InitPlugins(cfg.VolumePlugins, kubeletVolumeHost{kl}); err != nil {
 		return fmt.Errorf("kubelet: volume plugins: %w", err)
 	}

@@ -48,6 +48,8 @@ var Supported = []string{
 	// The container manager (mylib/cm): kubepods, the QoS cgroups and the
 	// pods' cgroups, with the cgroupfs driver only.
 	"cgroupsPerQOS", "cgroupRoot", "cgroupDriver", "enforceNodeAllocatable",
+	// The unsafe sysctls pods may set besides the safe ones (mylib/sysctl).
+	"allowedUnsafeSysctls",
 }
 
 var codecs = func() serializer.CodecFactory {

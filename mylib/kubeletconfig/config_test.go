@@ -208,3 +208,26 @@ func TestMissingFileAndBadFlags(t *testing.T) {
 	_, err = parse(t, "--node-ip", "nope")
 	assert.ErrorContains(t, err, "node-ip")
 }
+
+// allowedUnsafeSysctls (upstream's default: none) from the file, and
+// --allowed-unsafe-sysctls, comma-separated, over it.
+func TestAllowedUnsafeSysctls(t *testing.T) {
+	f, err := parse(t)
+	require.NoError(t, err)
+	kc, err := f.KubeletConfiguration()
+	require.NoError(t, err)
+	assert.Empty(t, kc.AllowedUnsafeSysctls, "upstream's default: none")
+
+	path := writeConfig(t, header+"allowedUnsafeSysctls: [\"kernel.msg*\"]\n")
+	f, err = parse(t, "--config", path)
+	require.NoError(t, err)
+	kc, err = f.KubeletConfiguration()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"kernel.msg*"}, kc.AllowedUnsafeSysctls)
+
+	f, err = parse(t, "--config", path, "--allowed-unsafe-sysctls", "net.core.somaxconn, kernel/sem")
+	require.NoError(t, err)
+	kc, err = f.KubeletConfiguration()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"net.core.somaxconn", "kernel/sem"}, kc.AllowedUnsafeSysctls, "the flag over the file")
+}

@@ -53,6 +53,9 @@ var configFlags = map[string]func(to, from *kubeletv1beta1.KubeletConfiguration)
 	"node-status-max-images": func(to, from *kubeletv1beta1.KubeletConfiguration) {
 		to.NodeStatusMaxImages = from.NodeStatusMaxImages
 	},
+	"allowed-unsafe-sysctls": func(to, from *kubeletv1beta1.KubeletConfiguration) {
+		to.AllowedUnsafeSysctls = from.AllowedUnsafeSysctls
+	},
 }
 
 // AddFlags registers the flags on fs, with upstream's names, the node
@@ -96,6 +99,15 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 		return nil
 	})
 	fs.StringVar(&v.Address, "address", DefaultAddress, "the IP the kubelet API listens on (config: address)")
+	fs.Func("allowed-unsafe-sysctls", "comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set besides the safe ones; use at your own risk (config: allowedUnsafeSysctls)", func(s string) error {
+		v.AllowedUnsafeSysctls = nil
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				v.AllowedUnsafeSysctls = append(v.AllowedUnsafeSysctls, p)
+			}
+		}
+		return nil
+	})
 	f.pressure = AddNodePressureFlags(fs)
 	return f
 }

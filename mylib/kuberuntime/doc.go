@@ -43,8 +43,10 @@
 //   - a sidecar (restartable init container) whose spec changed keeps
 //     running (upstream replaces it), and the sidecars' turn to stop is
 //     timed on the Manager's clock;
-//   - no security context, cgroup parent or seccomp in the configs: the
-//     mock runtime ignores them;
+//   - the security context (security_context.go) has no extra groups
+//     from volumes, no supplementalGroupsPolicy, no masked /proc paths
+//     and no seccompDefault, and the image's user is asked for only when
+//     runAsNonRoot or runAsGroup needs it (the runtime runs it otherwise);
 //   - the container hash is FNV-32a of the spec's JSON, not upstream's
 //     encoding, so it differs from a real kubelet's (only this kubelet reads it);
 //   - pull secrets match a registry by exact host (upstream's keyring also

@@ -21,7 +21,6 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
-	runtimeutil "mykubelet/mylib/kuberuntime/util"
 )
 
 const (
@@ -71,9 +70,26 @@ func errMessage(err error) string {
 // termination-message file), working directory, labels, annotations, log
 // path <container>/<attempt>.log, resources (memory limit, CPU shares
 // and quota) and the pod's namespaces (runtimeutil.NamespacesForPod, as
-// upstream's determineEffectiveSecurityContext). Unlike upstream there
-// are no devices and no other security context.
+// upstream's determineEffectiveSecurityContext) with the rest of the
+// security context (security_context.go). A container that asks
+// runAsNonRoot but would run as root is refused here, as upstream's
+// verifyRunAsNonRoot. Unlike upstream there are no devices.
 func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Container, pod *v1.Pod, restartCount int, podIP, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
+	var uid *int64
+	var username string
+	if needsImageUser(pod, container) {
+		var err error
+		if uid, username, err = m.getImageUser(ctx, imageRef); err != nil {
+			return nil, err
+		}
+	}
+	if err := verifyRunAsNonRoot(pod, container, uid, username); err != nil {
+		return nil, err
+	}
+	sc, err := m.determineEffectiveSecurityContext(pod, container, uid, username)
+	if err != nil {
+		return nil, err
+	}
 	opts, err := m.helper.GenerateRunContainerOptions(ctx, pod, container, podIP, podIPs)
 	if err != nil {
 		return nil, err
@@ -95,8 +111,7 @@ func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Con
 		Stdin:       container.Stdin,
 		StdinOnce:   container.StdinOnce,
 		Tty:         container.TTY,
-		Linux: &runtimeapi.LinuxContainerConfig{Resources: generateLinuxContainerResources(container),
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: runtimeutil.NamespacesForPod(pod)}},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: generateLinuxContainerResources(container), SecurityContext: sc},
 	}
 	for _, e := range opts.Envs {
 		config.Envs = append(config.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})

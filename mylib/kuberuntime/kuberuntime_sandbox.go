@@ -13,6 +13,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	runtimeutil "mykubelet/mylib/kuberuntime/util"
+	"mykubelet/mylib/sysctl"
 )
 
 // DefaultPodLogsDirectory is where the kubelet asks runtimes to write
@@ -81,15 +82,39 @@ func (m *Manager) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtim
 // upstream's: the pod's cgroup as CgroupParent (the runtime makes the
 // containers' cgroups under it; "" without pod cgroups) and the pod's
 // namespaces (runtimeutil.NamespacesForPod: the PID namespace is the
-// container's own unless the pod shares one). Unlike upstream there is no
-// sysctl, seccomp, SELinux, user or privileged setting.
+// container's own unless the pod shares one); privileged if any of its
+// containers is (CRI runtimes refuse a privileged container in an
+// unprivileged sandbox); the RuntimeDefault seccomp profile (upstream
+// forces it on the pause container); and the pod's user, group,
+// fsGroup then supplementalGroups, and SELinux options; and the pod's
+// sysctls, their names with dots.
 func (m *Manager) generatePodSandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
-	return &runtimeapi.LinuxPodSandboxConfig{
+	lc := &runtimeapi.LinuxPodSandboxConfig{
 		CgroupParent: m.helper.GetPodCgroupParent(pod),
 		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: runtimeutil.NamespacesForPod(pod),
+			Privileged:       hasPrivilegedContainer(pod),
+			Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 		},
 	}
+	lc.Sysctls = sysctl.PodSysctls(pod) // with dots: runc refuses kernel/shm_rmid_forced
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		sc := lc.SecurityContext
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		if psc.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+		if o := psc.SELinuxOptions; o != nil {
+			sc.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
+		}
+	}
+	return lc
 }
 
 func toRuntimeProtocol(p v1.Protocol) runtimeapi.Protocol {

@@ -7,11 +7,14 @@
 // Node (allocatable, labels) and the pods already admitted: room for one
 // more pod (maxPods, reason OutOfpods), its requests within allocatable
 // minus theirs (OutOfcpu, OutOfmemory, OutOfephemeral-storage), its node
-// selector and required node affinity (NodeAffinity), its spec.nodeName.
+// selector and required node affinity (NodeAffinity), its spec.nodeName;
+// before those, its OS: spec.os.name (PodOSNotSupported) and its own
+// kubernetes.io/os label (PodOSSelectorNodeLabelDoesNotMatch) must name
+// the OS the kubelet runs on.
 // The kubelet fails a rejected pod with the result's reason and message.
 //
 // Where it departs from upstream, and why:
-//   - No OS, supplemental-groups, extended-resource, DRA, node-port or
+//   - No supplemental-groups, extended-resource, DRA, node-port or
 //     NoExecute-taint checks: the mock runtime has none of those to offer.
 //   - Node affinity is matched here (MatchNodeSelectorTerms) rather than
 //     with k8s.io/component-helpers, to keep the module's dependencies as

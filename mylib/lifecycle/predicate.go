@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -23,6 +24,13 @@ const (
 	NodeAffinity = "NodeAffinity"
 	// NodeName is the predicate a pod bound to another node fails.
 	NodeName = "NodeName"
+
+	// PodOSSelectorNodeLabelDoesNotMatch: the pod's kubernetes.io/os
+	// label names another OS than the node's.
+	PodOSSelectorNodeLabelDoesNotMatch = "PodOSSelectorNodeLabelDoesNotMatch"
+	// PodOSNotSupported: the pod's spec.os.name is another OS than the
+	// node's.
+	PodOSNotSupported = "PodOSNotSupported"
 
 	// ErrReasonNodeAffinity and ErrReasonNodeName are the scheduler
 	// plugins' descriptions of those failures.
@@ -77,6 +85,14 @@ func (w *predicateAdmitHandler) Admit(ctx context.Context, attrs *PodAdmitAttrib
 		logger.Error(err, "Cannot get Node info")
 		return PodAdmitResult{Reason: InvalidNodeInfo, Message: "Kubelet cannot get node info."}
 	}
+	// The checks no eviction could help come first, as upstream's.
+	if rejectPodAdmissionBasedOnOSSelector(attrs.Pod, node) {
+		return PodAdmitResult{Reason: PodOSSelectorNodeLabelDoesNotMatch,
+			Message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
+	}
+	if rejectPodAdmissionBasedOnOSField(attrs.Pod) {
+		return PodAdmitResult{Reason: PodOSNotSupported, Message: "Failed to admit pod as the OS field doesn't match node OS"}
+	}
 	failures := GeneralPredicates(attrs.Pod, attrs.OtherPods, node)
 	if onlyNodeAffinity(failures) {
 		// The node's labels may have changed a moment ago: look again
@@ -97,6 +113,24 @@ func (w *predicateAdmitHandler) Admit(ctx context.Context, attrs *PodAdmitAttrib
 	}
 	logger.V(2).Info("Predicate failed on Pod", "pod", klog.KObj(attrs.Pod), "err", result.Message)
 	return result
+}
+
+// rejectPodAdmissionBasedOnOSSelector tells whether the pod's own
+// kubernetes.io/os label names another OS than the node's, as upstream:
+// the node's OS is the one the kubelet runs on, whatever its label says.
+func rejectPodAdmissionBasedOnOSSelector(pod *v1.Pod, node *v1.Node) bool {
+	nodeOS := node.Labels[v1.LabelOSStable]
+	if nodeOS != runtime.GOOS {
+		nodeOS = runtime.GOOS
+	}
+	podOS, ok := pod.Labels[v1.LabelOSStable]
+	return ok && podOS != nodeOS
+}
+
+// rejectPodAdmissionBasedOnOSField tells whether the pod's spec.os.name
+// is another OS than the one the kubelet runs on.
+func rejectPodAdmissionBasedOnOSField(pod *v1.Pod) bool {
+	return pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS
 }
 
 func onlyNodeAffinity(failures []error) bool {

@@ -42,6 +42,10 @@ func podWith(name string, res ...v1.ResourceRequirements) *v1.Pod {
 	return p
 }
 
+func withLabels(p *v1.Pod, labels map[string]string) *v1.Pod { p.Labels = labels; return p }
+
+func withNodeLabels(n *v1.Node, labels map[string]string) *v1.Node { n.Labels = labels; return n }
+
 func TestPredicateAdmitHandler(t *testing.T) {
 	affinity := func(terms ...v1.NodeSelectorTerm) *v1.Affinity {
 		return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: terms}}}
@@ -91,6 +95,15 @@ func TestPredicateAdmitHandler(t *testing.T) {
 		}), node: testNode(10, "2", "4Gi")},
 		{name: "bound to another node", pod: withSpec(podWith("a"), func(s *v1.PodSpec) { s.NodeName = "n2" }), node: testNode(10, "2", "4Gi"),
 			wantReason: "NodeName", wantMessage: "Predicate NodeName failed: node(s) didn't match the requested node name"},
+		// The OS: spec.os.name and the pod's own kubernetes.io/os label
+		// against the OS the kubelet runs on (linux), before the resources.
+		{name: "spec.os windows", pod: withSpec(podWith("a", requests("3", "")), func(s *v1.PodSpec) { s.OS = &v1.PodOS{Name: v1.Windows} }), node: testNode(10, "2", "4Gi"),
+			wantReason: "PodOSNotSupported", wantMessage: "Failed to admit pod as the OS field doesn't match node OS"},
+		{name: "spec.os linux", pod: withSpec(podWith("a"), func(s *v1.PodSpec) { s.OS = &v1.PodOS{Name: v1.Linux} }), node: testNode(10, "2", "4Gi")},
+		{name: "os label windows", pod: withLabels(podWith("a"), map[string]string{v1.LabelOSStable: "windows"}), node: testNode(10, "2", "4Gi"),
+			wantReason: "PodOSSelectorNodeLabelDoesNotMatch", wantMessage: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
+		{name: "os label linux on a node labelled otherwise", pod: withLabels(podWith("a"), map[string]string{v1.LabelOSStable: "linux"}),
+			node: withNodeLabels(testNode(10, "2", "4Gi"), map[string]string{v1.LabelOSStable: "windows"})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

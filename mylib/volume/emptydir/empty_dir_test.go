@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,5 +94,105 @@ func TestSizeLimitRecorded(t *testing.T) {
 	}
 	if got := SizeLimit(spec(&v1.EmptyDirVolumeSource{})); got != nil {
 		t.Errorf("SizeLimit = %v, want nil", got)
+	}
+}
+
+// The tmpfs's size is upstream's: the Node's allocatable memory, the
+// pod's memory limit if smaller, the volume's sizeLimit if smaller still.
+func TestCalculateEmptyDirMemorySize(t *testing.T) {
+	alloc := resource.MustParse("4Gi")
+	limited := func(limits ...string) *v1.Pod {
+		p := pod.DeepCopy()
+		for _, l := range limits {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "c" + l, Resources: v1.ResourceRequirements{
+				Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse(l)}}})
+		}
+		return p
+	}
+	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+	for _, tc := range []struct {
+		name      string
+		pod       *v1.Pod
+		sizeLimit *resource.Quantity
+		want      string
+	}{
+		{"no limits: the node's allocatable", limited(), nil, "4Gi"},
+		{"the pod's limits, summed", limited("256Mi", "256Mi"), nil, "512Mi"},
+		{"a container without a limit: the node's", func() *v1.Pod {
+			p := limited("256Mi")
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "free"})
+			return p
+		}(), nil, "4Gi"},
+		{"sizeLimit below the pod's limit", limited("512Mi"), q("64Mi"), "64Mi"},
+		{"sizeLimit above the pod's limit is cut", limited("512Mi"), q("1Gi"), "512Mi"},
+		{"sizeLimit above the node's", limited(), q("8Gi"), "4Gi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := calculateEmptyDirMemorySize(&alloc, spec(&v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: tc.sizeLimit}), tc.pod)
+			if want := resource.MustParse(tc.want); got.Cmp(want) != 0 {
+				t.Errorf("size %s, want %s", got.String(), tc.want)
+			}
+		})
+	}
+}
+
+// With Options.Tmpfs, medium Memory is a tmpfs mounted on the volume's
+// directory, of the computed size (the e2e specs' "mount type of
+// /test-volume: tmpfs"); TearDown unmounts it. It needs mount(2).
+func TestMemoryMediumIsATmpfs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	host := voltesting.NewFakeVolumeHost(t.TempDir())
+	host.Allocatable = v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}
+	var mgr volume.VolumePluginMgr
+	if err := mgr.InitPlugins(ProbeVolumePluginsWith(Options{Tmpfs: true}), host); err != nil {
+		t.Fatal(err)
+	}
+	p, err := mgr.FindPluginByName(PluginName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := resource.MustParse("8Mi")
+	m, err := p.NewMounter(spec(&v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &size}), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetUp(volume.MounterArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := m.GetPath()
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) }) // should the test fail before TearDown
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type != unix.TMPFS_MAGIC {
+		t.Fatalf("file system %#x, want tmpfs", fs.Type)
+	}
+	if got := int64(fs.Blocks) * fs.Bsize; got != size.Value() {
+		t.Errorf("tmpfs of %d bytes, want %d (sizeLimit)", got, size.Value())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetUp(volume.MounterArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	if mounted, _ := isTmpfsMountPoint(dir); !mounted {
+		t.Fatal("not a mount point after a second SetUp")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "f")); err != nil {
+		t.Errorf("a second SetUp mounted another tmpfs over the first: %v", err)
+	}
+	u, err := p.NewUnmounter("cache", "uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.TearDown(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("TearDown left the directory: %v", err)
 	}
 }
