@@ -27,6 +27,7 @@ type image struct {
 	user        string       // the configuration's USER; "" is root
 	def         ImageDefault // what a container runs with no command
 	entrypoint  []string     // KnownRepository.Entrypoint
+	programs    []string     // KnownRepository.Programs
 }
 
 // normalizeRef turns "nginx" into "docker.io/library/nginx:latest", as
@@ -95,7 +96,7 @@ func resolve(ref string) *image {
 		manifest = digest // a name@digest names its manifest
 	}
 	if k != nil {
-		img.user, img.def, img.entrypoint = k.User, k.Default, k.Entrypoint
+		img.user, img.def, img.entrypoint, img.programs = k.User, k.Default, k.Entrypoint, k.Programs
 		if k.Size != 0 { // the repository's size, within 5%
 			img.size = k.Size / 100 * (95 + binary.BigEndian.Uint64(sum[8:16])%11)
 		}
