@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -304,10 +305,20 @@ func (r *Runtime) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequ
 	return &runtimeapi.RemoveImageResponse{}, nil
 }
 
-// ImageFsInfo reports the space the images use (`crictl imagefsinfo`).
+// ImageFsInfo reports the space the images use (`crictl imagefsinfo`),
+// on the filesystem of the runtime's state directory (or, before it has
+// one, the temporary directory it will make it in), as containerd's are on
+// the filesystem of its root, /var/lib/containerd: a directory that
+// exists on this machine, so that the kubelet finds the image
+// filesystem's size (statfs), the host's, and its image GC and eviction
+// can work out a percentage.
 func (r *Runtime) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	imageFs := r.stateDir
+	if imageFs == "" {
+		imageFs = os.TempDir()
+	}
 	var used uint64
 	for _, img := range r.images {
 		used += img.size
@@ -316,7 +327,7 @@ func (r *Runtime) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (
 	return &runtimeapi.ImageFsInfoResponse{
 		ImageFilesystems: []*runtimeapi.FilesystemUsage{{
 			Timestamp:  ts,
-			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: "/var/lib/" + RuntimeName + "/images"},
+			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: imageFs},
 			UsedBytes:  &runtimeapi.UInt64Value{Value: used},
 			InodesUsed: &runtimeapi.UInt64Value{Value: uint64(len(r.images)) * 1000},
 		}},
