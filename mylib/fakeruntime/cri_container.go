@@ -104,7 +104,8 @@ func (r *Runtime) newContainer(req *runtimeapi.CreateContainerRequest, script st
 		}
 	}
 	var pidTarget *container
-	if ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(); ns.GetPid() == runtimeapi.NamespaceMode_TARGET {
+	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	if ns.GetPid() == runtimeapi.NamespaceMode_TARGET {
 		if pidTarget = s.containers[ns.GetTargetId()]; pidTarget == nil {
 			return nil, nil, "", status.Errorf(codes.NotFound, "CreateContainer %s: target container %q of its PID namespace not found in pod %s",
 				m.GetName(), ns.GetTargetId(), s.podName())
@@ -131,10 +132,18 @@ func (r *Runtime) newContainer(req *runtimeapi.CreateContainerRequest, script st
 		io:          newContainerIO(cfg),
 		interactive: cfg.GetStdin() && isLoneShell(cfg.GetCommand(), cfg.GetArgs(), img),
 	}
-	if pidTarget != nil {
+	switch {
+	case pidTarget != nil:
 		c.running.joinPIDNamespace(&pidTarget.running)
 		c.pidTarget = pidTarget.id
+	case ns.GetPid() == runtimeapi.NamespaceMode_POD: // shareProcessNamespace
+		if s.pidns == nil {
+			s.pidns = newPodPIDNamespace()
+		}
+		c.running.usePIDNamespace(s.pidns)
+		c.podPID = true
 	}
+	c.process, c.programs = mainProcess(cfg, img), img.programs
 	memory := cfg.GetLinux().GetResources().GetMemoryLimitInBytes()
 	if memory <= 0 {
 		memory = r.memory // the node's memory, when the runtime knows it
@@ -178,6 +187,28 @@ func (r *Runtime) prepareContainer(c *container, cfg *runtimeapi.ContainerConfig
 		}
 	}
 	return nil
+}
+
+// mainProcess is the command line ps lists a container's main process
+// as (pid_namespace.go): its command and args, or the image's entrypoint
+// and the args, if a shell's; with none, the image's default command.
+func mainProcess(cfg *runtimeapi.ContainerConfig, img *image) []string {
+	argv := append(slices.Clone(cfg.GetCommand()), cfg.GetArgs()...)
+	if len(cfg.GetCommand()) == 0 && len(img.entrypoint) > 0 {
+		argv = append(slices.Clone(img.entrypoint), cfg.GetArgs()...)
+	}
+	switch {
+	case len(argv) > 0:
+		return processOf(argv)
+	case img.def.Shell:
+		return []string{"sh"}
+	case len(img.def.Process) > 0:
+		return slices.Clone(img.def.Process)
+	case img.def.Script == "" || len(img.repoDigests) == 0:
+		return nil
+	}
+	repo, _, _ := strings.Cut(img.repoDigests[0], "@")
+	return []string{path.Base(repo)}
 }
 
 // isLoneShell tells whether what the container runs is a shell with no

@@ -3,6 +3,9 @@ package fakeruntime
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,15 +38,21 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		r.mu.Unlock()
 		return nil, status.Errorf(codes.FailedPrecondition, "ExecSync %s: container is %s, not running", short(c.id), c.state)
 	}
+	if err := c.findProgram(req.GetCmd()[0]); err != nil {
+		r.mu.Unlock()
+		return nil, status.Error(codes.Unknown, err.Error())
+	}
 	stdout, stderr := lockedBuffer{max: maxExecSyncOutput}, lockedBuffer{max: maxExecSyncOutput}
 	var run func(ctx context.Context) int
 	if r.sandbox == nil {
 		p := newProc(r.clock, c.fs, c.hostname, c.env, &stdout, &stderr, &c.running)
 		p.workDir = c.workDir
 		p.net = r.containerNet(c)
+		p.process = processOf(req.GetCmd())
 		run = func(ctx context.Context) int { return p.run(ctx, script, params) }
 	} else {
 		spec := r.spec(c, script, params) // read c under mu
+		spec.Process = processOf(req.GetCmd())
 		run = func(ctx context.Context) int { return r.sandbox.exec(ctx, spec, nil, &stdout, &stderr) }
 	}
 	killed := c.done // the container's end ends the exec too
@@ -79,6 +88,23 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	}
 	out, errOut := fitExecSyncReply(stdout.Bytes(), stderr.Bytes())
 	return &runtimeapi.ExecSyncResponse{Stdout: out, Stderr: errOut, ExitCode: int32(code)}, nil
+}
+
+// findProgram says whether c's image has the program an exec runs: an
+// image with Programs (the pause image) has those alone, no shell, and
+// an exec of any other command fails to start, as runc answers it
+// through containerd ("executable file not found in $PATH"; kubectl
+// exec prints it and exits 1). The mock runs the others itself: an
+// exec of a listed program runs as any command does. Caller holds mu.
+func (c *container) findProgram(name string) error {
+	if c.programs == nil || slices.Contains(c.programs, name) {
+		return nil
+	}
+	why := fmt.Sprintf("exec: %q: executable file not found in $PATH", name)
+	if strings.Contains(name, "/") {
+		why = fmt.Sprintf("exec: %q: stat %s: no such file or directory", name, name)
+	}
+	return fmt.Errorf("failed to exec in container: failed to start exec %q: OCI runtime exec failed: exec failed: unable to start container process: %s: unknown", newID(), why)
 }
 
 // maxExecSyncReply is the most the two streams of an ExecSync reply hold

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -34,6 +35,7 @@ type image struct {
 	user        string       // the configuration's USER; "" is root
 	def         ImageDefault // what a container runs with no command
 	entrypoint  []string     // KnownRepository.Entrypoint
+	programs    []string     // KnownRepository.Programs
 }
 
 // normalizeRef turns "nginx" into "docker.io/library/nginx:latest", as
@@ -102,7 +104,7 @@ func resolve(ref string) *image {
 		manifest = digest // a name@digest names its manifest
 	}
 	if k != nil {
-		img.user, img.def, img.entrypoint = k.User, k.Default, k.Entrypoint
+		img.user, img.def, img.entrypoint, img.programs = k.User, k.Default, k.Entrypoint, k.Programs
 		if k.Size != 0 { // the repository's size, within 5%
 			img.size = k.Size / 100 * (95 + binary.BigEndian.Uint64(sum[8:16])%11)
 		}
@@ -311,10 +313,20 @@ func (r *Runtime) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequ
 	return &runtimeapi.RemoveImageResponse{}, nil
 }
 
-// ImageFsInfo reports the space the images use (`crictl imagefsinfo`).
+// ImageFsInfo reports the space the images use (`crictl imagefsinfo`),
+// on the filesystem of the runtime's state directory (or, before it has
+// one, the temporary directory it will make it in), as containerd's are on
+// the filesystem of its root, /var/lib/containerd: a directory that
+// exists on this machine, so that the kubelet finds the image
+// filesystem's size (statfs), the host's, and its image GC and eviction
+// can work out a percentage.
 func (r *Runtime) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	imageFs := r.stateDir
+	if imageFs == "" {
+		imageFs = os.TempDir()
+	}
 	var used uint64
 	for _, img := range r.images {
 		used += img.size
@@ -323,7 +335,7 @@ func (r *Runtime) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (
 	return &runtimeapi.ImageFsInfoResponse{
 		ImageFilesystems: []*runtimeapi.FilesystemUsage{{
 			Timestamp:  ts,
-			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: "/var/lib/" + RuntimeName + "/images"},
+			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: imageFs},
 			UsedBytes:  &runtimeapi.UInt64Value{Value: used},
 			InodesUsed: &runtimeapi.UInt64Value{Value: uint64(len(r.images)) * 1000},
 		}},

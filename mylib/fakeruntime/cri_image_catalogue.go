@@ -17,6 +17,11 @@ type ImageDefault struct {
 	// Shell: the default command is a shell, which, in a container with
 	// a stdin (Config.Stdin), reads its commands from it.
 	Shell bool
+	// Process is the real image's command line, which ps lists the
+	// default command as (pid_namespace.go), and not the utilities its
+	// Script runs to play it. Nil: the repository's last name element,
+	// unless Shell or Script is empty.
+	Process []string
 }
 
 // KnownRepository is one image repository as a registry serves it: the
@@ -50,6 +55,12 @@ type KnownRepository struct {
 	// runs it, followed by its args, as containerd does. Empty: a
 	// container given no command runs Default, or its args alone.
 	Entrypoint []string
+	// Programs are the only programs its images have, for an image with
+	// no shell (the pause image has /pause alone): an exec of any other
+	// command fails as runc's does, "executable file not found in $PATH"
+	// (cri_exec.go). Nil: the image has a shell and the utilities, as
+	// busybox has.
+	Programs []string
 }
 
 // KnownImage is one image and the tags that point at it: pulled by any of
@@ -140,13 +151,13 @@ while true; do sleep 3600; done`,
 		Names:     []string{"docker.io/library/httpd"},
 		Published: httpdTags,
 		Size:      58_000_000,
-		Default:   ImageDefault{What: "serves HTTP until stopped; exits 0 on SIGTERM", Script: httpdScript},
+		Default:   ImageDefault{What: "serves HTTP until stopped; exits 0 on SIGTERM", Script: httpdScript, Process: []string{"httpd", "-DFOREGROUND"}},
 	},
 	{
 		Names:     []string{"registry.k8s.io/e2e-test-images/httpd"},
 		Published: e2eHttpdTags,
 		Size:      40_000_000,
-		Default:   ImageDefault{What: "the Kubernetes e2e tests' httpd: as docker.io/library/httpd", Script: httpdScript},
+		Default:   ImageDefault{What: "the Kubernetes e2e tests' httpd: as docker.io/library/httpd", Script: httpdScript, Process: []string{"httpd", "-DFOREGROUND"}},
 	},
 	{
 		// The sandbox image. k8s.gcr.io is the registry's name before 2023;
@@ -154,8 +165,10 @@ while true; do sleep 3600; done`,
 		Names:     []string{"registry.k8s.io/pause", "k8s.gcr.io/pause"},
 		Published: pauseTags,
 		Size:      320_000,
-		Default:   ImageDefault{What: "the sandbox's placeholder process: sleeps until stopped; exits 0 on SIGTERM", Script: runUntilStopped},
-		User:      "65535:65535", // its Dockerfile (kubernetes build/pause) says USER 65535:65535
+		Default: ImageDefault{What: "the sandbox's placeholder process: sleeps until stopped; exits 0 on SIGTERM", Script: runUntilStopped,
+			Process: []string{"/pause"}},
+		User:     "65535:65535",      // its Dockerfile (kubernetes build/pause) says USER 65535:65535
+		Programs: []string{"/pause"}, // it is FROM scratch: no shell, no ls, no sh
 		Images: []KnownImage{
 			{Tags: []string{"3.9"}, Size: 321_520,
 				Digest: "sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097",

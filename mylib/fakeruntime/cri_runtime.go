@@ -297,6 +297,10 @@ type sandbox struct {
 	item *runtimeapi.PodSandbox
 
 	cpuRate cpuRate // its CPU at the previous stats read (cri_stats.go)
+
+	// pidns is the pod's PID namespace, made for its first container
+	// that shares it (shareProcessNamespace: NamespaceMode POD).
+	pidns *pidNamespace
 }
 
 // nameKey is the sandbox's reserved name: one sandbox per pod and attempt.
@@ -359,6 +363,12 @@ type container struct {
 	io          *containerIO
 	interactive bool
 	pidTarget   string // the container whose PID namespace it shares (NamespaceMode TARGET)
+	podPID      bool   // it shares its pod's PID namespace (NamespaceMode POD)
+	// process is the command line ps lists its main process as, nil if
+	// it is a single command (pid_namespace.go); programs are its image's
+	// only programs, nil if it has a shell (cri_exec.go).
+	process  []string
+	programs []string
 }
 
 // containerNameKey is a container's reserved name: one container per name
@@ -452,6 +462,7 @@ func (r *Runtime) start(c *container) error {
 	p.workDir = c.workDir
 	p.net = r.containerNet(c)
 	p.stdin = in
+	p.process = c.process
 	ctx, cancel := context.WithCancel(context.Background())
 	c.proc, c.cancel, c.done = p, cancel, make(chan struct{})
 	done := c.done

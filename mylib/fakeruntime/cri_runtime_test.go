@@ -43,7 +43,9 @@ func runSandbox(t *testing.T, r *Runtime, name, uid string, labels map[string]st
 }
 
 // createContainer creates a busybox container running cmd, or with no cmd
-// a pause container (runs until stopped, exits 0 on SIGTERM).
+// a pause container (runs until stopped, exits 0 on SIGTERM), with a PID
+// namespace of its own, as the kubelet asks for a pod's containers unless
+// it shares its process namespace.
 func createContainer(t *testing.T, r *Runtime, sandboxID, name string, cmd ...string) string {
 	t.Helper()
 	image := "busybox:1.36"
@@ -57,6 +59,8 @@ func createContainer(t *testing.T, r *Runtime, sandboxID, name string, cmd ...st
 			Image:    &runtimeapi.ImageSpec{Image: image},
 			Labels:   map[string]string{kubetypes.KubernetesContainerNameLabel: name},
 			Command:  cmd,
+			Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}}},
 		},
 	})
 	require.NoError(t, err)

@@ -114,6 +114,8 @@ type runSpec struct {
 	Fault       bool        `json:"fault,omitempty"`  // opFault: on or off
 	Limits      runLimits   `json:"limits"`
 	PIDTarget   string      `json:"pidTarget,omitempty"` // the container whose PID namespace it shares
+	PodPID      string      `json:"podPID,omitempty"`    // the sandbox whose PID namespace it shares (pid_namespace.go)
+	Process     []string    `json:"process,omitempty"`   // the command line ps lists the run as
 }
 
 // The requests; an exit comes back as a runExit.
@@ -691,13 +693,14 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 	}
 	return runSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
 		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip, Mounts: c.mapped,
-		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}, PIDTarget: c.pidTarget}
+		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace()}
 }
 
 // startInSandbox starts c's main script in the sandbox process. Caller
 // holds r.mu.
 func (r *Runtime) startInSandbox(c *container, in io.Reader, out, errw io.Writer, stdout, stderr *logStream) error {
 	spec := r.spec(c, c.script, c.params)
+	spec.Process = c.process
 	if c.interactive && in != nil {
 		spec.Interactive, spec.Prompt = true, c.prompt()
 	}

@@ -132,6 +132,7 @@ type sandboxServer struct {
 	mu         sync.Mutex
 	runs       map[string]*childRun
 	containers map[string]*childContainer
+	pods       map[string]*podPIDNamespace // the pods' shared PID namespaces, by sandbox
 	sent       sync.Mutex
 }
 
@@ -153,6 +154,7 @@ type childContainer struct {
 	// never walking a host path again.
 	mounts []*fsMount
 	pinned bool
+	podPID string // the sandbox whose PID namespace it joined
 }
 
 // serve reads requests until the runtime closes its end, then exits.
@@ -257,11 +259,14 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 		c.running.setLimits(spec.Limits.Pids, spec.Limits.Memory)
 		if spec.PIDTarget != "" && spec.PIDTarget != spec.Container {
 			c.running.joinPIDNamespace(&s.container(spec.PIDTarget).running)
+		} else if spec.PodPID != "" {
+			s.joinPodPIDNamespace(c, spec.PodPID)
 		}
 	}
 	c.runs++
 	p := newProc(clock.RealClock{}, view, spec.Hostname, spec.Env, stdout, stderr, &c.running)
 	p.workDir = spec.WorkDir
+	p.process = spec.Process
 	p.net = &containerNet{podIP: spec.PodIP, direct: !s.noNet, netErr: ErrNoPodNetwork, fault: &c.fault, traffic: &c.running.traffic}
 	if !spec.Interactive {
 		p.stdin = stdin
@@ -307,6 +312,7 @@ func (s *sandboxServer) ended(c *childContainer) {
 	c.mounts, c.pinned = nil, false
 	if on, _ := c.fault.state(); !on {
 		delete(s.containers, c.id)
+		s.leavePodPIDNamespace(c)
 	}
 }
 

@@ -56,9 +56,14 @@ type proc struct {
 	stderr   io.Writer
 
 	*signals
-	// running counts the utilities running in the container, by name,
-	// for pgrep; shared by the container's main script and its execs.
+	// running is the container's processes (ps, pgrep) and limits;
+	// shared by the container's main script and its execs.
 	running *procTable
+	// process is the command line ps lists this script as
+	// (pid_namespace.go); nil: it is not listed, only the utilities it
+	// runs. quiet: the utilities it runs are not listed either.
+	process []string
+	quiet   bool
 	// net is where the server commands listen (shell_servers.go); nil in an exec.
 	net *containerNet
 }
@@ -67,68 +72,10 @@ type proc struct {
 // limits (shell_limits.go) and what it uses (shell_usage.go).
 type procTable struct {
 	mu    sync.Mutex
-	pidns *pidNamespace // its own, made on first use, or its target's
+	pidns *pidNamespace // its own, made on first use, or its pod's or target's (pid_namespace.go)
 	limits
 	cpu     cpuMeter
 	traffic netCounters
-}
-
-// pidNamespace is the process view of pgrep and ps: the utilities running,
-// by name. There are no PIDs: a container has its own view, or, created
-// with PID namespace mode TARGET (an ephemeral container of `kubectl debug
-// --target`), shares its target's, so that each sees the other's
-// utilities, as processes of one PID namespace see each other.
-type pidNamespace struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-// namespace returns the PID namespace t's utilities run in.
-func (t *procTable) namespace() *pidNamespace {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.pidns == nil {
-		t.pidns = &pidNamespace{n: map[string]int{}}
-	}
-	return t.pidns
-}
-
-// joinPIDNamespace makes t's utilities run in target's PID namespace.
-func (t *procTable) joinPIDNamespace(target *procTable) {
-	ns := target.namespace()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.pidns = ns
-}
-
-func (t *procTable) add(name string, d int) {
-	ns := t.namespace()
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	ns.n[name] += d
-}
-
-func (t *procTable) count(name string) int {
-	ns := t.namespace()
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	return ns.n[name]
-}
-
-// list returns the running utilities' names, one per running instance,
-// sorted.
-func (t *procTable) list() []string {
-	ns := t.namespace()
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	var out []string
-	for name, k := range ns.n {
-		for range k {
-			out = append(out, name)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // signals is a process's SIGTERM: its trap and its delivery, shared with
@@ -223,6 +170,7 @@ func (p *proc) run(ctx context.Context, script string, params []string) (code in
 		return 1
 	}
 	defer p.running.exit()
+	defer p.enterProcess()()
 	// Counted on a thread of its own (shell_usage.go), once it is a
 	// process: a fork that fails costs no thread.
 	defer p.running.cpu.start()()
@@ -557,32 +505,31 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	// A utility on a goroutine the interpreter started (a pipeline's
 	// left side) counts its own CPU time; on the script's, it is counted.
 	defer p.running.cpu.start()()
-	p.running.add(name, 1)
-	defer p.running.add(name, -1)
+	if !p.quiet {
+		defer p.running.leave(p.running.enter(args))
+	}
 	switch name {
 	case "stress":
 		return p.stress(ctx, hc, args[1:])
 	case "pgrep":
-		// There are no PIDs: one line per running utility of that name.
 		if len(args) != 2 {
 			fmt.Fprintln(hc.Stderr, "pgrep: usage: pgrep NAME")
 			return interp.NewExitStatus(2)
 		}
-		n := p.running.count(args[1])
-		for i := range n {
-			fmt.Fprintln(hc.Stdout, i+2) // 1 is the container's main process
+		pids := p.running.namespace().pids(args[1])
+		for _, pid := range pids {
+			fmt.Fprintln(hc.Stdout, pid)
 		}
-		if n == 0 {
+		if len(pids) == 0 {
 			return interp.NewExitStatus(1)
 		}
 		return nil
 	case "ps":
-		// busybox's columns; the PIDs are made up (numbered in order) and
-		// the main script itself is not listed, only the utilities running
-		// in the container's PID namespace (with --target, its target's).
+		// busybox's columns, and the processes of the container's PID
+		// namespace (pid_namespace.go); every one has used no CPU time.
 		fmt.Fprintln(hc.Stdout, "PID   USER     TIME  COMMAND")
-		for i, name := range p.running.list() {
-			fmt.Fprintf(hc.Stdout, "%5d root      0:00 %s\n", i+1, name)
+		for _, e := range p.running.namespace().list() {
+			fmt.Fprintf(hc.Stdout, "%5d %-8s  0:00 %s\n", e.pid, e.user, e.args)
 		}
 		return nil
 	case "sleep":
@@ -671,7 +618,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 			fmt.Fprintf(hc.Stderr, "%s: only %s -c SCRIPT is supported\n", name, name)
 			return interp.NewExitStatus(2)
 		}
-		sub := &proc{clock: p.clock, fs: p.fs, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running, net: p.net}
+		sub := &proc{clock: p.clock, fs: p.fs, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running, net: p.net, quiet: p.quiet}
 		code := sub.run(ctx, script, params)
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -332,7 +332,7 @@ func TestExecSync(t *testing.T) {
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
 	assert.Contains(t, err.Error(), "timed out after 2s")
 	resp = execIn(t, r, c, "pgrep", "sleep")
-	assert.Equal(t, "2\n", string(resp.Stdout), "the timed-out sleep is gone; the main script's sleep is left")
+	assert.Equal(t, "3\n", string(resp.Stdout), "the timed-out sleep is gone; the main script's sleep is left (PID 1 is its shell, 2 its touch)")
 
 	_, err = r.ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: c})
 	assert.Equal(t, codes.InvalidArgument, status.Code(err))

@@ -321,7 +321,11 @@ func (r *Runtime) serveStream(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	if ss.errorStream != nil {
-		_ = json.NewEncoder(ss.errorStream).Encode(streamExitStatus(code, err))
+		doing := "executing command in"
+		if p.attach {
+			doing = "attaching to"
+		}
+		_ = json.NewEncoder(ss.errorStream).Encode(streamExitStatus(code, err, doing))
 		_ = ss.errorStream.Close()
 	}
 }
@@ -336,11 +340,16 @@ func writerOrDiscard(s httpstream.Stream) io.Writer {
 // streamExitStatus is the Status written to the error stream at the end, as
 // upstream's writeStatus: Success; or Failure with reason NonZeroExitCode
 // and the code as the cause ExitCode, which kubectl turns into its own
-// exit code; or Failure with the error.
-func streamExitStatus(code int, err error) metav1.Status {
+// exit code; or an internal error, "error executing command in container:
+// ERR" (doing: "executing command in", or "attaching to") as upstream's
+// streaming server words it, which kubectl prints as "error: Internal
+// error occurred: …" and exits 1.
+func streamExitStatus(code int, err error, doing string) metav1.Status {
 	switch {
 	case err != nil:
-		return metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Message: err.Error(), Code: http.StatusInternalServerError}
+		err = fmt.Errorf("error %s container: %w", doing, err)
+		return metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Message: "Internal error occurred: " + err.Error(),
+			Code: http.StatusInternalServerError, Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Message: err.Error()}}}}
 	case code != 0:
 		return metav1.Status{Status: metav1.StatusFailure, Reason: remotecommand.NonZeroExitCodeReason,
 			Message: fmt.Sprintf("command terminated with non-zero exit code: exit status %d", code),

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -186,7 +185,7 @@ func TestIsLoneShell(t *testing.T) {
 
 // TestTargetPIDNamespaceSharesTheProcessView: a container created with
 // NamespaceMode TARGET (an ephemeral container of `kubectl debug
-// --target`) sees its target's utilities in ps and pgrep; another does not.
+// --target`) sees its target's processes in ps and pgrep; another does not.
 func TestTargetPIDNamespaceSharesTheProcessView(t *testing.T) {
 	r, _ := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)
@@ -208,20 +207,14 @@ func TestTargetPIDNamespaceSharesTheProcessView(t *testing.T) {
 	require.NoError(t, err)
 	startContainer(t, r, dbg)
 
-	ps := func(id string) string {
-		resp, err := r.ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"ps"}})
-		require.NoError(t, err)
-		return string(resp.Stdout)
-	}
-	require.Eventually(t, func() bool { return strings.Contains(ps(dbg), " top\n") }, 10*time.Second, time.Millisecond)
-	assert.Equal(t, "PID   USER     TIME  COMMAND\n    1 root      0:00 ps\n    2 root      0:00 sleep\n    3 root      0:00 top\n", ps(dbg),
-		"the target's sleep and the debugger's own top and ps, in one PID namespace")
-	assert.Equal(t, "PID   USER     TIME  COMMAND\n    1 root      0:00 ps\n    2 root      0:00 sleep\n    3 root      0:00 top\n", ps(app),
-		"and the target sees the debugger's")
+	assert.Equal(t, "PID   USER     TIME  COMMAND\n    1 root      0:00 sh -c sleep 1000\n    2 root      0:00 sleep 1000\n    3 root      0:00 sh -c top\n    4 root      0:00 top\n    5 root      0:00 ps\n",
+		psIn(t, r, dbg, "top"), "the target's shell and sleep, and the debugger's own top and ps, in one PID namespace")
+	assert.Equal(t, "PID   USER     TIME  COMMAND\n    1 root      0:00 sh -c sleep 1000\n    2 root      0:00 sleep 1000\n    3 root      0:00 sh -c top\n    4 root      0:00 top\n    6 root      0:00 ps\n",
+		psIn(t, r, app), "and the target sees the debugger's")
 	// other's top was started before the debugger, but nothing above waited
 	// for it to be running: on a busy machine ps could come first.
-	require.Eventually(t, func() bool { return strings.Contains(ps(other), " top\n") }, 10*time.Second, time.Millisecond)
-	assert.Equal(t, "PID   USER     TIME  COMMAND\n    1 root      0:00 ps\n    2 root      0:00 top\n", ps(other), "another container sees only its own")
+	assert.Equal(t, "PID   USER     TIME  COMMAND\n    1 root      0:00 sh -c top\n    2 root      0:00 top\n    3 root      0:00 ps\n",
+		psIn(t, r, other, "top"), "another container sees only its own")
 
 	_, err = create("lost", "nope")
 	assert.Equal(t, codes.NotFound, status.Code(err), "%v", err)

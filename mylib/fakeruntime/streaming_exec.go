@@ -29,6 +29,10 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 		r.mu.Unlock()
 		return 0, status.Errorf(codes.FailedPrecondition, "Exec %s: container is %s, not running", short(c.id), c.state)
 	}
+	if err := c.findProgram(cmd[0]); err != nil {
+		r.mu.Unlock()
+		return 0, err
+	}
 	if tty {
 		stdout = &crlfWriter{w: stdout}
 		stderr = stdout
@@ -39,9 +43,11 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 	p := newProc(r.clock, c.fs, c.hostname, c.env, stdout, stderr, &c.running)
 	p.workDir = c.workDir
 	p.stdin = stdin
+	p.process = processOf(cmd)
 	var spec runSpec
 	if r.sandbox != nil {
 		spec = r.spec(c, "", nil)
+		spec.Process = p.process
 	}
 	killed := c.done
 	r.mu.Unlock()
@@ -94,6 +100,7 @@ func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (co
 		return 1
 	}
 	defer p.running.exit()
+	defer p.enterProcess()()
 	p.stdin = nil
 	runner, err := p.newRunner(nil)
 	if err != nil {
