@@ -96,8 +96,7 @@ func TestMetricsFollowAPodFromWatchToRunning(t *testing.T) {
 			`prober_probe_total{container="c",namespace="default",pod="web",pod_uid="uid-web",probe_type="Readiness",result="successful"}`)
 	}, 10*time.Second, 20*time.Millisecond, "the readiness probe is counted on /metrics/probes")
 
-	body := scrapeMetrics(t, m.Handler())
-	for _, want := range []string{
+	wants := []string{
 		`kubelet_node_name{node="n1"} 1`,
 		"kubelet_pod_start_sli_duration_seconds_count 1",
 		"kubelet_pod_start_total_duration_seconds_count 1",
@@ -109,7 +108,20 @@ func TestMetricsFollowAPodFromWatchToRunning(t *testing.T) {
 		`kubelet_runtime_operations_total{operation_type="run_podsandbox"} 1`,
 		`kubelet_runtime_operations_total{operation_type="start_container"} 1`,
 		`kubelet_pod_worker_duration_seconds_count{operation_type="create"} 1`,
-	} {
+	}
+	// The running gauges follow the PLEG's relists: on a busy machine the
+	// scrape can come before the relist that saw the container start.
+	var body string
+	assert.Eventually(t, func() bool {
+		body = scrapeMetrics(t, m.Handler())
+		for _, want := range wants {
+			if !strings.Contains(body, want+"\n") {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 50*time.Millisecond, "every series below")
+	for _, want := range wants {
 		assert.Contains(t, body, want+"\n")
 	}
 	for _, want := range []string{"kubelet_pleg_relist_duration_seconds_count", `kubelet_runtime_operations_total{operation_type="list_podsandbox"}`,
