@@ -75,6 +75,13 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 	if r.net != nil {
 		err = r.net.AddIP(s.ip)
 	}
+	if err == nil && r.sandbox != nil {
+		// Its sandbox process's user, claimed now (its containers' files
+		// are given to it); the process starts at its first container run.
+		if err = r.sandbox.addPod(s.id, s.cgroupParent); err != nil && r.net != nil {
+			r.net.DelIP(s.ip)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -159,6 +166,9 @@ func (r *Runtime) stopSandbox(s *sandbox) {
 	for _, c := range r.containersOf(s.id) {
 		r.kill(c)
 	}
+	if r.sandbox != nil {
+		r.sandbox.stopPod(s.id) // its sandbox process ends with them
+	}
 	wasReady := s.state == runtimeapi.PodSandboxState_SANDBOX_READY
 	if wasReady {
 		// A stopped sandbox's network is torn down and its address goes
@@ -195,8 +205,9 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 
 // PodSandboxStatus returns the sandbox's status (`crictl inspectp`). With
 // verbose, Info["info"] holds extra details as JSON, as containerd's does:
-// the pod, its log directory, its containers and the CgroupParent it was
-// given (which the mock does not use).
+// the pod, its log directory, its containers, the CgroupParent it was
+// given (its sandbox process's cgroup is a child of it) and, when its
+// scripts run in a sandbox process, the user that process runs as.
 func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -212,7 +223,12 @@ func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandbox
 		}
 		info := map[string]any{"pod": s.podName(), "logDirectory": s.logDir, "containers": ids}
 		if s.cgroupParent != "" {
-			info["cgroupParent"] = s.cgroupParent // recorded, not used
+			info["cgroupParent"] = s.cgroupParent
+		}
+		if r.sandbox != nil {
+			if p := r.sandbox.lookup(s.id); p != nil {
+				info["sandboxUID"] = p.uid.uid
+			}
 		}
 		b, _ := json.Marshal(info)
 		resp.Info = map[string]string{"info": string(b)}
