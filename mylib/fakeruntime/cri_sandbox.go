@@ -76,9 +76,10 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		err = r.net.AddIP(s.ip)
 	}
 	if err == nil && r.sandbox != nil {
-		// Its sandbox process's user, claimed now (its containers' files
-		// are given to it); the process starts at its first container run.
-		if err = r.sandbox.addPod(s.id, s.cgroupParent); err != nil && r.net != nil {
+		// Its sandbox process, with its user (its containers' files are
+		// given to it) and in its cgroup, started now, without the lock:
+		// the pods of a burst start theirs side by side.
+		if err = r.sandbox.startPod(s.id, s.cgroupParent); err != nil && r.net != nil {
 			r.net.DelIP(s.ip)
 		}
 	}
@@ -115,6 +116,12 @@ func (r *Runtime) newSandbox(req *runtimeapi.RunPodSandboxRequest) (*sandbox, bo
 	resolv, err := resolvConf(cfg.GetDnsConfig())
 	if err != nil {
 		return nil, false, status.Errorf(codes.InvalidArgument, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
+	}
+	if r.sandbox != nil {
+		// The sandbox process mounts its root on the containers' directory.
+		if _, err := r.containersDir(); err != nil {
+			return nil, false, status.Errorf(codes.Internal, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
+		}
 	}
 	ip, err := r.ips.Allocate()
 	if err != nil {

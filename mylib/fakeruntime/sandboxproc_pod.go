@@ -21,8 +21,8 @@ import (
 )
 
 // sandboxProcess is the runtime's side of the sandbox processes: one per
-// pod sandbox, started at the pod's first container run, ended at
-// StopPodSandbox (its user and cgroup given back at RemovePodSandbox).
+// pod sandbox, started at RunPodSandbox (and by a run after it died),
+// ended at StopPodSandbox (its user and cgroup given back at RemovePodSandbox).
 type sandboxProcess struct {
 	dir string          // the containers' directory
 	net *podnet.Network // nil: no pod network
@@ -76,11 +76,24 @@ func openExe(name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), name), nil
 }
 
-// addPod records pod sandbox id with its CgroupParent, and claims the user
-// its process runs as (RunPodSandbox).
-func (s *sandboxProcess) addPod(id, cgroupParent string) error {
-	_, err := s.pod(id, cgroupParent)
-	return err
+// startPod records pod sandbox id with its CgroupParent, claims the user
+// its process runs as, and starts the process (RunPodSandbox). A pod whose
+// process does not start is forgotten, its user given back.
+func (s *sandboxProcess) startPod(id, cgroupParent string) error {
+	p, err := s.pod(id, cgroupParent)
+	if err != nil {
+		return fmt.Errorf("sandbox process: %w", err)
+	}
+	p.mu.Lock()
+	if p.child == nil {
+		p.child, err = s.startChild(p)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		s.removePod(id)
+		return fmt.Errorf("sandbox process: %w", err)
+	}
+	return nil
 }
 
 // pod returns the record of pod sandbox id, made (with its user) if it
