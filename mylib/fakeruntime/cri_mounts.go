@@ -25,14 +25,14 @@ package fakeruntime
 // changes nothing: it keeps the directory it was given, as a bind mount
 // keeps it.
 //
-// The sandbox process cannot be handed an os.Root (it is in another
-// process, and os.Root has no constructor from a descriptor): it walks the
-// same path the same way at the container's first run, from its bind mount
-// of the mount root, and uses what it reached only if it is the directory
-// or file the runtime pinned (the same device and inode, which cannot be
-// another file's while the runtime holds it open); else the run fails,
-// "the host path changed since the container was created". It holds them
-// until the container's last run ended: an exec uses them as they are.
+// A pod's sandbox process cannot be handed an os.Root (it is in another
+// process, and os.Root has no constructor from a descriptor): at the
+// container's first run there, the runtime clones what it pinned into the
+// process's mount namespace (sandboxproc_pod.go), and the process opens it
+// there and uses it only if it is the directory or file the runtime pinned
+// (the same device and inode, which cannot be another file's while the
+// runtime holds it open). It holds them until the container's last run
+// ended: an exec uses them as they are.
 //
 // Where it departs from runc: the mounts are looked up by name, not by the
 // kernel, so a symlink in a mount is followed only inside that mount (runc
@@ -52,7 +52,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -379,12 +378,9 @@ func makeMountPoints(root *os.Root, specs []mountSpec) error {
 	return nil
 }
 
-// mountsDir is where the sandbox process sees the mount roots: mount root
-// i is bound at /.mounts/<i> in its root, the containers' directory.
+// mountsDir is where a pod's sandbox process sees its containers' mounts:
+// mount i of container id at /.mounts/<id>/<i> (sandboxproc_pod.go).
 const mountsDir = ".mounts"
-
-// mountPoint is where mount root i is in the sandbox process.
-func mountPoint(i int) string { return "/" + mountsDir + "/" + strconv.Itoa(i) }
 
 // covered reports whether one of specs covers name (relative to "/").
 func covered(specs []mountSpec, name string) bool {

@@ -218,7 +218,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		r.waitForPodCIDR()
 	}
 	if useSandboxProcess(cfg.Isolation, cfg.Clock) {
-		r.sandbox = &sandboxProcess{net: r.net, roots: roots}
+		r.sandbox = newSandboxProcess(r.net)
 	}
 	return r, nil
 }
@@ -392,6 +392,9 @@ func (r *Runtime) removeSandbox(s *sandbox) {
 	for _, c := range s.containersOldestFirst() {
 		r.removeContainer(c)
 	}
+	if r.sandbox != nil {
+		r.sandbox.removePod(s.id) // its process, user and cgroup
+	}
 	delete(r.names, s.nameKey())
 	delete(r.sandboxes, s.id)
 	r.sandboxEvent(runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, s) // after its containers'
@@ -531,7 +534,8 @@ func (r *Runtime) containersDir() (string, error) {
 		return "", err
 	}
 	if r.sandbox != nil {
-		// The sandbox process's "/": it may pass through, not write (it
+		// Where the sandbox processes mount their roots, each its own
+		// tmpfs; on the host, root's: others may pass through, not write (it
 		// could otherwise swap a container's directory for a symlink the
 		// runtime would follow); each container's rootfs is its own.
 		r.sandbox.setDir(dir)

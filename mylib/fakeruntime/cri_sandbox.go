@@ -75,6 +75,14 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 	if r.net != nil {
 		err = r.net.AddIP(s.ip)
 	}
+	if err == nil && r.sandbox != nil {
+		// Its sandbox process, with its user (its containers' files are
+		// given to it) and in its cgroup, started now, without the lock:
+		// the pods of a burst start theirs side by side.
+		if err = r.sandbox.startPod(s.id, s.cgroupParent); err != nil && r.net != nil {
+			r.net.DelIP(s.ip)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -111,6 +119,12 @@ func (r *Runtime) newSandbox(req *runtimeapi.RunPodSandboxRequest) (*sandbox, bo
 	}
 	if err := r.podNetworkReady(); err != nil { // as containerd's CNI setup fails
 		return nil, false, status.Errorf(codes.Unavailable, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
+	}
+	if r.sandbox != nil {
+		// The sandbox process mounts its root on the containers' directory.
+		if _, err := r.containersDir(); err != nil {
+			return nil, false, status.Errorf(codes.Internal, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
+		}
 	}
 	ip, err := r.ips.Allocate()
 	if err != nil {
@@ -162,6 +176,9 @@ func (r *Runtime) stopSandbox(s *sandbox) {
 	for _, c := range r.containersOf(s.id) {
 		r.kill(c)
 	}
+	if r.sandbox != nil {
+		r.sandbox.stopPod(s.id) // its sandbox process ends with them
+	}
 	wasReady := s.state == runtimeapi.PodSandboxState_SANDBOX_READY
 	if wasReady {
 		// A stopped sandbox's network is torn down and its address goes
@@ -198,8 +215,9 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 
 // PodSandboxStatus returns the sandbox's status (`crictl inspectp`). With
 // verbose, Info["info"] holds extra details as JSON, as containerd's does:
-// the pod, its log directory, its containers and the CgroupParent it was
-// given (which the mock does not use).
+// the pod, its log directory, its containers, the CgroupParent it was
+// given (its sandbox process's cgroup is a child of it) and, when its
+// scripts run in a sandbox process, the user that process runs as.
 func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -215,7 +233,12 @@ func (r *Runtime) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandbox
 		}
 		info := map[string]any{"pod": s.podName(), "logDirectory": s.logDir, "containers": ids}
 		if s.cgroupParent != "" {
-			info["cgroupParent"] = s.cgroupParent // recorded, not used
+			info["cgroupParent"] = s.cgroupParent
+		}
+		if r.sandbox != nil {
+			if p := r.sandbox.lookup(s.id); p != nil {
+				info["sandboxUID"] = p.uid.uid
+			}
 		}
 		b, _ := json.Marshal(info)
 		resp.Info = map[string]string{"info": string(b)}

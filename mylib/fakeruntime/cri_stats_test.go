@@ -280,10 +280,10 @@ func TestSandboxUsageAnswersInParts(t *testing.T) {
 	go srv.serve()
 	cmd := exec.Command("true") // readExits waits for it once the socket closes
 	require.NoError(t, cmd.Start())
-	child := &sandboxChild{cmd: cmd, conn: runtimeEnd, stderr: &tailBuffer{max: 64}, runs: map[string]*remoteRun{}, queries: map[string]chan runExit{}, closing: true}
+	child := &sandboxChild{cmd: cmd, conn: runtimeEnd, stderr: &tailBuffer{max: 64}, runs: map[string]*remoteRun{}, queries: map[string]chan runExit{}, closing: true, exited: make(chan struct{})}
 	go child.readExits()
 	t.Cleanup(func() { runtimeEnd.Close(); childEnd.Close() })
-	got, err := (&sandboxProcess{child: child}).usage(context.Background())
+	got, err := child.usage(context.Background())
 	require.NoError(t, err)
 	require.Len(t, got, n)
 	assert.Equal(t, int64(n-1), got[fmt.Sprintf("c%03d", n-1)].Rx)

@@ -61,8 +61,8 @@
 // its mount root (a subPath a container turned into `../../../..`). Each
 // mount is pinned there, once: walked down with O_NOFOLLOW, as upstream's
 // safe subPath, and held open for the container's life; it is never
-// looked up by its host path again (the sandbox process walks it once
-// more at the container's first run, and uses it only if it is the same
+// looked up by its host path again (the runtime binds what it pinned into
+// the pod's sandbox process, which uses it only if it is the same
 // directory or file, device and inode). The container's view has a mount
 // table, the longest container path winning: a directory mount is an
 // os.Root of the pinned directory, whose symlinks are followed only inside
@@ -79,35 +79,43 @@
 //
 // Pod YAML is untrusted input, and an interpreter can have bugs, so the
 // handlers are not the only wall. A runtime that runs as root on the real
-// clock (as the probe and capstone chapters run it) runs every script in
-// the sandbox process (sandboxproc.go), the runtime's own binary started
-// again behind walls the kernel keeps, each for one thing (the stats of
-// its containers are read there, and asked for over its socket):
+// clock (as the probe and capstone chapters run it) runs each pod's
+// scripts in a sandbox process of that pod's own (sandboxproc.go), the
+// runtime's own binary (opened once when it started) started again behind
+// walls the kernel keeps, each for one thing (the stats of its containers
+// are read there, and asked for over its socket):
 //
 //	new mount, PID, IPC, UTS namespaces  no host process to see or signal; $$ is 1
-//	chroot into the containers' dir      no host file, even through the interpreter's own opens
-//	the mount roots bound inside it      nothing of the host but the mount roots (nosuid, nodev, noexec)
-//	user nobody (65534), no groups       no privilege of root (chown, mount, raw sockets, setns)
+//	pivot_root into a tmpfs of its own   no host file, even through the interpreter's own opens
+//	its pod's files only, bound inside   no other pod's root or volume (nosuid, nodev, noexec)
+//	a uid and gid of its own, no groups  no privilege of root; no signal to or from another pod's or user's process
 //	no_new_privs                         no privilege regained through exec
 //	rlimits: core 0, open files          no core dump on the host, no descriptor runaway
+//	its pod's cgroup, when it has one    no more memory, CPU and processes than the pod's cgroup allows
 //	the pod network's namespace          no host address but the gateway
 //
-// The mount roots are outside the chroot: before it chroots, the sandbox
-// process (still root, in its own mount namespace) binds each at
-// /.mounts/<i> inside it; a container's first run pins its mounts there
-// (walked down with O_NOFOLLOW, each the very directory or file the
-// runtime pinned at CreateContainer), and its later runs use those. A
-// script reaches its own mounts only, through the mount table; the bind
-// mounts are the kernel's second wall, and the kubelet's modes the third
-// (the user nobody reads what is 0644, and writes only into the 0777
-// emptyDirs and the 0666 termination-message file). What the bind mounts
-// do not separate is one pod from another: they show the sandbox process
-// every pod's volumes, as the chroot shows it every container's root;
-// between pods, the walls are the pinned mounts and their os.Roots.
+// The process's root holds nothing of the host: as a container first runs
+// there, the runtime clones its rootfs and each of its mounts (open_tree,
+// the very directory or file it pinned at CreateContainer, never looked up
+// by path again) into the process's mount namespace, at /<id>/rootfs and
+// /.mounts/<id>/<i> (read-only when the mount is), and detaches them when
+// the container's main script ended. A script reaches its own mounts only,
+// through the mount table and an os.Root each; the bind mounts are the
+// kernel's second wall, and the kubelet's modes the third (the pod's user
+// reads what is 0644, and writes only into the 0777 emptyDirs and the 0666
+// termination-message file). Between pods, the walls are the kernel's: a
+// pod's process sees no other pod's files and runs as another user
+// (SandboxUIDBase and up, each claimed with a lock file under
+// /run/mykubelet/sandbox-uids, so that several runtimes of one machine
+// never share one). With a CgroupParent (the kubelet's container manager
+// makes the pod cgroups as root), the process is in <CgroupParent>/<sandbox
+// ID>: at the pod's memory limit the kernel's OOM killer ends it, and its
+// containers are OOMKilled, no other pod's; without one it runs in no
+// cgroup of its own, and the log says so once.
 //
-// If it dies, its containers have exited (137, Error) and the next start
-// starts another. A runtime on a fake clock (tests) or not root runs the
-// scripts in its own process: a clock cannot cross processes, and without
+// If it dies, its pod's containers have exited (137, Error) and the next
+// start starts another. A runtime on a fake clock (tests) or not root runs
+// the scripts in its own process: a clock cannot cross processes, and without
 // root there is no privilege to give away (Config.Isolation).
 //
 // Where it departs from containerd, and why: a script that traps TERM runs its
@@ -154,9 +162,12 @@
 //	control*.go      the control API: the actions (control.go: ContainerAction,
 //	                 PodAction, …) and their HTTP handler and unix socket
 //	                 (control_http.go: NewControlHandler, ListenControl)
-//	sandboxproc*.go  the sandbox process: the runtime's side (sandboxproc.go) and
-//	                 the walled-in child (sandboxproc_child.go, whose init hook
-//	                 runs it in every binary that links this package)
+//	sandboxproc*.go  the sandbox processes, one per pod: the runtime's side
+//	                 (sandboxproc.go; the map of pods, their bind mounts:
+//	                 sandboxproc_pod.go; their users: sandboxproc_uid.go; their
+//	                 cgroups: sandboxproc_cgroup.go) and the walled-in child
+//	                 (sandboxproc_child.go, whose init hook runs it in every
+//	                 binary that links this package)
 //	podnet/          the pod network, a package of its own: the namespace, the
 //	                 veth pair and the sandboxes' addresses
 //	fakeruntimetest/ a runtime served for other packages' tests

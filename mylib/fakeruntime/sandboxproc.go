@@ -1,36 +1,55 @@
 package fakeruntime
 
-// The sandbox process: when the runtime runs as root on the real clock,
-// container scripts do not run in the runtime's own process. They run in
-// one child process, the runtime's own binary started again (as containerd
-// starts a shim), which the kernel walls in before it reads a single
-// script:
+// The sandbox processes: when the runtime runs as root on the real clock,
+// container scripts do not run in the runtime's own process. Each pod
+// sandbox's run in a child process of its own, the runtime's own binary
+// started again (as containerd starts a shim per pod), which the kernel
+// walls in before it reads a single script:
 //
 //	layer                                   what it stops
 //	new mount, PID, IPC and UTS namespaces  seeing or signalling the host's processes ($$ is 1, as in a container)
-//	chroot into the containers' directory   opening any host file, even through an interpreter bug
-//	                                        (its temporary files, PATH lookups, ~user, pwd -P land inside)
-//	the mount roots bound at /.mounts/<i>   reaching any host file but the volumes' (nosuid, nodev, noexec;
-//	                                        a container's first run pins only its own mounts, each the
-//	                                        directory or file the runtime pinned; os.Root each)
-//	uid and gid 65534 (nobody), no groups   every privilege of root: no chown, no mount, no raw sockets, no setns
+//	pivot_root into a tmpfs of its own,     opening any host file or another pod's, even through an interpreter
+//	the host's root detached                bug (its temporary files, PATH lookups, ~user, pwd -P land inside)
+//	its pod's files only, bound by the      reaching any file but its own pod's containers' roots and mounts
+//	runtime at each container's first run   (/<id>/rootfs, /.mounts/<id>/<i>: nosuid, nodev, noexec, read-only
+//	                                        when the mount is; each a clone of what the runtime pinned at
+//	                                        CreateContainer; os.Root each; sandboxproc_pod.go)
+//	a uid and gid of its own, no groups     every privilege of root, and signalling, tracing or writing as
+//	(SandboxUIDBase+, sandboxproc_uid.go)   another pod's process; any other local user signalling it
 //	no_new_privs                            gaining privileges back through exec
 //	rlimits (core 0, open files)            core dumps on the host; a runaway of file descriptors
+//	its pod's cgroup (<CgroupParent>/<id>)  more memory, CPU and processes than the pod's limits (the kernel's
+//	                                        OOM kill is that pod's containers' OOMKilled; sandboxproc_cgroup.go)
 //	the pod network's namespace only        reaching any host address but the pod network's gateway
+//	started from the runtime's own binary   a binary rebuilt since the runtime started becoming a sandbox
+//	(a descriptor opened at its start)
 //
 // The runtime keeps every record (the CRI state machine, the logs, the
-// clock); the sandbox process only runs scripts. They talk over a unix
-// socket pair: the runtime sends "run this script in that container, with
-// these pipes as its stdin, stdout and stderr" (the pipes travel as file
-// descriptors, SCM_RIGHTS), "SIGTERM", "SIGKILL", "fail", "what do your
-// containers use"; the sandbox process answers "this run exited with this
-// code" (with what its container used until then) and the containers'
-// figures (CPU time, memory, processes, network bytes: shell_usage.go), a
-// few hundred containers a message. If the sandbox process
-// dies, every container it ran has exited (137, reason Error), as
-// containerd reports the containers of a shim that died; the next start
-// starts a new sandbox process, and the kubelet restarts the containers by
-// their restartPolicy.
+// clock) and a map from sandbox ID to its process (started at
+// RunPodSandbox, and again by a run after it died; ended at
+// StopPodSandbox; its user and cgroup given back at RemovePodSandbox); a sandbox process only runs scripts. They
+// talk over a unix socket pair: the runtime sends "run this script in that
+// container, with these pipes as its stdin, stdout and stderr" (the pipes
+// travel as file descriptors, SCM_RIGHTS), "SIGTERM", "SIGKILL", "fail",
+// "what do your containers use"; the sandbox process answers "this run
+// exited with this code" (with what its container used until then) and
+// the containers' figures (CPU time, memory, processes, network bytes:
+// shell_usage.go), a few hundred containers a message. If a pod's
+// sandbox process dies, every container it ran has exited (137, reason
+// Error; OOMKilled when its cgroup counts an OOM kill), as containerd
+// reports the containers of a shim that died, and no other pod's; the
+// next start starts a new sandbox process, and the kubelet restarts the
+// containers by their restartPolicy.
+//
+// What a process per pod costs (BenchmarkSandboxBurst, BenchmarkTickers,
+// on 2 cores): a Go process each, about 5 MiB of its own (proportional
+// set size; its resident size, some 34 MiB, counts the binary's text,
+// which the processes share), 25 to 50 ms to start one, and a burst of
+// 100 pods in 1.6 s where one process for all took 0.8 s; an idle pod's
+// process costs a fraction of a millisecond of CPU a second. The sandbox
+// is whatever binary embeds the runtime, started again: the package
+// initializers that run before this package's init (sandboxproc_child.go)
+// run in it too (in a chapter's binary, some 3 MiB and 20 ms).
 //
 // A runtime on a fake clock (unit tests) or not root keeps the scripts in
 // its own process: a clock cannot cross a process boundary, and without
@@ -45,7 +64,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -63,9 +81,6 @@ import (
 
 	"mykubelet/mylib/fakeruntime/podnet"
 )
-
-// SandboxUID is the user (and group) the sandbox process runs as: nobody.
-const SandboxUID = 65534
 
 // sandboxEnv is the variable that makes the runtime's binary a sandbox
 // process (see sandboxproc_child.go); its value is the child's config.
@@ -116,6 +131,13 @@ type runSpec struct {
 	PIDTarget   string      `json:"pidTarget,omitempty"` // the container whose PID namespace it shares
 	PodPID      string      `json:"podPID,omitempty"`    // the sandbox whose PID namespace it shares (pid_namespace.go)
 	Process     []string    `json:"process,omitempty"`   // the command line ps lists the run as
+
+	// What stays in the runtime: the pod sandbox whose process runs it,
+	// and what the runtime binds into that process's root at the
+	// container's first run there (sandboxproc_pod.go).
+	pod    string
+	rootfs string     // the container's rootfs on the host
+	pinned []*fsMount // the container's mounts as the runtime pinned them
 }
 
 // The requests; an exit comes back as a runExit.
@@ -148,29 +170,24 @@ type runExit struct {
 
 // sandboxConfig is the sandbox process's start-up configuration.
 type sandboxConfig struct {
-	Dir   string `json:"dir"`   // the containers' directory: its root
+	Dir   string `json:"dir"`   // an empty directory of the host it mounts its root on (the containers' directory)
 	NoNet bool   `json:"noNet"` // it has a network namespace of its own, empty
-	Ports bool   `json:"ports"` // let nobody bind ports below 1024 in the pod network
-	// MountRoots are the runtime's mount roots (symlinks resolved), which
-	// it binds at /.mounts/<i> in its root before it chroots.
-	MountRoots []string `json:"mountRoots,omitempty"`
-}
-
-// sandboxProcess is the runtime's side of the sandbox process.
-type sandboxProcess struct {
-	dir   string          // the containers' directory
-	net   *podnet.Network // nil: no pod network
-	roots []string        // Config.MountRoots
-
-	mu    sync.Mutex
-	child *sandboxChild // nil until the first run, and after it died
+	Ports bool   `json:"ports"` // let its user bind ports below 1024 in the pod network
+	UID   int    `json:"uid"`   // its user and group: its pod's (sandboxproc_uid.go)
 }
 
 // sandboxChild is one sandbox process, alive or dead.
 type sandboxChild struct {
+	pod    string // its pod sandbox's ID
 	cmd    *exec.Cmd
 	conn   *net.UnixConn
 	stderr *tailBuffer
+	mntns  *os.File   // its mount namespace, where the runtime binds its containers' files
+	cgroup *podCgroup // nil: none
+	oom    uint64     // the cgroup's OOM kills when it started
+	exited chan struct{}
+	bindMu sync.Mutex     // guards bound and mntns's life
+	bound  map[string]int // the containers bound into its root, with their number of mounts
 
 	mu      sync.Mutex
 	runs    map[string]*remoteRun
@@ -209,12 +226,12 @@ func (r *remoteRun) wait() (int, string) {
 	return r.code, r.reason
 }
 
-// start runs spec in the sandbox process (starting one if none runs), with
-// stdin (may be nil) copied into a pipe, and stdout and stderr out of one:
-// one pipe keeps the order of what the script wrote to each (see
-// outputFrame).
+// start runs spec in its pod's sandbox process (starting one if none
+// runs), with stdin (may be nil) copied into a pipe, and stdout and stderr
+// out of one: one pipe keeps the order of what the script wrote to each
+// (see outputFrame).
 func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.Writer) (*remoteRun, error) {
-	child, err := s.running()
+	child, err := s.running(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -275,114 +292,79 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	return run, nil
 }
 
-// fault makes container id's servers fail (on) or recover.
-func (s *sandboxProcess) fault(id string, on bool) {
-	s.mu.Lock()
-	child := s.child
-	s.mu.Unlock()
-	if child != nil {
-		child.send(runSpec{Op: opFault, Container: id, Fault: on}, nil)
+// fault makes container id's servers, in pod's sandbox process, fail (on)
+// or recover.
+func (s *sandboxProcess) fault(pod, id string, on bool) {
+	if p := s.lookup(pod); p != nil {
+		if child := p.live(); child != nil {
+			child.send(runSpec{Op: opFault, Container: id, Fault: on}, nil)
+		}
 	}
 }
 
-// close ends the sandbox process.
+// close ends every pod's sandbox process and gives back their users and
+// cgroups, and the runtime's binary.
 func (s *sandboxProcess) close() {
 	s.mu.Lock()
-	child := s.child
-	s.child = nil
+	pods := s.pods
+	s.pods = map[string]*podProcess{}
 	s.mu.Unlock()
-	if child != nil {
-		child.mu.Lock()
-		child.closing = true
-		child.mu.Unlock()
-		child.conn.Close() // it exits when its end of the socket closes
-		_ = child.cmd.Process.Kill()
+	for _, p := range pods {
+		p.remove()
+	}
+	if s.exe != nil {
+		s.exe.Close() // a second Close (the runtime's) is a no-op error
 	}
 }
 
-// running returns the live sandbox process, starting one if needed.
-func (s *sandboxProcess) running() (*sandboxChild, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.child != nil {
-		s.child.mu.Lock()
-		dead := s.child.dead
-		s.child.mu.Unlock()
-		if !dead {
-			return s.child, nil
-		}
-	}
-	binds, err := prepareMountRoots(s.dir, s.roots)
+// running returns the live sandbox process of spec's pod, starting one
+// if needed, with spec's container bound into its root.
+func (s *sandboxProcess) running(spec runSpec) (*sandboxChild, error) {
+	p, err := s.pod(spec.pod, "")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox process: %w", err)
 	}
-	child, err := startSandboxChild(s.dir, s.net, binds)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox process: %w", err)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.removed {
+		return nil, errors.New("sandbox process: the pod sandbox is removed")
 	}
-	s.child = child
-	return child, nil
-}
-
-// prepareMountRoots makes the mount points of the mount roots in the
-// sandbox process's root dir: dir/.mounts (root's, 0711: the sandbox
-// process passes through it, nothing more) and dir/.mounts/<i>, and a
-// mount root that does not exist yet (0755: the sandbox process's user
-// must pass through it). It returns the roots, symlinks resolved.
-func prepareMountRoots(dir string, roots []string) ([]string, error) {
-	if len(roots) == 0 {
-		return nil, nil
-	}
-	base := filepath.Join(dir, mountsDir)
-	if err := os.Mkdir(base, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, err
-	}
-	if fi, err := os.Lstat(base); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", base)
-	}
-	if err := os.Chmod(base, 0o711); err != nil {
-		return nil, err
-	}
-	binds := make([]string, len(roots))
-	for i, root := range roots {
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			return nil, fmt.Errorf("mount root: %w", err)
-		}
-		resolved, err := filepath.EvalSymlinks(root)
+	if p.child == nil || p.child.isDead() {
+		child, err := s.startChild(p)
 		if err != nil {
-			return nil, fmt.Errorf("mount root: %w", err)
+			return nil, fmt.Errorf("sandbox process: %w", err)
 		}
-		if err := os.Mkdir(filepath.Join(base, strconv.Itoa(i)), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, err
-		}
-		binds[i] = resolved
+		p.child = child
 	}
-	return binds, nil
+	if spec.rootfs != "" {
+		if err := p.child.bind(spec); err != nil {
+			return nil, fmt.Errorf("sandbox process: %w", err)
+		}
+	}
+	return p.child, nil
 }
 
-// startSandboxChild starts the runtime's binary as a sandbox process of
-// dir, with binds bound at dir/.mounts/<i>.
-func startSandboxChild(dir string, pn *podnet.Network, binds []string) (*sandboxChild, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
+// startSandboxChild starts the runtime's binary (exe) as the sandbox
+// process of pod, running as uid, in cg (nil: none).
+func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn *podnet.Network) (*sandboxChild, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	ourFile, theirFile := os.NewFile(uintptr(fds[0]), "sandbox"), os.NewFile(uintptr(fds[1]), "sandbox")
-	defer theirFile.Close()
+	defer theirFile.Close() // if it did not start
 	fc, err := net.FileConn(ourFile)
 	ourFile.Close()
 	if err != nil {
 		return nil, err
 	}
 	conn := fc.(*net.UnixConn)
-	cfg, _ := json.Marshal(sandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil, MountRoots: binds}) // plain fields always marshal
+	cfg, _ := json.Marshal(sandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil, UID: uid}) // plain fields always marshal
 	stderr := &tailBuffer{max: 4096}
 	cmd := &exec.Cmd{
-		Path:       exe,
+		// The binary the runtime was started from, by the descriptor it
+		// opened then: a binary rebuilt since is not the sandbox.
+		Path:       fmt.Sprintf("/proc/self/fd/%d", exe.Fd()),
 		Args:       []string{"mykubelet-sandbox"},
 		Env:        []string{sandboxEnv + "=" + string(cfg)}, // nothing of the runtime's environment
 		Dir:        "/",
@@ -400,21 +382,41 @@ func startSandboxChild(dir string, pn *podnet.Network, binds []string) (*sandbox
 		conn.Close()
 		return nil, err
 	}
+	theirFile.Close() // its own now: if it exits, the wait for its word ends at once
+	child := &sandboxChild{pod: pod, cmd: cmd, conn: conn, stderr: stderr, cgroup: cg, exited: make(chan struct{}),
+		runs: map[string]*remoteRun{}, queries: map[string]chan runExit{}, bound: map[string]int{}}
+	fail := func(err error) (*sandboxChild, error) {
+		conn.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if child.mntns != nil {
+			child.mntns.Close()
+		}
+		return nil, err
+	}
+	// Into its pod's cgroup before it runs a script (it runs none before
+	// the runtime sends one).
+	if cg != nil {
+		child.oom = cg.oomKills()
+		if err := cg.add(cmd.Process.Pid); err != nil {
+			return fail(err)
+		}
+	}
 	// It says it is ready once walled in; before that, it runs nothing.
 	buf := make([]byte, 256)
 	_ = conn.SetReadDeadline(time.Now().Add(sandboxStartTimeout))
 	n, _, _, _, err := conn.ReadMsgUnix(buf, nil)
 	_ = conn.SetReadDeadline(time.Time{})
 	var ready runExit
-	if err == nil && n > 0 && json.Unmarshal(buf[:n], &ready) == nil && ready.ID == readyID {
-		child := &sandboxChild{cmd: cmd, conn: conn, stderr: stderr, runs: map[string]*remoteRun{}, queries: map[string]chan runExit{}}
-		go child.readExits()
-		return child, nil
+	if err != nil || n == 0 || json.Unmarshal(buf[:n], &ready) != nil || ready.ID != readyID {
+		return fail(fmt.Errorf("it did not start: %s", bytes.TrimSpace([]byte(stderr.String()))))
 	}
-	conn.Close()
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	return nil, fmt.Errorf("it did not start: %s", bytes.TrimSpace([]byte(stderr.String())))
+	// Its mount namespace, now that it has its own root there.
+	if child.mntns, err = os.Open(fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid)); err != nil {
+		return fail(err)
+	}
+	go child.readExits()
+	return child, nil
 }
 
 // readyID is the sandbox process's first message: walled in, ready.
@@ -495,13 +497,40 @@ func (c *sandboxChild) readExits() {
 	}
 	c.mu.Unlock()
 	werr := c.cmd.Wait()
+	c.bindMu.Lock()
+	if c.mntns != nil {
+		c.mntns.Close()
+		c.mntns = nil
+	}
+	c.bindMu.Unlock()
+	reason := ""
+	if c.cgroup != nil && c.cgroup.oomKills() > c.oom {
+		reason = ReasonOOMKilled // the kernel's OOM killer ended it, at its pod cgroup's memory limit
+	}
+	close(c.exited)
 	if !closing {
-		klog.ErrorS(werr, "The mock runtime's sandbox process died; its containers have exited", "runs", len(runs), "output", c.stderr.String())
+		klog.ErrorS(werr, "The mock runtime's sandbox process of a pod died; its containers have exited", "podSandboxID", c.pod, "runs", len(runs), "reason", reason, "output", c.stderr.String())
 	}
 	for _, r := range runs {
-		r.code, r.reason = ExitCodeSIGKILL, ""
+		r.code, r.reason = ExitCodeSIGKILL, reason
 		close(r.exited)
 	}
+}
+
+// isDead says whether the process has died (or is ending).
+func (c *sandboxChild) isDead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dead
+}
+
+// end ends the process: its end is no news.
+func (c *sandboxChild) end() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.conn.Close() // it exits when its end of the socket closes
+	_ = c.cmd.Process.Kill()
 }
 
 // finish records the exit of run e.ID.
@@ -541,16 +570,46 @@ func (c *sandboxChild) answer(e runExit) bool {
 // answers them between two requests, at once.
 const usageTimeout = 10 * time.Second
 
-// usage asks the sandbox process what its containers use now, by
-// container ID. No sandbox process: none.
+// usage asks every pod's sandbox process what its containers use now,
+// by container ID. No sandbox process: none.
 func (s *sandboxProcess) usage(ctx context.Context) (map[string]scriptUsage, error) {
 	s.mu.Lock()
-	child := s.child
+	var children []*sandboxChild
+	for _, p := range s.pods {
+		if child := p.live(); child != nil {
+			children = append(children, child)
+		}
+	}
 	s.mu.Unlock()
 	out := map[string]scriptUsage{}
-	if child == nil {
-		return out, nil
+	type answer struct {
+		got map[string]scriptUsage
+		err error
 	}
+	answers := make(chan answer, len(children))
+	for _, child := range children {
+		go func() {
+			got, err := child.usage(ctx)
+			answers <- answer{got, err}
+		}()
+	}
+	var errs []error
+	for range children {
+		a := <-answers
+		errs = append(errs, a.err)
+		for k, v := range a.got {
+			out[k] = v
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// usage asks this sandbox process what its containers use now.
+func (child *sandboxChild) usage(ctx context.Context) (map[string]scriptUsage, error) {
+	out := map[string]scriptUsage{}
 	id := "usage-" + newRunID()
 	q := make(chan runExit, maxUsageParts)
 	child.mu.Lock()
@@ -665,22 +724,29 @@ func readFrames(r io.Reader, stdout, stderr io.Writer, consumed func(int64)) {
 	}
 }
 
-// setDir sets the containers' directory, the sandbox process's root.
+// setDir sets the containers' directory, on which each sandbox process
+// mounts its own root (in its own mount namespace).
 func (s *sandboxProcess) setDir(dir string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dir = dir
 }
 
-// adopt gives the sandbox process's user c's new root file system, and
-// makes the control API's fault switch reach c's servers there.
+// adopt gives the user of c's pod's sandbox process c's new root file
+// system, and makes the control API's fault switch reach c's servers
+// there.
 func (s *sandboxProcess) adopt(c *container) error {
-	c.fault.notify = func(on bool) { s.fault(c.id, on) }
+	p, err := s.pod(c.sandboxID, "")
+	if err != nil {
+		return err
+	}
+	pod, id, uid := c.sandboxID, c.id, p.uid.uid
+	c.fault.notify = func(on bool) { s.fault(pod, id, on) }
 	return filepath.Walk(filepath.Join(c.dir, "rootfs"), func(p string, _ os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, SandboxUID, SandboxUID)
+		return os.Lchown(p, uid, uid)
 	})
 }
 
@@ -691,9 +757,14 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 	if s := r.sandboxes[c.sandboxID]; s != nil {
 		ip = s.ip
 	}
-	return runSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
+	spec := runSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
 		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip, Mounts: c.mapped,
-		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace()}
+		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace(),
+		pod: c.sandboxID}
+	if c.dir != "" && c.fs != nil {
+		spec.rootfs, spec.pinned = filepath.Join(c.dir, "rootfs"), c.fs.mounts
+	}
+	return spec
 }
 
 // startInSandbox starts c's main script in the sandbox process. Caller
@@ -715,6 +786,7 @@ func (r *Runtime) startInSandbox(c *container, in io.Reader, out, errw io.Writer
 	c.proc, c.cancel, c.done = run, run.kill, done
 	go func() {
 		code, reason := run.wait()
+		run.child.unbind(c.id) // its files leave the sandbox process's root
 		c.remote.merge(run.usage)
 		stdout.flush()
 		stderr.flush()

@@ -14,6 +14,8 @@ import (
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -57,42 +59,53 @@ func sandboxMain(config string) int {
 }
 
 // wallIn puts the process behind its walls, in this order: what needs
-// root first (the pod network's low ports, the mount namespace, the
-// chroot, the rlimits), then root itself is given up.
+// root first (the pod network's low ports, the mount namespace and its
+// new root, the rlimits), then root itself is given up.
 func wallIn(cfg sandboxConfig) error {
 	if cfg.Ports {
-		// As nobody, the servers of the images (nginx on 80) still bind
-		// their ports, in the pod network's namespace only.
+		// As its own user, the servers of the images (nginx on 80) still
+		// bind their ports, in the pod network's namespace only.
 		if err := os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("0"), 0); err != nil {
 			return fmt.Errorf("unprivileged ports: %w", err)
 		}
 	}
+	if cfg.UID < SandboxUIDBase || cfg.UID >= SandboxUIDBase+SandboxUIDCount {
+		return fmt.Errorf("uid %d is not one of the sandbox users", cfg.UID)
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("private mounts: %w", err)
 	}
-	// The mount roots, which are outside the chroot, bound inside it (in
-	// this mount namespace only: the host sees nothing), nosuid, nodev
-	// and noexec. A script reaches only its own mounts in them, each
-	// pinned (cri_mounts.go) and an os.Root (shell_fs.go); the files'
-	// owners and modes do the rest, for this process's user.
-	for i, src := range cfg.MountRoots {
-		target := filepath.Join(cfg.Dir, mountPoint(i))
-		if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind mount %s: %w", src, err)
-		}
-		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return fmt.Errorf("bind mount %s: %w", src, err)
-		}
+	// Its root: an empty tmpfs of its own (the host sees nothing of it:
+	// the mount is in this namespace only), root's, into which the runtime
+	// binds its pod's containers' files as they first run here
+	// (sandboxproc_pod.go). The host's root goes: pivot_root, and the old
+	// root detached, so that no file of the host, no /proc, nothing of
+	// another pod is reachable by any path or any "..".
+	if err := unix.Mount("tmpfs", cfg.Dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0711,size=1m,nr_inodes=16384"); err != nil {
+		return fmt.Errorf("root: %w", err)
 	}
-	if err := unix.Chroot(cfg.Dir); err != nil {
-		return fmt.Errorf("chroot %s: %w", cfg.Dir, err)
+	old := filepath.Join(cfg.Dir, ".old")
+	if err := os.Mkdir(old, 0o700); err != nil {
+		return fmt.Errorf("root: %w", err)
+	}
+	if err := unix.PivotRoot(cfg.Dir, old); err != nil {
+		return fmt.Errorf("pivot_root %s: %w", cfg.Dir, err)
 	}
 	if err := os.Chdir("/"); err != nil {
 		return err
 	}
+	if err := unix.Unmount("/.old", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("the host's root: %w", err)
+	}
+	if err := os.Remove("/.old"); err != nil {
+		return fmt.Errorf("the host's root: %w", err)
+	}
+	if err := os.Mkdir("/"+mountsDir, 0o711); err != nil {
+		return err
+	}
 	// No core dumps on the host; open files capped (each running script
 	// holds a few: its root and its stdio), hard limit included, so that
-	// nobody cannot raise it again.
+	// its user cannot raise it again.
 	for _, l := range []struct {
 		res int
 		val uint64
@@ -112,10 +125,10 @@ func wallIn(cfg sandboxConfig) error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("setgroups: %w", err)
 	}
-	if err := syscall.Setgid(SandboxUID); err != nil {
+	if err := syscall.Setgid(cfg.UID); err != nil {
 		return fmt.Errorf("setgid: %w", err)
 	}
-	if err := syscall.Setuid(SandboxUID); err != nil {
+	if err := syscall.Setuid(cfg.UID); err != nil {
 		return fmt.Errorf("setuid: %w", err)
 	}
 	// A script's runaway recursion is an error in its container (the
@@ -351,18 +364,23 @@ func (s *sandboxServer) usages(id string) {
 }
 
 // openView opens the view of a run of c: its root, and its mounts, which
-// the first run pins from the bind mounts of the mount roots, each the
-// very directory or file the runtime pinned at CreateContainer (a host
-// path swapped since is refused, never followed). Caller holds mu.
+// the first run pins from where the runtime bound them in this process's
+// root (/.mounts/<container>/<i>), each the very directory or file the
+// runtime pinned at CreateContainer (checked again: the same device and
+// inode). Caller holds mu.
 func (c *childContainer) openView(spec runSpec) (*containerFS, error) {
 	if !c.pinned {
-		mounts, err := pinMounts(spec.Mounts, func(s mountSpec) string { return mountPoint(s.Root) })
+		specs := slices.Clone(spec.Mounts)
+		for i := range specs {
+			specs[i].Rel = strconv.Itoa(i)
+		}
+		mounts, err := pinMounts(specs, func(mountSpec) string { return boundMounts(path.Clean("/" + spec.Container)[1:]) })
 		if err != nil {
 			return nil, err
 		}
 		c.mounts, c.pinned = mounts, true
 	}
-	root, err := os.OpenRoot(path.Join("/", path.Clean("/"+spec.Container), "rootfs"))
+	root, err := os.OpenRoot(boundRootfs(path.Clean("/" + spec.Container)[1:]))
 	if err != nil {
 		return nil, fmt.Errorf("container root: %w", err)
 	}

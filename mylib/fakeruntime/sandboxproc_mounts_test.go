@@ -81,7 +81,7 @@ func TestSandboxProcessWritesOnlyWhereTheModesAllow(t *testing.T) {
 	assert.Equal(t, "ok\n", string(b), "the termination-message file is 0666")
 	fi, err := os.Stat(filepath.Join(d.shared, "mine"))
 	require.NoError(t, err)
-	assert.Equal(t, uint32(SandboxUID), statUID(fi), "written by the sandbox process's user")
+	assert.Equal(t, uint32(sandboxUIDOf(t, r, sb)), statUID(fi), "written by the user of the pod's sandbox process")
 
 	// The bind mounts are above the container's root: no path of a
 	// script's reaches them but its own mounts.
@@ -96,21 +96,18 @@ func TestSandboxProcessWritesOnlyWhereTheModesAllow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "root's, 0644\n", string(b))
 
-	// The bind mounts are the sandbox process's own: on the host, the
-	// mount points under the containers' directory stay empty.
+	// The bind mounts are the sandbox process's own, in its own root:
+	// the host sees none of them under the containers' directory.
 	r.mu.Lock()
 	containers, err := r.containersDir()
 	r.mu.Unlock()
 	require.NoError(t, err)
-	for _, i := range []string{"0", "1"} {
-		entries, err := os.ReadDir(filepath.Join(containers, mountsDir, i))
-		require.NoError(t, err)
-		assert.Empty(t, entries)
-	}
-	fi, err = os.Stat(filepath.Join(containers, mountsDir))
+	_, err = os.Stat(filepath.Join(containers, mountsDir))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	entries, err := os.ReadDir(filepath.Join(containers, c))
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o711)|os.ModeDir, fi.Mode())
-	assert.Zero(t, statUID(fi))
+	require.Len(t, entries, 1)
+	assert.Equal(t, "rootfs", entries[0].Name())
 }
 
 // TestSandboxProcessSeesAnUpdateWhileRunning: a container's main script,

@@ -33,6 +33,23 @@ func sandboxRuntime(t *testing.T) *Runtime {
 	return r
 }
 
+// sandboxPID is the process ID of pod sandbox sb's sandbox process, which
+// must run.
+func sandboxPID(t *testing.T, r *Runtime, sb string) int {
+	t.Helper()
+	pid := r.sandbox.pid(sb)
+	require.NotZero(t, pid, "pod sandbox %s has a sandbox process", sb)
+	return pid
+}
+
+// sandboxUIDOf is the user pod sandbox sb's sandbox process runs as.
+func sandboxUIDOf(t *testing.T, r *Runtime, sb string) int {
+	t.Helper()
+	p := r.sandbox.lookup(sb)
+	require.NotNil(t, p, "pod sandbox %s has a sandbox user", sb)
+	return p.uid.uid
+}
+
 // logOf returns what container id wrote to its log.
 func logOf(t *testing.T, r *Runtime, id string) string {
 	t.Helper()
@@ -96,10 +113,8 @@ func TestASandboxProcessThatDiesEndsItsContainersAndIsReplaced(t *testing.T) {
 	sb := runSandbox(t, r, "web", "uid-1", nil)
 	c1 := createContainer(t, r, sb, "one", "sleep", "3600")
 	startContainer(t, r, c1)
-	r.sandbox.mu.Lock()
-	first := r.sandbox.child.cmd.Process
-	r.sandbox.mu.Unlock()
-	require.NoError(t, first.Kill())
+	first := sandboxPID(t, r, sb)
+	require.NoError(t, syscall.Kill(first, syscall.SIGKILL))
 	waitDone(t, r, c1)
 	st := containerStatus(t, r, c1)
 	require.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.State)
@@ -110,10 +125,7 @@ func TestASandboxProcessThatDiesEndsItsContainersAndIsReplaced(t *testing.T) {
 	startContainer(t, r, c2)
 	waitDone(t, r, c2)
 	require.EqualValues(t, 7, containerStatus(t, r, c2).ExitCode)
-	r.sandbox.mu.Lock()
-	second := r.sandbox.child.cmd.Process
-	r.sandbox.mu.Unlock()
-	require.NotEqual(t, first.Pid, second.Pid, "a new sandbox process")
+	require.NotEqual(t, first, sandboxPID(t, r, sb), "a new sandbox process")
 }
 
 // TestSandboxProcessIsWalledIn: what the sandbox process is, from the
@@ -123,12 +135,13 @@ func TestSandboxProcessIsWalledIn(t *testing.T) {
 	sb := runSandbox(t, r, "web", "uid-1", nil)
 	c := createContainer(t, r, sb, "one", "sleep", "3600")
 	startContainer(t, r, c)
-	r.sandbox.mu.Lock()
-	pid := r.sandbox.child.cmd.Process.Pid
-	r.sandbox.mu.Unlock()
+	pid := sandboxPID(t, r, sb)
+	uid := sandboxUIDOf(t, r, sb)
+	require.GreaterOrEqual(t, uid, SandboxUIDBase)
+	require.Less(t, uid, SandboxUIDBase+SandboxUIDCount)
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	require.NoError(t, err)
-	for _, want := range []string{"Uid:\t65534\t65534\t65534\t65534", "Gid:\t65534\t65534\t65534\t65534", "NoNewPrivs:\t1", "CapEff:\t0000000000000000"} {
+	for _, want := range []string{fmt.Sprintf("Uid:\t%d\t%d\t%d\t%d", uid, uid, uid, uid), fmt.Sprintf("Gid:\t%d\t%d\t%d\t%d", uid, uid, uid, uid), "Groups:\t \n", "NoNewPrivs:\t1", "CapEff:\t0000000000000000"} {
 		require.Contains(t, string(status), want)
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -139,21 +152,29 @@ func TestSandboxProcessIsWalledIn(t *testing.T) {
 	vars := strings.Split(strings.TrimSuffix(string(environ), "\x00"), "\x00")
 	require.Len(t, vars, 1, "nothing of the runtime's environment: %q", vars)
 	require.True(t, strings.HasPrefix(vars[0], sandboxEnv+"="), vars[0])
-	root, err := os.Readlink(fmt.Sprintf("/proc/%d/root", pid))
+	// Its / is a tmpfs of its own, root's, holding its pod's containers'
+	// files only: no file of the host.
+	root := fmt.Sprintf("/proc/%d/root/", pid)
+	var st syscall.Statfs_t
+	require.NoError(t, syscall.Statfs(root, &st))
+	require.EqualValues(t, 0x01021994, st.Type, "tmpfs")
+	entries, err := os.ReadDir(root)
 	require.NoError(t, err)
-	r.mu.Lock()
-	dir, _ := r.containersDir()
-	r.mu.Unlock()
-	require.Equal(t, dir, root, "its / is the containers' directory")
-	fi, err := os.Stat(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.ElementsMatch(t, []string{".mounts", c}, names)
+	fi, err := os.Stat(root)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o711), fi.Mode().Perm(), "root's: the sandbox process may not swap a container's directory")
+	require.EqualValues(t, 0, fi.Sys().(*syscall.Stat_t).Uid)
 	r.mu.Lock()
 	rootfs := filepath.Join(r.containers[c].dir, "rootfs")
 	r.mu.Unlock()
 	fi, err = os.Stat(rootfs)
 	require.NoError(t, err)
-	require.EqualValues(t, SandboxUID, fi.Sys().(*syscall.Stat_t).Uid, "the container's rootfs is the sandbox process's")
+	require.EqualValues(t, uid, fi.Sys().(*syscall.Stat_t).Uid, "the container's rootfs is its pod's sandbox user's")
 	for _, ns := range []string{"mnt", "pid", "ipc", "uts", "net"} {
 		ours, err := os.Readlink("/proc/self/ns/" + ns)
 		require.NoError(t, err)
@@ -221,9 +242,8 @@ func TestARunTooLargeForOneMessageFailsToStart(t *testing.T) {
 	_, err = r.StartContainer(context.Background(), &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId})
 	require.ErrorContains(t, err, "message too long")
 	require.Equal(t, runtimeapi.ContainerState_CONTAINER_CREATED, containerStatus(t, r, resp.ContainerId).State)
-	r.sandbox.mu.Lock()
-	child := r.sandbox.child
-	r.sandbox.mu.Unlock()
+	child := r.sandbox.lookup(sb).live()
+	require.NotNil(t, child)
 	child.mu.Lock()
 	defer child.mu.Unlock()
 	require.Empty(t, child.runs)

@@ -659,19 +659,15 @@ func TestAParserAttackInTheSandboxProcessKillsNoContainer(t *testing.T) {
 	sb := runSandbox(t, r, "attacker", "uid-attacker", nil)
 	c := createContainer(t, r, sb, "app", "sleep", "3600")
 	startContainer(t, r, c)
-	r.sandbox.mu.Lock()
-	pid := r.sandbox.child.cmd.Process.Pid
-	r.sandbox.mu.Unlock()
+	pid, byPID := sandboxPID(t, r, sb), sandboxPID(t, r, by)
 	for _, v := range parserVectors {
 		resp, err := r.ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: c, Cmd: []string{"sh", "-c", makeParens(true) + v.script}, Timeout: 60})
 		require.NoError(t, err, v.name)
 		assert.NotZero(t, resp.ExitCode, v.name)
 		assert.Contains(t, string(resp.Stderr), v.stderr, v.name)
 	}
-	r.sandbox.mu.Lock()
-	after := r.sandbox.child.cmd.Process.Pid
-	r.sandbox.mu.Unlock()
-	require.Equal(t, pid, after, "the sandbox process did not die")
+	require.Equal(t, pid, sandboxPID(t, r, sb), "the attacker's sandbox process did not die")
+	require.Equal(t, byPID, sandboxPID(t, r, by), "nor the bystander's")
 	st := containerStatus(t, r, bystander)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, st.State)
 	assert.Equal(t, bystander, st.Id, "the bystander keeps its container")

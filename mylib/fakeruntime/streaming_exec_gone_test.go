@@ -32,12 +32,16 @@ func TestAnExecWhoseClientWentAwayEnds(t *testing.T) {
 	})
 	t.Run("in the sandbox process", func(t *testing.T) {
 		r := sandboxRuntime(t)
-		c := createContainer(t, r, runSandbox(t, r, "web", "uid-1", nil), "app", "sh", "-c", "while true; do sleep 1000; done")
+		sb := runSandbox(t, r, "web", "uid-1", nil)
+		c := createContainer(t, r, sb, "app", "sh", "-c", "while true; do sleep 1000; done")
 		startContainer(t, r, c)
 		abandonBusyExec(t, r, c, func() int {
 			r.sandbox.mu.Lock()
-			child := r.sandbox.child
+			pod := r.sandbox.pods[sb]
 			r.sandbox.mu.Unlock()
+			pod.mu.Lock()
+			child := pod.child
+			pod.mu.Unlock()
 			child.mu.Lock()
 			defer child.mu.Unlock()
 			return len(child.runs) - 1 // the container's main script

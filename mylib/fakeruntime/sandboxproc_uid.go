@@ -1,0 +1,96 @@
+package fakeruntime
+
+// The users of the sandbox processes: each pod's process runs as a user
+// (and group) of its own, so that the kernel keeps one pod's process from
+// signalling, tracing or writing the files of another's, and any other
+// local user from signalling any of them.
+//
+// They come from a range the runtime owns, SandboxUIDBase up to
+// SandboxUIDBase+SandboxUIDCount-1, which no account of the machine
+// should use (it is above the first range /etc/subuid usually hands out,
+// 100000-165535). Several mock runtimes may run on one machine (the
+// tests start many, as root): a uid is claimed with an exclusive flock(2)
+// on a file named after it in sandboxUIDDir, held by the runtime for the
+// pod's life. The kernel drops the lock when the runtime exits however it
+// exits, so a crashed runtime leaves no uid taken. A runtime gives a uid
+// back only once the pod's process has exited.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// SandboxUIDBase is the first user (and group) a pod's sandbox
+	// process may run as.
+	SandboxUIDBase = 200000
+	// SandboxUIDCount is how many there are: as many pods at once on
+	// every mock runtime of the machine together.
+	SandboxUIDCount = 50000
+)
+
+// sandboxUIDDir holds the lock files of the uids (root's, 0700).
+var sandboxUIDDir = "/run/mykubelet/sandbox-uids"
+
+// uidSlot is a claimed uid: its lock file, locked.
+type uidSlot struct {
+	uid  int
+	lock *os.File
+}
+
+// uidCursor is where the next claim of this process starts looking, so
+// that a burst does not try the same taken uids again and again.
+var uidCursor struct {
+	sync.Mutex
+	next int
+}
+
+// claimUID claims a free uid of the range.
+func claimUID() (*uidSlot, error) {
+	if err := os.MkdirAll(sandboxUIDDir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox users: %w", err)
+	}
+	fi, err := os.Lstat(sandboxUIDDir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox users: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("sandbox users: %s is not a directory only root may write", sandboxUIDDir)
+	}
+	uidCursor.Lock()
+	defer uidCursor.Unlock()
+	for i := range SandboxUIDCount {
+		slot := (uidCursor.next + i) % SandboxUIDCount
+		uid := SandboxUIDBase + slot
+		f, err := os.OpenFile(filepath.Join(sandboxUIDDir, strconv.Itoa(uid)), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox users: %w", err)
+		}
+		// A lock is its open file's: another open of the same file, in
+		// this process too, cannot take it.
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			uidCursor.next = slot + 1
+			return &uidSlot{uid: uid, lock: f}, nil
+		}
+		f.Close()
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("sandbox users: lock %d: %w", uid, err)
+		}
+	}
+	return nil, fmt.Errorf("sandbox users: all %d of %d-%d are taken", SandboxUIDCount, SandboxUIDBase, SandboxUIDBase+SandboxUIDCount-1)
+}
+
+// release gives the uid back.
+func (s *uidSlot) release() {
+	if s != nil && s.lock != nil {
+		s.lock.Close() // the lock goes with it; the file stays, for the next claim
+	}
+}
