@@ -87,9 +87,9 @@ func DetermineEffectiveSecurityContext(pod *v1.Pod, container *v1.Container) *v1
 // allowPrivilegeEscalation is false; the seccomp and AppArmor profiles;
 // the image's user when none is asked (uid or username); the pod's
 // namespaces; and fsGroup then supplementalGroups as supplemental groups.
-// Unlike upstream there are no extra groups from volumes, no
-// supplementalGroupsPolicy and no masked or read-only /proc paths (the
-// runtime's defaults apply).
+// Unlike upstream it leaves out the groups a volume asks for (upstream's
+// GetExtraSupplementalGroupsForPod), supplementalGroupsPolicy and the
+// masked and read-only /proc paths (the runtime's defaults apply).
 func (m *Manager) determineEffectiveSecurityContext(pod *v1.Pod, container *v1.Container, uid *int64, username string) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	eff := DetermineEffectiveSecurityContext(pod, container)
 	sc := &runtimeapi.LinuxContainerSecurityContext{}
