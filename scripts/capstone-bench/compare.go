@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -36,6 +35,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"mykubelet/scripts/testkit/benchkit"
 )
 
 const compareUsage = `usage: capstone-bench [--kubeconfig PATH] compare --node LABEL=NODE[:PID] [--node …] [--pods 100] [--rounds 2] [--apiserver-pid PID] [--tail 2s] [--settle 5s] [--timeout 5m]`
@@ -155,7 +156,7 @@ func (c comparison) measure(ctx context.Context, cs kubernetes.Interface, n cont
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	b := burst{node: n.node, label: label, pods: c.pods, timeout: c.timeout}
-	events, err := watchPods(ctx, cs, b.selector())
+	events, err := benchkit.WatchPods(ctx, cs.CoreV1().Pods("default"), b.selector(), "capstone-bench")
 	if err != nil {
 		return s, err
 	}
@@ -189,13 +190,6 @@ func (c comparison) measure(ctx context.Context, cs kubernetes.Interface, n cont
 	return s, nil
 }
 
-// quantile of sorted durations by nearest rank: the smallest value with at
-// least p of them at or below it (p99 of 100 is the 99th, of 10 the 10th).
-func quantile(sorted []time.Duration, p float64) time.Duration {
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[max(i, 0)]
-}
-
 func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) }
 
 func (s sample) total() (t float64) {
@@ -208,7 +202,7 @@ func (s sample) total() (t float64) {
 func (s sample) line(pods int) string {
 	lat := slices.Sorted(slices.Values(s.lat))
 	return fmt.Sprintf("p50 %s s  p90 %s s  p99 %s s  writes/pod %.2f  API server CPU-s/pod %.4f  node CPU-s/pod %.4f  machine busy %s",
-		seconds(quantile(lat, .5)), seconds(quantile(lat, .9)), seconds(quantile(lat, .99)),
+		seconds(benchkit.Quantile(lat, .5)), seconds(benchkit.Quantile(lat, .9)), seconds(benchkit.Quantile(lat, .99)),
 		s.total()/float64(pods), s.apiCPU.Seconds()/float64(pods), s.nodeCPU.Seconds()/float64(pods), s.machine.busyPercent())
 }
 
@@ -229,13 +223,13 @@ func (c comparison) table(out io.Writer, results [][]sample) error {
 			machine.busy += s.machine.busy
 			machine.total += s.machine.total
 			all = append(all, s.lat...)
-			perBurst = append(perBurst, seconds(quantile(slices.Sorted(slices.Values(s.lat)), .99)))
+			perBurst = append(perBurst, seconds(benchkit.Quantile(slices.Sorted(slices.Values(s.lat)), .99)))
 			writes += s.total()
 			api += s.apiCPU
 			node += s.nodeCPU
 		}
 		slices.Sort(all)
-		p99 := quantile(all, .99)
+		p99 := benchkit.Quantile(all, .99)
 		if i == 0 {
 			ref = p99
 		}
@@ -253,7 +247,7 @@ func (c comparison) table(out io.Writer, results [][]sample) error {
 			machinePerPod = fmt.Sprintf("%.4f", machine.busy.Seconds()/started)
 		}
 		fmt.Fprintf(out, "| %s | %s s | %s s | %s s | %s | %.2f× | %.2f | %s | %s | %s | %s |\n", n.label,
-			seconds(quantile(all, .5)), seconds(quantile(all, .9)), seconds(p99), strings.Join(perBurst, ", "),
+			seconds(benchkit.Quantile(all, .5)), seconds(benchkit.Quantile(all, .9)), seconds(p99), strings.Join(perBurst, ", "),
 			p99.Seconds()/ref.Seconds(), writes/started, apiCPU, nodeCPU, machine.busyPercent(), machinePerPod)
 	}
 	fmt.Fprintln(out, "\nAPI writes per started pod, by verb and resource (0.05 and above; the control plane's own writes meanwhile included):")
@@ -339,30 +333,8 @@ const clockTicks = 100
 // cpuTime is the process's user and system CPU time so far (0 for pid 0
 // or a process that is gone).
 func cpuTime(pid int) time.Duration {
-	if pid <= 0 {
-		return 0
-	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	return parseStatCPU(string(raw))
-}
-
-// parseStatCPU reads utime and stime (fields 14 and 15) from a
-// /proc/PID/stat line; the command name, field 2, may hold spaces, so the
-// count starts after its closing parenthesis.
-func parseStatCPU(stat string) time.Duration {
-	f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return time.Duration(u+s) * time.Second / clockTicks
+	d, _ := benchkit.CPUTime(pid)
+	return d
 }
 
 // machineCPU is CPU time of the whole machine, all its cores: busy (user,

@@ -43,18 +43,6 @@ func TestCompareRefusesBadArguments(t *testing.T) {
 	assert.False(t, isCompare, "startup is the other command")
 }
 
-func TestQuantileIsNearestRank(t *testing.T) {
-	var hundred []time.Duration
-	for i := 1; i <= 100; i++ {
-		hundred = append(hundred, time.Duration(i))
-	}
-	assert.Equal(t, time.Duration(99), quantile(hundred, .99))
-	assert.Equal(t, time.Duration(50), quantile(hundred, .50))
-	assert.Equal(t, time.Duration(2), quantile([]time.Duration{1, 2}, .99), "of two, the larger")
-	assert.Equal(t, time.Duration(1), quantile([]time.Duration{1, 2}, .50))
-	assert.Equal(t, time.Duration(7), quantile([]time.Duration{7}, .01))
-}
-
 func TestOrderRotatesEachRound(t *testing.T) {
 	assert.Equal(t, []int{0, 1, 2, 3}, order(4, 0))
 	assert.Equal(t, []int{1, 2, 3, 0}, order(4, 1))
@@ -78,14 +66,6 @@ apiserver_request_total_other{verb="POST"} 9
 	assert.EqualError(t, err, "no apiserver_request_total in the API server's /metrics")
 	_, err = sumWrites([]byte(`apiserver_request_total{resource="pods",verb="POST"} many` + "\n"))
 	assert.ErrorContains(t, err, `apiserver_request_total: "apiserver_request_total{resource=\"pods\",verb=\"POST\"} many"`)
-}
-
-func TestParseStatCPU(t *testing.T) {
-	// A command name with a space and a parenthesis, as /proc allows.
-	stat := "4242 (kube apiserver)) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 75 0 0 20 0 12 0 100 0 0\n"
-	assert.Equal(t, 3250*time.Millisecond, parseStatCPU(stat), "utime 250 + stime 75 ticks of 10 ms")
-	assert.Equal(t, time.Duration(0), parseStatCPU("4242 (short) S 1"))
-	assert.Equal(t, time.Duration(0), cpuTime(0), "pid 0: not measured")
 }
 
 func TestParseProcStat(t *testing.T) {

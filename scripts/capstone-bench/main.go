@@ -33,6 +33,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mykubelet/mylib/signals"
+
+	"mykubelet/scripts/testkit/benchkit"
 )
 
 const usage = `usage: capstone-bench [--kubeconfig PATH] startup --node NAME [--pods N] [--label VALUE] [--keep] [--timeout 5m]
@@ -114,7 +116,7 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	slices.Sort(lat)
-	q := func(p float64) int64 { return quantile(lat, p).Milliseconds() }
+	q := func(p float64) int64 { return benchkit.Quantile(lat, p).Milliseconds() }
 	fmt.Fprintf(out, "pod startup latency, %d pods on node %s (created -> all containers started, seen through a watch): p50 %d ms, p90 %d ms, p99 %d ms, max %d ms\n",
 		len(lat), b.node, q(0.50), q(0.90), q(0.99), lat[len(lat)-1].Milliseconds())
 	return nil
@@ -151,7 +153,7 @@ func adminClient(kubeconfig string) (kubernetes.Interface, error) {
 func (b burst) run(ctx context.Context, cs kubernetes.Interface) ([]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	events, err := watchPods(ctx, cs, b.selector())
+	events, err := benchkit.WatchPods(ctx, cs.CoreV1().Pods(metav1.NamespaceDefault), b.selector(), "capstone-bench")
 	if err != nil {
 		return nil, err
 	}
@@ -233,55 +235,6 @@ func (b burst) remove(ctx context.Context, cs kubernetes.Interface, events <-cha
 		}
 	}
 	return nil
-}
-
-// watchPods watches the pods with the selector until ctx ends; when the API
-// server ends a watch (its time-out, or an error event), it watches again
-// from the last resource version seen. The channel closes when ctx ends.
-func watchPods(ctx context.Context, cs kubernetes.Interface, selector string) (<-chan watch.Event, error) {
-	pods := cs.CoreV1().Pods(metav1.NamespaceDefault)
-	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return nil, fmt.Errorf("watch pods: %w", err)
-	}
-	out := make(chan watch.Event)
-	go func() {
-		defer close(out)
-		rv := ""
-		for {
-			for e := range w.ResultChan() {
-				switch o := e.Object.(type) {
-				case *v1.Pod:
-					rv = o.ResourceVersion
-				case *metav1.Status:
-					if ctx.Err() != nil {
-						return // the watch ends because we are done
-					}
-					fmt.Fprintf(os.Stderr, "capstone-bench: watch: %s (watching again)\n", o.Message)
-					if o.Code == 410 { // gone: that version is too old, start afresh
-						rv = ""
-					}
-				}
-				select {
-				case out <- e:
-				case <-ctx.Done():
-					w.Stop()
-					return
-				}
-			}
-			for {
-				if ctx.Err() != nil {
-					return
-				}
-				if w, err = pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv}); err == nil {
-					break
-				}
-				fmt.Fprintf(os.Stderr, "capstone-bench: watch pods again: %v\n", err)
-				time.Sleep(time.Second)
-			}
-		}
-	}()
-	return out, nil
 }
 
 // isReady: the pod's Ready condition is True.

@@ -25,10 +25,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"mykubelet/mylib/signals"
+
+	"mykubelet/scripts/testkit/benchkit"
 )
 
 const usage = `usage: realnode-bench [--kubeconfig PATH] --node NAME --label LABEL --kubelet-pid PID [--containerd-pid PID] [--pods 100] [--rounds 2] [--warm-up 10] [--image REF] [--timeout 5m]
@@ -107,7 +108,7 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	ctx := signals.SetupSignalContext()
-	if _, err := cpuTime(o.kubeletPID); err != nil {
+	if _, err := benchkit.CPUTime(o.kubeletPID); err != nil {
 		return fmt.Errorf("the kubelet's process: %w", err)
 	}
 	var measured []burstResult
@@ -134,18 +135,6 @@ func run(args []string, out io.Writer) error {
 	return nil
 }
 
-// cpuTime is the process's CPU time so far (0 for pid 0).
-func cpuTime(pid int) (time.Duration, error) {
-	if pid == 0 {
-		return 0, nil
-	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(string(raw))
-}
-
 // burst creates n pods named prefix-NNN at once, waits until each runs,
 // then deletes them and waits until they are gone.
 func (o options) burst(ctx context.Context, cs kubernetes.Interface, n int, prefix string) (b burstResult, err error) {
@@ -153,15 +142,15 @@ func (o options) burst(ctx context.Context, cs kubernetes.Interface, n int, pref
 	defer cancel()
 	selector := "realnode-bench=" + prefix
 	pods := cs.CoreV1().Pods(metav1.NamespaceDefault)
-	events, err := watchPods(ctx, pods, selector)
+	events, err := benchkit.WatchPods(ctx, pods, selector, "realnode-bench")
 	if err != nil {
 		return b, err
 	}
-	k0, err := cpuTime(o.kubeletPID)
+	k0, err := benchkit.CPUTime(o.kubeletPID)
 	if err != nil {
 		return b, fmt.Errorf("the kubelet's process: %w", err)
 	}
-	c0, err := cpuTime(o.containerdPID)
+	c0, err := benchkit.CPUTime(o.containerdPID)
 	if err != nil {
 		return b, fmt.Errorf("containerd's process: %w", err)
 	}
@@ -209,11 +198,11 @@ func (o options) burst(ctx context.Context, cs kubernetes.Interface, n int, pref
 		}
 	}
 	b.allRunning = time.Since(start)
-	k1, err := cpuTime(o.kubeletPID)
+	k1, err := benchkit.CPUTime(o.kubeletPID)
 	if err != nil {
 		return b, fmt.Errorf("the kubelet's process: %w", err)
 	}
-	c1, _ := cpuTime(o.containerdPID) // read above: it was there
+	c1, _ := benchkit.CPUTime(o.containerdPID) // read above: it was there
 	b.kubeletCPU, b.containerdCPU = k1-k0, c1-c0
 
 	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector}); err != nil {
@@ -229,55 +218,6 @@ func (o options) burst(ctx context.Context, cs kubernetes.Interface, n int, pref
 		}
 	}
 	return b, nil
-}
-
-// watchPods watches the pods with the selector until ctx ends. When the
-// API server ends a watch (its time-out; on a busy machine, a watcher it
-// finds too slow), it watches again from the last resource version seen
-// (from afresh if that is too old). The channel closes when ctx ends.
-func watchPods(ctx context.Context, pods corev1.PodInterface, selector string) (<-chan watch.Event, error) {
-	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return nil, fmt.Errorf("watch pods: %w", err)
-	}
-	out := make(chan watch.Event)
-	go func() {
-		defer close(out)
-		rv := ""
-		for {
-			for e := range w.ResultChan() {
-				switch obj := e.Object.(type) {
-				case *v1.Pod:
-					rv = obj.ResourceVersion
-				case *metav1.Status:
-					if obj.Code == 410 { // gone: that version is too old
-						rv = ""
-					}
-					continue
-				}
-				select {
-				case out <- e:
-				case <-ctx.Done():
-					w.Stop()
-					return
-				}
-			}
-			if ctx.Err() == nil {
-				fmt.Fprintf(os.Stderr, "realnode-bench: the watch ended; watching again from resourceVersion %q\n", rv)
-			}
-			for {
-				if ctx.Err() != nil {
-					return
-				}
-				if w, err = pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv}); err == nil {
-					break
-				}
-				fmt.Fprintf(os.Stderr, "realnode-bench: watch pods again: %v\n", err)
-				time.Sleep(time.Second)
-			}
-		}
-	}()
-	return out, nil
 }
 
 // isRunning: the pod is Running and every container runs.
