@@ -867,10 +867,20 @@ func (h *PodRuntimeHelper) GetPodCgroupParent(pod *v1.Pod) string {
 	return h.PodCgroupParent(pod)
 }
 
-// GeneratePodHostNameAndDomain is the pod's hostname (spec.hostname, or its
-// name cut to 63 characters) and, with a subdomain,
-// <subdomain>.<namespace>.svc.<cluster domain>.
+// GeneratePodHostNameAndDomain is the pod's hostname (spec.hostnameOverride
+// with no domain; else spec.hostname, or its name; cut to 63 characters)
+// and, with a subdomain, <subdomain>.<namespace>.svc.<cluster domain>.
 func (h *PodRuntimeHelper) GeneratePodHostNameAndDomain(pod *v1.Pod) (string, string, error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		// A DNS subdomain, dots and all, and the whole name: `hostname -f`
+		// answers it too (the API server refuses it beside hostNetwork or
+		// setHostnameAsFQDN).
+		if msgs := utilvalidation.IsDNS1123Subdomain(*o); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(msgs, ";"))
+		}
+		hostname, err := truncateHostname(pod.Name, *o)
+		return hostname, "", err
+	}
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		if msgs := utilvalidation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
@@ -878,11 +888,9 @@ func (h *PodRuntimeHelper) GeneratePodHostNameAndDomain(pod *v1.Pod) (string, st
 		}
 		hostname = pod.Spec.Hostname
 	}
-	if len(hostname) > utilvalidation.DNS1123LabelMaxLength {
-		hostname = strings.TrimRight(hostname[:utilvalidation.DNS1123LabelMaxLength], "-.")
-		if hostname == "" {
-			return "", "", fmt.Errorf("hostname for pod %q was invalid: %q", pod.Name, pod.Name)
-		}
+	hostname, err := truncateHostname(pod.Name, hostname)
+	if err != nil {
+		return "", "", err
 	}
 	domain := ""
 	if pod.Spec.Subdomain != "" {
@@ -896,4 +904,17 @@ func (h *PodRuntimeHelper) GeneratePodHostNameAndDomain(pod *v1.Pod) (string, st
 		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, cd)
 	}
 	return hostname, domain, nil
+}
+
+// truncateHostname cuts a hostname to the 63 characters of a DNS label,
+// without a trailing '-' or '.', as upstream's truncatePodHostnameIfNeeded.
+func truncateHostname(podName, hostname string) (string, error) {
+	if len(hostname) <= utilvalidation.DNS1123LabelMaxLength {
+		return hostname, nil
+	}
+	hostname = strings.TrimRight(hostname[:utilvalidation.DNS1123LabelMaxLength], "-.")
+	if hostname == "" {
+		return "", fmt.Errorf("hostname for pod %q was invalid: %q", podName, hostname)
+	}
+	return hostname, nil
 }

@@ -374,6 +374,18 @@ func TestGeneratePodHostNameAndDomain(t *testing.T) {
 	pod.Spec.Hostname = "Not_Valid"
 	_, _, err = h.GeneratePodHostNameAndDomain(pod)
 	assert.ErrorContains(t, err, `pod Hostname "Not_Valid" is not a valid DNS label`)
+
+	// hostnameOverride wins over hostname and subdomain, dots and all, and
+	// has no domain (the e2e specs "Override hostname of Pod").
+	pod.Spec.Hostname, pod.Spec.Subdomain = "custom-host", "t"
+	pod.Spec.HostnameOverride = ptr.To("override.example.host")
+	name, domain, err = h.GeneratePodHostNameAndDomain(pod)
+	require.NoError(t, err)
+	assert.Equal(t, "override.example.host", name)
+	assert.Empty(t, domain)
+	pod.Spec.HostnameOverride = ptr.To("Not-RFC1123")
+	_, _, err = h.GeneratePodHostNameAndDomain(pod)
+	assert.ErrorContains(t, err, `pod HostnameOverride "Not-RFC1123" is not a valid DNS subdomain`)
 }
 
 func TestGenerateAPIPodStatusBeforeAnythingRuns(t *testing.T) {
