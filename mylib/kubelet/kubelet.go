@@ -426,6 +426,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		if err != nil {
 			return fmt.Errorf("kubelet: the runtime manager: %w", err)
 		}
+		// httpGet hooks reach what probes reach: the networks the kubelet
+		// may dial, and its pods' IPs.
+		m.SetLifecycleHTTPDial(prober.AllowPodIPs(cfg.ProbeDial, kl.isPodIP))
 		runtime, manager = m, m
 		kl.cri = cfg.RemoteRuntimeService // to ask the runtime for its Status
 	}

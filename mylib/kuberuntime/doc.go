@@ -38,8 +38,8 @@
 //     volumes; the termination message is read without following a
 //     symlink, and upstream's pod-wide cap on messages (12 KiB) is not
 //     applied;
-//   - no httpGet lifecycle hooks or in-place resize: not needed to run
-//     a pod;
+//   - no in-place resize: not needed to run a pod; httpGet hooks dial
+//     only what the probes may (SetLifecycleHTTPDial);
 //   - a sidecar (restartable init container) whose spec changed keeps
 //     running (upstream replaces it), and the sidecars' turn to stop is
 //     timed on the Manager's clock;

@@ -5,10 +5,12 @@ package kuberuntime
 // (startContainer step 4, killContainer, executePreStopHook) with the
 // handler runner of pkg/kubelet/lifecycle/handlers.go.
 //
+// An httpGet hook sends its GET to the hook's host, or the pod's IP, with
+// the client SetLifecycleHTTPDial gives (the probes' guarded dial): any
+// answer, even a 500, is success, only a request that fails is not, as
+// upstream's runHTTPHandler.
+//
 // Where it departs from upstream, and why (one line each):
-//   - exec and sleep handlers only; an httpGet hook fails with
-//     errHTTPHookUnsupported (upstream's handler runner has an HTTP client
-//     for it, the kubelet's insecureContainerLifecycleHTTPClient; ours has none);
 //   - the preStop wait and the time it took are read from the Manager's
 //     clock, not time.After and metav1.Now, so tests drive them;
 //   - a container whose pod object is gone gets no preStop hook: the
@@ -20,6 +22,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -29,14 +34,16 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
+	"mykubelet/mylib/prober"
 )
 
 // ErrPostStartHook is the sync error of a container whose postStart hook
 // failed; its text is the reason the container then waits with, as upstream.
 var ErrPostStartHook = errors.New("PostStartHookError")
 
-// errHTTPHookUnsupported is the error of an httpGet hook.
-var errHTTPHookUnsupported = errors.New("httpGet lifecycle hooks are not supported by this kubelet")
+// lifecycleUserAgent is the User-Agent of an httpGet hook's request,
+// upstream's "kube-lifecycle/<major>.<minor>".
+const lifecycleUserAgent = "kube-lifecycle/1.37"
 
 // reasonFailedPostStartHook is the message of the Killing event of a
 // container killed because its postStart hook failed (upstream passes the
@@ -62,11 +69,92 @@ func (m *Manager) runLifecycleHandler(ctx context.Context, containerID kubeconta
 			return "", nil
 		}
 	case handler.HTTPGet != nil:
-		return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
-			handler.HTTPGet.Path, container.Name, podDesc(pod), errHTTPHookUnsupported), errHTTPHookUnsupported
+		if err := m.runHTTPHandler(ctx, pod, container, handler.HTTPGet); err != nil {
+			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
+				handler.HTTPGet.Path, container.Name, podDesc(pod), err), err
+		}
+		return "", nil
 	}
 	err := fmt.Errorf("invalid handler: %v", handler)
 	return "Cannot run handler: " + err.Error(), err
+}
+
+// runHTTPHandler sends an httpGet hook's request: to its host, else to
+// the pod's first IP as the runtime reports it. An https hook answered in
+// plain HTTP is sent again over http, with a LifecycleHTTPFallback
+// event, as upstream.
+func (m *Manager) runHTTPHandler(ctx context.Context, pod *v1.Pod, container *v1.Container, g *v1.HTTPGetAction) error {
+	host := g.Host
+	if host == "" {
+		rp, err := m.GetPod(ctx, pod.UID)
+		if err != nil {
+			return fmt.Errorf("unable to get pod, event handlers may be invalid: %w", err)
+		}
+		st, err := m.GetPodStatus(ctx, rp)
+		if err != nil {
+			return fmt.Errorf("unable to get pod status, event handlers may be invalid: %w", err)
+		}
+		if len(st.IPs) == 0 {
+			return fmt.Errorf("failed to find networking container: the pod has no IP")
+		}
+		host = st.IPs[0]
+	}
+	port, err := prober.ResolvePort(g.Port, container)
+	if err != nil {
+		return err
+	}
+	req, err := prober.NewHTTPRequest(ctx, g, host, port)
+	if err != nil {
+		return err
+	}
+	if !hasHeader(g.HTTPHeaders, "User-Agent") {
+		req.Header.Set("User-Agent", lifecycleUserAgent)
+	}
+	client := m.hookHTTP
+	if client == nil {
+		client = prober.NewHTTPClient(0)
+	}
+	resp, err := client.Do(req)
+	drain(resp)
+	var uerr *url.Error
+	if err != nil && errors.As(err, &uerr) && strings.Contains(uerr.Err.Error(), "server gave HTTP response to HTTPS client") {
+		req = req.Clone(ctx)
+		req.URL.Scheme = "http"
+		req.Header.Del("Authorization")
+		resp, herr := client.Do(req)
+		drain(resp)
+		if herr == nil {
+			m.event(&v1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, v1.EventTypeWarning, "LifecycleHTTPFallback",
+				fmt.Sprintf("request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", req.URL.Host))
+			err = nil
+		}
+	}
+	return err
+}
+
+// SetLifecycleHTTPDial makes httpGet hooks open their connections with
+// dial (the probes' guarded dial, prober.GuardedDialer); call it before
+// the first SyncPod. Without it they dial any address.
+func (m *Manager) SetLifecycleHTTPDial(dial prober.DialFunc) {
+	m.hookHTTP = prober.NewHTTPClientWithDial(0, dial)
+}
+
+func hasHeader(hs []v1.HTTPHeader, name string) bool {
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// drain reads and closes a response's body (at most 10 KiB, as upstream).
+func drain(resp *http.Response) {
+	if resp == nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+	resp.Body.Close()
 }
 
 // runInContainer runs cmd in the container with CRI ExecSync (no timeout,

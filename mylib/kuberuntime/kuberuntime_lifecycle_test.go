@@ -2,6 +2,12 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
@@ -204,13 +211,71 @@ func TestPostStartHookThatFailsKillsTheContainer(t *testing.T) {
 	assert.Equal(t, int64(30), got)
 }
 
-func TestHTTPGetHooksAreRefused(t *testing.T) {
+// hookServer counts the requests of httpGet hooks; it answers status.
+func hookServer(t *testing.T, status int) (*httptest.Server, chan *http.Request) {
+	got := make(chan *http.Request, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, got
+}
+
+func TestHTTPGetPostStartHookIsSentAndAnyAnswerIsSuccess(t *testing.T) {
+	srv, got := hookServer(t, http.StatusInternalServerError) // as upstream: any answer will do
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
 	f := newSyncFixture(t)
 	pod := postStartPod()
-	pod.Spec.Containers[0].Lifecycle.PostStart = &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "/warm"}}
+	pod.Spec.Containers[0].Ports = []v1.ContainerPort{{Name: "hooks", ContainerPort: int32(port)}}
+	pod.Spec.Containers[0].Lifecycle.PostStart = &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{
+		Host: "127.0.0.1", Port: intstr.FromString("hooks"), Path: "/echo?msg=poststart"}}
+	require.NoError(t, f.m.SyncPod(context.Background(), pod, f.status(t, pod), nil, nil).Error())
+	r := <-got
+	assert.Equal(t, "/echo?msg=poststart", r.URL.RequestURI())
+	assert.Equal(t, "kube-lifecycle/1.37", r.Header.Get("User-Agent"))
+	assert.Equal(t, kubecontainer.ContainerStateRunning, f.status(t, pod).FindContainerStatusByName("app").State)
+}
+
+func TestHTTPGetHookWithNoHostGoesToThePodIP(t *testing.T) {
+	srv, got := hookServer(t, http.StatusOK)
+	f := newSyncFixture(t)
+	var dialed []string
+	var mu sync.Mutex
+	f.m.SetLifecycleHTTPDial(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialed = append(dialed, addr)
+		mu.Unlock()
+		var d net.Dialer
+		return d.DialContext(ctx, network, srv.Listener.Addr().String()) // the "pod" is the test's server
+	})
+	pod := hookPod(30)
+	pod.Spec.Containers[0].Lifecycle.PreStop = &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromInt32(8080), Path: "/drain"}}
+	_, st := runningHookPod(t, f, pod)
+	require.NotEmpty(t, st.IPs, "the fixture's runtime gives the pod an IP")
+	c := st.FindContainerStatusByName("app")
+	require.NoError(t, f.m.killContainer(context.Background(), pod, &kubecontainer.Container{ID: c.ID, Name: "app"}, "", nil))
+	r := <-got
+	assert.Equal(t, "/drain", r.URL.Path)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{net.JoinHostPort(st.IPs[0], "8080")}, dialed)
+}
+
+func TestHTTPGetPostStartHookThatCannotConnectKillsTheContainer(t *testing.T) {
+	f := newSyncFixture(t)
+	f.m.SetLifecycleHTTPDial(func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("connection refused")
+	})
+	pod := postStartPod()
+	pod.Spec.Containers[0].Lifecycle.PostStart = &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt32(9), Path: "/warm"}}
 	res := f.m.SyncPod(context.Background(), pod, f.status(t, pod), nil, nil)
 	require.Error(t, res.Error())
 	last := res.SyncResults[len(res.SyncResults)-1]
 	assert.Equal(t, ErrPostStartHook, last.Error)
-	assert.Contains(t, last.Message, "httpGet lifecycle hooks are not supported by this kubelet")
+	assert.Contains(t, last.Message, `HTTP lifecycle hook (/warm) for Container "app" in Pod "web_default(uid-web)" failed - error: Get "http://127.0.0.1:9/warm": connection refused`)
+	assert.Equal(t, kubecontainer.ContainerStateExited, f.status(t, pod).FindContainerStatusByName("app").State, "killed")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -68,7 +69,8 @@ func WithRuntimeRequestTimeout(d time.Duration) Option {
 // Manager talks to a CRI runtime and answers in mylib/container types
 // (upstream's kubeGenericRuntimeManager). It implements container.Runtime
 // and is safe for concurrent use. NewKubeGenericRuntimeManager builds it
-// whole; nothing changes it afterwards.
+// whole; nothing but SetLifecycleHTTPDial, before its first use, changes
+// it afterwards.
 type Manager struct {
 	runtimeName string
 	conn        *grpc.ClientConn // nil unless Connect opened it
@@ -84,7 +86,8 @@ type Manager struct {
 	runtimeHandler   string
 	livenessManager  ProbeResults // nil: no probes
 	startupManager   ProbeResults
-	imagePulls       imagePulls // the image manager (kuberuntime_image.go)
+	imagePulls       imagePulls   // the image manager (kuberuntime_image.go)
+	hookHTTP         *http.Client // httpGet hooks' client (SetLifecycleHTTPDial); nil: a plain one
 }
 
 // Dial opens a gRPC connection to a CRI endpoint: "unix:///path/to.sock" or

@@ -135,6 +135,12 @@ func AllowPodIPs(guarded DialFunc, isPodIP func(netip.Addr) bool) DialFunc {
 // and redirects followed only on the same host.
 func NewHTTPClient(timeout time.Duration) *http.Client { return newHTTPClient(timeout, nil) }
 
+// NewHTTPClientWithDial is NewHTTPClient opening its connections with dial
+// (nil: a plain dialer); timeout 0 is none.
+func NewHTTPClientWithDial(timeout time.Duration, dial DialFunc) *http.Client {
+	return newHTTPClient(timeout, dial)
+}
+
 func newHTTPClient(timeout time.Duration, dial DialFunc) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
@@ -269,9 +275,10 @@ func grpcProbe(ctx context.Context, host string, port int, service string, timeo
 	return Success, "service healthy", nil
 }
 
-// resolvePort is the probe's port as a number: an int, or the name of one
-// of the container's ports.
-func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
+// ResolvePort is a probe's or an httpGet hook's port as a number: an int,
+// or the name of one of the container's ports (upstream's
+// probe.ResolveContainerPort).
+func ResolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
 	if p.Type == intstr.Int {
 		if p.IntVal <= 0 || p.IntVal > 65535 {
 			return 0, fmt.Errorf("invalid port number: %d", p.IntVal)

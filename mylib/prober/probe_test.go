@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	grpchealth "google.golang.org/grpc/health/grpc_health_v1"
 	v1 "k8s.io/api/core/v1"
@@ -25,7 +26,6 @@ import (
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
-	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/prober/results"
 )
 
@@ -146,7 +146,7 @@ func runContainer(t *testing.T, script string) (runtimeapi.RuntimeServiceClient,
 	ctx := context.Background()
 	rt := fakeruntime.New(clock.RealClock{})
 	sock := fakeruntimetest.Serve(t, rt)
-	conn, err := kuberuntime.Dial("unix://" + sock)
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	rs, is := runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn)

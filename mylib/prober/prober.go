@@ -106,7 +106,7 @@ func (pb *prober) runProbe(ctx context.Context, p *v1.Probe, status v1.PodStatus
 		}
 		return ExecProbe(ctx, pb.runtime, id.ID, p.Exec.Command, timeout)
 	case p.HTTPGet != nil:
-		port, err := resolvePort(p.HTTPGet.Port, c)
+		port, err := ResolvePort(p.HTTPGet.Port, c)
 		if err != nil {
 			return Unknown, "", err
 		}
@@ -116,7 +116,7 @@ func (pb *prober) runProbe(ctx context.Context, p *v1.Probe, status v1.PodStatus
 		}
 		return HTTPProbe(req, newHTTPClient(timeout, pb.dial))
 	case p.TCPSocket != nil:
-		port, err := resolvePort(p.TCPSocket.Port, c)
+		port, err := ResolvePort(p.TCPSocket.Port, c)
 		if err != nil {
 			return Unknown, "", err
 		}
