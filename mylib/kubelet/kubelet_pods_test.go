@@ -499,3 +499,17 @@ func TestRuntimeHelperEnvReadsTheManagers(t *testing.T) {
 	_, err = p.GenerateRunContainerOptions(context.Background(), pod, c, "", nil)
 	assert.EqualError(t, err, `configmap "gone" not found`, "the manager's error, as upstream")
 }
+
+// syncPod hands the runtime the IPs of the status it computed: for a
+// hostNetwork pod the node's, which the runtime does not report.
+func TestStatusPodIPs(t *testing.T) {
+	assert.Equal(t, []string{"192.0.2.1", "2001:db8::1"}, statusPodIPs(v1.PodStatus{PodIP: "192.0.2.1",
+		PodIPs: []v1.PodIP{{IP: "192.0.2.1"}, {IP: "2001:db8::1"}}}))
+	assert.Equal(t, []string{"192.0.2.1"}, statusPodIPs(v1.PodStatus{PodIP: "192.0.2.1"}))
+	assert.Empty(t, statusPodIPs(v1.PodStatus{}))
+
+	hostNet := envPod()
+	hostNet.Spec.HostNetwork = true
+	s := generateAPIPodStatus(hostNet, &kubecontainer.PodStatus{ID: hostNet.UID}, v1.PodStatus{}, false, []string{"192.0.2.7"}, nil)
+	assert.Equal(t, []string{"192.0.2.7"}, statusPodIPs(s), "a hostNetwork pod's IPs are the node's")
+}

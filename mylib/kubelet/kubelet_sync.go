@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,6 +35,14 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 	kl.setPodStatus(pod, apiPodStatus)
 	if isTerminal {
 		return true, nil // the pod workers now terminate it
+	}
+	// The runtime reports no IP for a hostNetwork pod; its status has the
+	// node's. The containers' status.podIP(s) and /etc/hosts take those, as
+	// upstream's SyncPod does (on a copy: the cache's status is shared).
+	if ips := statusPodIPs(apiPodStatus); len(ips) > 0 && !slices.Equal(ips, podStatus.IPs) {
+		withIPs := *podStatus
+		withIPs.IPs = ips
+		podStatus = &withIPs
 	}
 	if err := kl.runtimeState.networkErrors(); err != nil && !kubecontainer.IsHostNetworkPod(pod) {
 		kl.recorder.Eventf(pod, v1.EventTypeWarning, events.NetworkNotReady, "network is not ready: %v", err)
@@ -348,3 +357,15 @@ func (kl *Kubelet) getHostIPs() []string {
 }
 
 var errNeedsContainerRuntime = errors.New("kubelet: Config.Pods.RunContainers needs the CRI (RemoteRuntimeService, RemoteImageService), from which the kubelet builds its runtime manager")
+
+// statusPodIPs are status.podIPs, else status.podIP.
+func statusPodIPs(s v1.PodStatus) []string {
+	ips := make([]string, 0, len(s.PodIPs))
+	for _, ip := range s.PodIPs {
+		ips = append(ips, ip.IP)
+	}
+	if len(ips) == 0 && s.PodIP != "" {
+		ips = append(ips, s.PodIP)
+	}
+	return ips
+}

@@ -414,7 +414,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			result.Fail(err)
 			return result
 		}
-		podIPs = nil
+		// A hostNetwork pod keeps podStatus's IPs: the runtime reports none
+		// for it, and the kubelet gave it the node's (as upstream).
 		if !kubecontainer.IsHostNetworkPod(pod) {
 			podIPs = determinePodSandboxIPs(resp.Status)
 		}

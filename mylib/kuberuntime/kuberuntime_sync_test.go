@@ -352,3 +352,45 @@ func TestSyncPodWithNoStatusYetStartsThePod(t *testing.T) {
 	require.NoError(t, f.m.SyncPod(context.Background(), pod, nil, nil, nil).Error())
 	assert.Len(t, f.status(t, pod).GetRunningContainerStatuses(), 2)
 }
+
+// ipHelper records the pod IPs each container's options were made with.
+type ipHelper struct {
+	literalHelper
+	mu  sync.Mutex
+	ips map[string][]string
+}
+
+func (h *ipHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string, podIPs []string) (*kubecontainer.RunContainerOptions, error) {
+	h.mu.Lock()
+	h.ips[c.Name] = append([]string{podIP}, podIPs...)
+	h.mu.Unlock()
+	return h.literalHelper.GenerateRunContainerOptions(ctx, pod, c, podIP, podIPs)
+}
+
+// The runtime reports no IP for a hostNetwork pod's sandbox; its
+// containers get the IPs the kubelet put in the pod's status (the node's),
+// as upstream's SyncPod keeps them (the e2e spec "Downward API should
+// provide host IP and pod IP as an env var if pod uses host network").
+func TestAHostNetworkPodsContainersGetTheIPsOfItsStatus(t *testing.T) {
+	f := newSyncFixture(t)
+	h := &ipHelper{ips: map[string][]string{}}
+	f.m.helper = h
+	pod := webPod()
+	pod.Spec.InitContainers = nil
+	pod.Spec.HostNetwork = true
+	st := f.status(t, pod)
+	st.IPs = []string{"192.0.2.10"} // what the kubelet's SyncPod hands over
+	require.NoError(t, f.m.SyncPod(context.Background(), pod, st, nil, nil).Error())
+	assert.Equal(t, []string{"192.0.2.10", "192.0.2.10"}, h.ips["app"])
+
+	// A pod of its own network takes its sandbox's, whatever the status said.
+	pod2 := webPod()
+	pod2.UID, pod2.Name = "uid-web2", "web2"
+	pod2.Spec.InitContainers = nil
+	st2 := f.status(t, pod2)
+	st2.IPs = []string{"192.0.2.10"}
+	require.NoError(t, f.m.SyncPod(context.Background(), pod2, st2, nil, nil).Error())
+	require.NotEmpty(t, h.ips["sidecar"])
+	assert.NotEmpty(t, h.ips["sidecar"][0])
+	assert.NotEqual(t, "192.0.2.10", h.ips["sidecar"][0])
+}
