@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 
@@ -130,13 +131,59 @@ func ShouldContainerBeRestarted(container *v1.Container, pod *v1.Pod, podStatus 
 	if IsRestartableInitContainer(container) {
 		return true // a sidecar restarts whatever the pod's policy
 	}
-	switch pod.Spec.RestartPolicy {
+	return ContainerShouldRestart(container, &pod.Spec, int32(status.ExitCode))
+}
+
+// ContainerShouldRestart tells whether a container that exited with
+// exitCode is started again: by the first of its restartPolicyRules whose
+// exit codes match (action Restart), else by its own restartPolicy, else
+// by the pod's (upstream's podutil.ContainerShouldRestart, with the
+// ContainerRestartRules feature, beta and on by default since 1.35). The
+// RestartAllContainers action (an alpha feature, off) falls back to the
+// container's policy, as upstream's with its gate off.
+func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
+	if c.RestartPolicy != nil {
+		if rule, ok := matchingRestartRule(c, exitCode); ok && rule.Action == v1.ContainerRestartRuleActionRestart {
+			return true
+		}
+		switch *c.RestartPolicy {
+		case v1.ContainerRestartPolicyAlways:
+			return true
+		case v1.ContainerRestartPolicyOnFailure:
+			return exitCode != 0
+		case v1.ContainerRestartPolicyNever:
+			return false
+		}
+	}
+	switch spec.RestartPolicy {
 	case v1.RestartPolicyNever:
 		return false
 	case v1.RestartPolicyOnFailure:
-		return status.ExitCode != 0
+		return exitCode != 0
 	}
-	return true
+	return true // Always, the default
+}
+
+// matchingRestartRule is the first rule whose exit codes match: In the
+// list, or NotIn it.
+func matchingRestartRule(c *v1.Container, exitCode int32) (v1.ContainerRestartRule, bool) {
+	for _, r := range c.RestartPolicyRules {
+		if r.ExitCodes == nil {
+			continue
+		}
+		in := slices.Contains(r.ExitCodes.Values, exitCode)
+		switch r.ExitCodes.Operator {
+		case v1.ContainerRestartRuleOnExitCodesOpIn:
+			if in {
+				return r, true
+			}
+		case v1.ContainerRestartRuleOnExitCodesOpNotIn:
+			if !in {
+				return r, true
+			}
+		}
+	}
+	return v1.ContainerRestartRule{}, false
 }
 
 // IsRestartableInitContainer tells whether an init container is a sidecar:

@@ -64,7 +64,7 @@ const (
 func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal, podHasInitialized bool) v1.PodPhase {
 	spec := pod.Spec
 	pendingRegularInit, pendingSidecars, failedInit := 0, 0, 0
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	unknown, running, waiting, stopped, stoppedForGood, succeeded := 0, 0, 0, 0, 0, 0
 	for _, c := range spec.InitContainers {
 		s, ok := findStatus(info, c.Name)
 		if kubecontainer.IsRestartableInitContainer(&c) {
@@ -95,12 +95,12 @@ func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal, podHasIniti
 		case s.State.Running != nil:
 			pendingRegularInit++
 		case s.State.Terminated != nil:
-			if s.State.Terminated.ExitCode != 0 {
+			if code := s.State.Terminated.ExitCode; code != 0 && !kubecontainer.ContainerShouldRestart(&c, &spec, code) {
 				failedInit++
 			}
 		case s.State.Waiting != nil:
 			if s.LastTerminationState.Terminated != nil {
-				if s.LastTerminationState.Terminated.ExitCode != 0 {
+				if code := s.LastTerminationState.Terminated.ExitCode; code != 0 && !kubecontainer.ContainerShouldRestart(&c, &spec, code) {
 					failedInit++
 				}
 			} else {
@@ -125,9 +125,15 @@ func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal, podHasIniti
 			if s.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
+			if !kubecontainer.ContainerShouldRestart(&c, &spec, s.State.Terminated.ExitCode) {
+				stoppedForGood++
+			}
 		case s.State.Waiting != nil:
-			if s.LastTerminationState.Terminated != nil {
-				stopped++ // it ran and will run again
+			if t := s.LastTerminationState.Terminated; t != nil {
+				stopped++ // it ran, and will run again unless its policy says not
+				if !kubecontainer.ContainerShouldRestart(&c, &spec, t.ExitCode) {
+					stoppedForGood++
+				}
 			} else {
 				waiting++
 			}
@@ -136,8 +142,8 @@ func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal, podHasIniti
 		}
 	}
 
-	if failedInit > 0 && spec.RestartPolicy == v1.RestartPolicyNever {
-		return v1.PodFailed
+	if failedInit > 0 {
+		return v1.PodFailed // an init container failed and will not run again
 	}
 	switch {
 	case pendingRegularInit > 0, pendingSidecars > 0 && !podHasInitialized, waiting > 0:
@@ -152,16 +158,15 @@ func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal, podHasIniti
 			}
 			return v1.PodFailed
 		}
-		if spec.RestartPolicy == v1.RestartPolicyAlways {
+		// Each container's restart policy (its own, its rules', else the
+		// pod's) says whether it runs again.
+		if stopped != stoppedForGood {
 			return v1.PodRunning // restarting
 		}
 		if stopped == succeeded {
 			return v1.PodSucceeded
 		}
-		if spec.RestartPolicy == v1.RestartPolicyNever {
-			return v1.PodFailed
-		}
-		return v1.PodRunning // OnFailure, restarting the failed ones
+		return v1.PodFailed
 	}
 	return v1.PodPending
 }

@@ -50,6 +50,17 @@ func phasePod(policy v1.RestartPolicy, inits []string, containers ...string) *v1
 	return pod
 }
 
+// ownPolicy is pod (a copy) with container name's own restartPolicy.
+func ownPolicy(pod *v1.Pod, name string, p v1.ContainerRestartPolicy) *v1.Pod {
+	pod = pod.DeepCopy()
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			pod.Spec.Containers[i].RestartPolicy = &p
+		}
+	}
+	return pod
+}
+
 func TestGetPhase(t *testing.T) {
 	always := phasePod(v1.RestartPolicyAlways, nil, "a", "b")
 	onFailure := phasePod(v1.RestartPolicyOnFailure, nil, "a", "b")
@@ -73,6 +84,12 @@ func TestGetPhase(t *testing.T) {
 		{"Always: all succeeded and terminal", always, []v1.ContainerStatus{terminated("a", 0), terminated("b", 0)}, true, v1.PodSucceeded},
 		{"Never: all succeeded", never, []v1.ContainerStatus{terminated("a", 0), terminated("b", 0)}, false, v1.PodSucceeded},
 		{"Never: one failed", never, []v1.ContainerStatus{terminated("a", 0), terminated("b", 2)}, false, v1.PodFailed},
+		{"Always, but a's own policy is Never: a failed, for good", ownPolicy(always, "a", v1.ContainerRestartPolicyNever),
+			[]v1.ContainerStatus{terminated("a", 1), terminated("b", 1)}, false, v1.PodRunning},
+		{"Always, every container's own policy Never", ownPolicy(ownPolicy(always, "a", v1.ContainerRestartPolicyNever), "b", v1.ContainerRestartPolicyNever),
+			[]v1.ContainerStatus{terminated("a", 0), terminated("b", 1)}, false, v1.PodFailed},
+		{"Never, but b's own policy is Always: restarting", ownPolicy(never, "b", v1.ContainerRestartPolicyAlways),
+			[]v1.ContainerStatus{terminated("a", 0), terminated("b", 0)}, false, v1.PodRunning},
 		{"OnFailure: all succeeded", onFailure, []v1.ContainerStatus{terminated("a", 0), terminated("b", 0)}, false, v1.PodSucceeded},
 		{"OnFailure: one failed, restarting", onFailure, []v1.ContainerStatus{terminated("a", 0), terminated("b", 1)}, false, v1.PodRunning},
 		{"waiting after a crash counts as stopped", always, []v1.ContainerStatus{waitingAfter("a", 1), waitingAfter("b", 1)}, false, v1.PodRunning},

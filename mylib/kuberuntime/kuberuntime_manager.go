@@ -291,7 +291,12 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 		}
 		var toStart []int
 		for i := range pod.Spec.Containers {
-			if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && containerSucceeded(&pod.Spec.Containers[i], podStatus) {
+			c := &pod.Spec.Containers[i]
+			runOnce := pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure
+			if c.RestartPolicy != nil {
+				runOnce = *c.RestartPolicy == v1.ContainerRestartPolicyOnFailure
+			}
+			if runOnce && containerSucceeded(c, podStatus) {
 				continue
 			}
 			toStart = append(toStart, i)
@@ -337,7 +342,13 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 			if probe != nil && probe.TerminationGracePeriodSeconds != nil && pod.DeletionGracePeriodSeconds == nil {
 				info.gracePeriodOverride = probe.TerminationGracePeriodSeconds
 			}
-			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+			// A running container's own policy, not its rules (it has no
+			// exit code), else the pod's, as upstream.
+			restart := pod.Spec.RestartPolicy != v1.RestartPolicyNever
+			if c.RestartPolicy != nil {
+				restart = *c.RestartPolicy != v1.ContainerRestartPolicyNever
+			}
+			if restart {
 				info.message += ", will be restarted"
 				changes.ContainersToStart = append(changes.ContainersToStart, i)
 			}
