@@ -355,7 +355,7 @@ else
     | ($failed | map(select((.Failure.Message // "") | image_missing)) | length) as $noimage
     | "passed \($passed) of \($passed + ($failed | length)) run, failed \($failed | length) (\($noimage) for an image not built offline), skipped while running \($skipped)",
       "",
-      ($failed[] | "FAIL [\(.State)] \((.ContainerHierarchyTexts + [.LeafNodeText]) | join(" "))\((.Failure.Message // "") | image_missing | " (not built offline: \(.))")\n     \((.Failure.Message // "") | split("\n") | map(select(test("\\S"))) | .[0:3] | join(" ") | gsub("\\s+"; " ") | .[0:240])")
+      ($failed[] | "FAIL [\(.State)] \((.ContainerHierarchyTexts + [.LeafNodeText]) | join(" "))\(((.Failure.Message // "") | image_missing | " (not built offline: \(.))") // "")\n     \((.Failure.Message // "") | split("\n") | map(select(test("\\S"))) | .[0:3] | join(" ") | gsub("\\s+"; " ") | .[0:240])")
   ' "$report"
 fi
 echo

@@ -298,7 +298,7 @@ func e2eImages(bb *busybox, pause v1.Image, bins e2eBins) ([]namedImage, error) 
 	if err != nil {
 		return nil, err
 	}
-	busybox, err := bb.image()
+	busybox, err := bb.e2eImage()
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +326,37 @@ func e2eImages(bb *busybox, pause v1.Image, bins e2eBins) ([]namedImage, error) 
 		images = append(images, namedImage{e2eNNP, img})
 	}
 	return images, nil
+}
+
+// e2eImage is busybox as the e2e busybox (the registry's busybox) lays it
+// out: every applet in /bin too, where the specs call them (/bin/sysctl;
+// Debian's busybox lists it in /sbin).
+func (b *busybox) e2eImage() (v1.Image, error) {
+	entries := b.entries("", "")
+	have := map[string]bool{}
+	for _, e := range entries {
+		have[e.name] = true
+	}
+	for _, a := range b.applets {
+		if name := "bin/" + path.Base(a); !have[name] && !strings.Contains(a, "..") {
+			have[name] = true
+			entries = append(entries, entry{name: name, link: "/bin/busybox"})
+		}
+	}
+	layer, err := newLayer(entries)
+	if err != nil {
+		return nil, err
+	}
+	return newImage(layer, v1.Config{
+		Cmd: []string{"sh"},
+		Env: []string{pathEnv},
+		Labels: map[string]string{
+			labelVendor:      vendor,
+			labelSource:      "Debian's busybox-static, " + b.banner,
+			labelVersion:     b.version,
+			labelDescription: fmt.Sprintf("the e2e busybox: busybox %s with its %d applets linked in /bin and where it lists them", b.version, len(b.applets)),
+		},
+	})
 }
 
 // readStatic reads a program for an image that has nothing else it could

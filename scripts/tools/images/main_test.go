@@ -49,7 +49,7 @@ func TestReadStaticRefusesADynamicProgram(t *testing.T) {
 // nonroot runs as 1234 and nnp is setuid root.
 func TestE2EImages(t *testing.T) {
 	bin := staticELF(t)
-	bb := &busybox{data: []byte("busybox"), version: "1.37.0", banner: "BusyBox v1.37.0", applets: []string{"bin/sh", "bin/id", "usr/bin/wget"}}
+	bb := &busybox{data: []byte("busybox"), version: "1.37.0", banner: "BusyBox v1.37.0", applets: []string{"bin/sh", "bin/id", "usr/bin/wget", "sbin/sysctl"}}
 	pause, err := newImage(mustLayer(t, []entry{{name: "pause", mode: 0o755, data: []byte("p")}}), v1.Config{Entrypoint: []string{"/pause"}})
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +94,14 @@ func TestE2EImages(t *testing.T) {
 	if !strings.Contains(string(contentOf(t, agn, "etc/passwd")), "user-defined-in-image:x:1000:") ||
 		!strings.Contains(string(contentOf(t, agn, "etc/group")), "group-defined-in-image:x:50000:user-defined-in-image") {
 		t.Errorf("agnhost's /etc/passwd or /etc/group lack the image's own user and group")
+	}
+
+	// The specs run /bin/sysctl; Debian's busybox lists it in /sbin.
+	e2eBusybox := filesOf(t, byName["registry.k8s.io/e2e-test-images/busybox:1.37.0-2"])
+	for _, n := range []string{"bin/sysctl", "sbin/sysctl", "bin/wget", "usr/bin/wget", "bin/sh"} {
+		if h := e2eBusybox[n]; h == nil || h.Linkname != "/bin/busybox" {
+			t.Errorf("the e2e busybox's /%s: %+v, want busybox's applet", n, h)
+		}
 	}
 
 	if u := configOf(t, byName["registry.k8s.io/e2e-test-images/nonroot:1.5"]).User; u != "1234" {
