@@ -7,7 +7,9 @@
 #                                  configuration and the CNI network, start
 #                                  containerd, wait for its socket
 #   scripts/containerd.sh images   build the offline images (pause, busybox)
-#                                  and import them (no registry needed)
+#                                  and import them (no registry needed);
+#                                  with --e2e DIR also the e2e specs' images
+#                                  from DIR/agnhost and DIR/nnp (scripts/conformance.sh)
 #   scripts/containerd.sh down     remove every pod it runs, stop it, unmount
 #                                  what it mounted, delete its bridge
 #   scripts/containerd.sh status   whether it runs, its version, socket, network
@@ -279,7 +281,12 @@ MSG
 }
 
 cmd_images() {
+  local e2e=() e2e_dir="${1:-}"
   need_root images
+  if [[ -n "$e2e_dir" ]]; then
+    [[ -x "$e2e_dir/agnhost" && -x "$e2e_dir/nnp" ]] || die "--e2e $e2e_dir: no agnhost and nnp there (scripts/conformance.sh builds them)"
+    e2e=(-agnhost "$e2e_dir/agnhost" -nonewprivs "$e2e_dir/nnp")
+  fi
   running_pid >/dev/null || die "containerd is not running: scripts/containerd.sh up"
   # Debian's busybox package is linked dynamically; busybox-static is not.
   if command -v apt-get >/dev/null && ! dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep -q '^install ok installed'; then
@@ -294,7 +301,7 @@ cmd_images() {
   snap="$(sed -n 's/^ *snapshotter = "\(.*\)"$/\1/p' "$CONFIG")"
   say "building the offline images (scripts/tools/images) into $CTR_DIR/images"
   (cd "$REPO_ROOT/scripts/tools/images" && go run . -out "$CTR_DIR/images" -ctr "$(ctr_bin)" -address "$SOCK" \
-    -snapshotter "$snap" -pause-image "$PAUSE_IMAGE" -busybox /bin/busybox) ||
+    -snapshotter "$snap" -pause-image "$PAUSE_IMAGE" -busybox /bin/busybox "${e2e[@]}") ||
     die "building or importing the images failed (see above)"
 }
 
@@ -375,12 +382,18 @@ cmd_env() {
 
 cmd="${1:-}"
 [[ $# -gt 0 ]] && shift
-[[ $# -eq 0 ]] || die "$cmd takes no arguments"
+e2e_dir=""
+if [[ "$cmd" == images && "${1:-}" == --e2e ]]; then
+  [[ $# -ge 2 ]] || die "images --e2e needs a directory"
+  e2e_dir="$2"
+  shift 2
+fi
+[[ $# -eq 0 ]] || die "$cmd takes no arguments$([[ "$cmd" == images ]] && echo " but --e2e DIR")"
 case "$cmd" in
   up) cmd_up ;;
-  images) cmd_images ;;
+  images) cmd_images "$e2e_dir" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
-  *) die "usage: scripts/containerd.sh up|images|down|status|env" ;;
+  *) die "usage: scripts/containerd.sh up|images [--e2e DIR]|down|status|env" ;;
 esac

@@ -22,11 +22,8 @@
 # kubelets' kubepods, so that neither touches the machine's /kubepods. All
 # of it is removed at the end.
 #
-# Upstream's kubelet is built once, like the control plane
-# (scripts/build-control-plane.sh): from a copy of the tools module
-# scripts/tools with k8s.io/kubernetes/cmd/kubelet added (go mod tidy adds
-# the three modules only the kubelet needs), into
-# $MYKUBELET_CACHE_DIR/kubelet-v1.37.1. What it needs to run here, and why:
+# Upstream's kubelet is built once (scripts/upstream-kubelet.sh). What it
+# needs to run here, and why:
 #   - cgroupDriver cgroupfs, failCgroupV1 false (this machine has cgroup v1),
 #     failSwapOn false, makeIPTablesUtilChains false (no iptables chains on
 #     the machine), podLogsDir and --root-dir under the bench's directory.
@@ -39,15 +36,17 @@
 #     them for the whole machine, with it it refuses to start when they
 #     differ. It runs with protectKernelDefaults in a mount namespace of its
 #     own where those /proc/sys files are bind-mounted from files holding
-#     its values: it reads what it wants and changes nothing. The price:
-#     mounts it makes are not seen by containerd, so the pods of both
+#     its values: it reads what it wants and changes nothing. The price
+#     here: mounts it makes are not seen by containerd, so the pods of both
 #     kubelets mount no service-account token (automountServiceAccountToken
-#     false).
+#     false). scripts/conformance.sh shares its root dir's mounts instead.
 #   - its credentials as the capstone's: a bootstrap token of its own
 #     (scripts/classroom issue), a client certificate through the CSR.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=scripts/upstream-kubelet.sh
+source "$REPO_ROOT/scripts/upstream-kubelet.sh"
 cd "$REPO_ROOT"
 
 usage="usage: scripts/realnode-bench.sh [--pods N] [--rounds N] [--warm-up N] [--kubelets capstone,upstream] [--short]"
@@ -83,40 +82,6 @@ done
 [[ $EUID -eq 0 ]] || die "scripts/realnode-bench.sh must run as root (containerd, runc, cgroups)"
 command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.md, Prerequisites)"
 command -v unshare >/dev/null || die "unshare (util-linux) is not installed"
-
-UPSTREAM_DIR="$CACHE_DIR/kubelet-$KUBE_VERSION"
-UPSTREAM_KUBELET="$UPSTREAM_DIR/kubelet"
-
-# build_upstream_kubelet: k8s.io/kubernetes/cmd/kubelet at $KUBE_VERSION,
-# with the control plane's flags, once (a few minutes with the control
-# plane's build cache warm).
-build_upstream_kubelet() {
-  local major minor ldflags pkg stamp_want tmp tools="$REPO_ROOT/scripts/tools"
-  major="${KUBE_VERSION#v}"; major="${major%%.*}"
-  minor="${KUBE_VERSION#v*.}"; minor="${minor%%.*}"
-  ldflags="-s -w"
-  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-    ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-  done
-  stamp_want="$(printf '%s\n' "CGO_ENABLED=0 go build -trimpath" "$ldflags" k8s.io/kubernetes/cmd/kubelet |
-    cat - "$tools/go.mod" "$tools/go.sum" | sha256sum | cut -c1-16)"
-  if [[ -x "$UPSTREAM_KUBELET" && "$(cat "$UPSTREAM_DIR/.build-stamp" 2>/dev/null)" == "$stamp_want" ]]; then
-    return 0
-  fi
-  say "building upstream's kubelet $KUBE_VERSION into $UPSTREAM_DIR (once; minutes on 2 cores)"
-  mkdir -p "$UPSTREAM_DIR"
-  tmp="$(mktemp -d)"
-  cp -r "$tools/." "$tmp/"
-  sed -i 's#^\t_ "k8s.io/kubernetes/cmd/kubectl"$#&\n\t_ "k8s.io/kubernetes/cmd/kubelet"#' "$tmp/tools.go"
-  grep -q 'cmd/kubelet"' "$tmp/tools.go" || { rm -rf "$tmp"; die "could not add cmd/kubelet to a copy of $tools/tools.go"; }
-  if ! (cd "$tmp" && go mod tidy && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$UPSTREAM_KUBELET" k8s.io/kubernetes/cmd/kubelet); then
-    rm -rf "$tmp"
-    die "building upstream's kubelet failed (see the go output above)"
-  fi
-  rm -rf "$tmp"
-  echo "$stamp_want" >"$UPSTREAM_DIR/.build-stamp"
-}
 
 "$REPO_ROOT/scripts/build-control-plane.sh" >/dev/null
 [[ ",$kubelets," == *",upstream,"* ]] && build_upstream_kubelet
@@ -213,7 +178,7 @@ start_capstone() {
 }
 
 start_upstream() {
-  local d="$work/upstream" s="$work/sysctl" f
+  local d="$work/upstream" s="$work/sysctl"
   mkdir -m 0700 "$d" "$d/logs" "$s"
   cat >"$d/config.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -239,18 +204,10 @@ authentication:
   x509: {clientCAFile: $work/state/cluster/pki/ca.crt}
 authorization: {mode: Webhook}
 YAML
-  # The values its container manager asks of the kernel (setupKernelTunables).
-  declare -A want=([vm/overcommit_memory]=1 [vm/panic_on_oom]=0 [kernel/panic]=10 [kernel/panic_on_oops]=1
-    [kernel/keys/root_maxkeys]=1000000 [kernel/keys/root_maxbytes]=25000000)
-  local binds=""
-  for f in "${!want[@]}"; do
-    echo "${want[$f]}" >"$s/${f//\//_}"
-    binds+="mount --bind '$s/${f//\//_}' '/proc/sys/$f' && "
-  done
-  unshare --mount --propagation private sh -c "$binds exec \"\$0\" \"\$@\"" "$UPSTREAM_KUBELET" \
+  start_upstream_kubelet "$s" "" "$work/upstream.log" \
     --config "$d/config.yaml" --hostname-override bench-upstream --node-ip "$node_ip" \
     --bootstrap-kubeconfig "$(bootstrap upstream)" --kubeconfig "$d/kubelet.kubeconfig" --cert-dir "$d/pki" \
-    --root-dir "$d" >"$work/upstream.log" 2>&1 &
+    --root-dir "$d"
   kubelet_pid=$!
 }
 

@@ -4,14 +4,20 @@
 //   - the sandbox image (containerd's sandbox_image, registry.k8s.io/pause:3.10
 //     by default): ./pause, this repository's pause, built static;
 //   - busybox, from Debian's busybox-static with every applet linked,
-//     tagged with the version the binary says it is (docker.io/library/busybox:1.35.0).
+//     tagged with the version the binary says it is (docker.io/library/busybox:1.35.0);
+//   - with -agnhost (and -nonewprivs), the images of upstream's e2e specs
+//     that build offline (scripts/conformance.sh): agnhost (a static agnhost
+//     with busybox's applets beside it, as upstream's on Alpine), the e2e
+//     busybox, nonroot (busybox as user 1234), nonewprivs (a setuid nnp) and
+//     the e2e pause, under the names and tags of
+//     k8s.io/kubernetes/test/utils/image/manifest.go.
 //
 // Their names are the registry's, so that pod specs and containerd's
 // configuration read the same offline and online; their labels say whose
 // build they are (org.opencontainers.image.vendor, .source, .description).
 // With registry access, pull the registry's images instead.
 //
-//	go run . -out DIR [-address SOCK -ctr ctr -snapshotter overlayfs]
+//	go run . -out DIR [-address SOCK -ctr ctr -snapshotter overlayfs] [-agnhost FILE -nonewprivs FILE]
 //
 // scripts/containerd.sh images runs it.
 package main
@@ -55,14 +61,28 @@ func main() {
 	snapshotter := flag.String("snapshotter", "", "the snapshotter to unpack them for (containerd's CRI snapshotter; empty: ctr's default)")
 	pauseName := flag.String("pause-image", "registry.k8s.io/pause:3.10", "the sandbox image's name (containerd's sandbox_image)")
 	busyboxBin := flag.String("busybox", "/bin/busybox", "a static busybox (Debian: apt-get install busybox-static)")
+	agnhost := flag.String("agnhost", "", "a static agnhost (CGO_ENABLED=0 go build k8s.io/kubernetes/test/images/agnhost): build the e2e images too")
+	nnp := flag.String("nonewprivs", "", "a static nnp (k8s.io/kubernetes/test/images/nonewprivs) for the e2e nonewprivs image (needs -agnhost)")
 	flag.Parse()
-	if err := run(*out, *address, *ctr, *snapshotter, *pauseName, *busyboxBin); err != nil {
+	if *nnp != "" && *agnhost == "" {
+		fmt.Fprintln(os.Stderr, "images: -nonewprivs needs -agnhost (it is one of the e2e images)")
+		os.Exit(2)
+	}
+	if err := run(*out, *address, *ctr, *snapshotter, *pauseName, *busyboxBin, e2eBins{*agnhost, *nnp}); err != nil {
 		fmt.Fprintf(os.Stderr, "images: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, address, ctr, snapshotter, pauseName, busyboxBin string) error {
+// e2eBins are the static programs of the e2e images; agnhost empty: none.
+type e2eBins struct{ agnhost, nonewprivs string }
+
+type namedImage struct {
+	name string
+	img  v1.Image
+}
+
+func run(out, address, ctr, snapshotter, pauseName, busyboxBin string, e2e e2eBins) error {
 	if out == "" {
 		return errors.New("-out is required")
 	}
@@ -73,16 +93,24 @@ func run(out, address, ctr, snapshotter, pauseName, busyboxBin string) error {
 	if err != nil {
 		return fmt.Errorf("pause: %w", err)
 	}
-	busybox, version, err := busyboxImage(busyboxBin)
+	bb, err := readBusybox(busyboxBin)
 	if err != nil {
 		return fmt.Errorf("busybox: %w", err)
 	}
-	images := []struct {
-		name string
-		img  v1.Image
-	}{
+	busybox, err := bb.image()
+	if err != nil {
+		return fmt.Errorf("busybox: %w", err)
+	}
+	images := []namedImage{
 		{pauseName, pause},
-		{"docker.io/library/busybox:" + version, busybox},
+		{"docker.io/library/busybox:" + bb.version, busybox},
+	}
+	if e2e.agnhost != "" {
+		more, err := e2eImages(bb, pause, e2e)
+		if err != nil {
+			return err
+		}
+		images = append(images, more...)
 	}
 	for _, im := range images {
 		ref, err := name.NewTag(im.name)
@@ -141,18 +169,25 @@ func pauseImage(tmp string) (v1.Image, error) {
 
 var busyboxVersion = regexp.MustCompile(`^BusyBox v(\d+\.\d+\.\d+)`)
 
-// busyboxImage puts a static busybox at /bin/busybox with every applet it
-// lists (busybox --list-full) as a symlink to it, a root and a nobody
-// user, and /tmp. It returns the version the binary reports.
-func busyboxImage(bin string) (v1.Image, string, error) {
+// busybox is a static busybox read from this machine: its file, its version
+// and the applets it lists (busybox --list-full).
+type busybox struct {
+	data    []byte
+	version string
+	banner  string // its --help's first line
+	applets []string
+}
+
+// readBusybox checks that bin is a static busybox and reads it.
+func readBusybox(bin string) (*busybox, error) {
 	f, err := elf.Open(bin)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w (Debian: apt-get install busybox-static)", err)
+		return nil, fmt.Errorf("%w (Debian: apt-get install busybox-static)", err)
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			f.Close()
-			return nil, "", fmt.Errorf("%s is linked dynamically; an image needs a static one (Debian: apt-get install busybox-static)", bin)
+			return nil, fmt.Errorf("%s is linked dynamically; an image needs a static one (Debian: apt-get install busybox-static)", bin)
 		}
 	}
 	f.Close()
@@ -160,50 +195,185 @@ func busyboxImage(bin string) (v1.Image, string, error) {
 	first, _, _ := strings.Cut(string(help), "\n")
 	m := busyboxVersion.FindStringSubmatch(first)
 	if m == nil {
-		return nil, "", fmt.Errorf("%s --help says %q, not \"BusyBox vX.Y.Z …\"", bin, first)
+		return nil, fmt.Errorf("%s --help says %q, not \"BusyBox vX.Y.Z …\"", bin, first)
 	}
 	list, err := exec.Command(bin, "--list-full").Output()
 	if err != nil {
-		return nil, "", fmt.Errorf("%s --list-full: %w", bin, err)
+		return nil, fmt.Errorf("%s --list-full: %w", bin, err)
 	}
 	data, err := os.ReadFile(bin)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
+	applets := strings.Fields(string(list))
+	sort.Strings(applets)
+	return &busybox{data: data, version: m[1], banner: strings.TrimSpace(first), applets: applets}, nil
+}
+
+// entries are busybox at /bin/busybox with every applet as a symlink to
+// it, the usual directories, /tmp, and /etc/passwd and /etc/group with
+// root, nobody and the extra lines given.
+func (b *busybox) entries(passwd, group string) []entry {
 	entries := []entry{
 		{name: "bin/", mode: 0o755}, {name: "sbin/", mode: 0o755}, {name: "usr/", mode: 0o755},
 		{name: "usr/bin/", mode: 0o755}, {name: "usr/sbin/", mode: 0o755},
 		{name: "etc/", mode: 0o755}, {name: "root/", mode: 0o700}, {name: "home/", mode: 0o755},
 		{name: "var/", mode: 0o755}, {name: "var/www/", mode: 0o755},
 		{name: "tmp/", mode: 0o1777},
-		{name: "bin/busybox", mode: 0o755, data: data},
-		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n")},
-		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnobody:x:65534:\n")},
+		{name: "bin/busybox", mode: 0o755, data: b.data},
+		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n" + passwd)},
+		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnobody:x:65534:\n" + group)},
 	}
-	applets := strings.Fields(string(list))
-	sort.Strings(applets)
-	for _, a := range applets {
+	for _, a := range b.applets {
 		if a == "bin/busybox" || strings.Contains(a, "..") {
 			continue
 		}
 		entries = append(entries, entry{name: a, link: "/bin/busybox"})
 	}
-	layer, err := newLayer(entries)
+	return entries
+}
+
+// image is busybox alone, running sh.
+func (b *busybox) image() (v1.Image, error) {
+	layer, err := newLayer(b.entries("", ""))
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	source := "Debian's busybox-static, " + strings.TrimSpace(first)
-	img, err := newImage(layer, v1.Config{
+	return newImage(layer, v1.Config{
 		Cmd: []string{"sh"},
-		Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		Env: []string{pathEnv},
 		Labels: map[string]string{
 			labelVendor:      vendor,
-			labelSource:      source,
-			labelVersion:     m[1],
-			labelDescription: fmt.Sprintf("busybox %s with its %d applets linked, from this machine's %s", m[1], len(applets), bin),
+			labelSource:      "Debian's busybox-static, " + b.banner,
+			labelVersion:     b.version,
+			labelDescription: fmt.Sprintf("busybox %s with its %d applets linked, from this machine's busybox", b.version, len(b.applets)),
 		},
 	})
-	return img, m[1], err
+}
+
+const pathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// The e2e images' names, as k8s.io/kubernetes v1.37.1's
+// test/utils/image/manifest.go has them.
+const (
+	e2eRegistry = "registry.k8s.io/e2e-test-images/"
+	e2eAgnhost  = e2eRegistry + "agnhost:2.66.1"
+	e2eBusybox  = e2eRegistry + "busybox:1.37.0-2"
+	e2eNonRoot  = e2eRegistry + "nonroot:1.5"
+	e2eNNP      = e2eRegistry + "nonewprivs:1.4"
+	e2ePause    = "registry.k8s.io/pause:3.10.2"
+)
+
+// e2eImages are the e2e specs' images that build from what is here.
+// agnhost is upstream's layout on busybox instead of Alpine: /agnhost (its
+// entrypoint, "pause" by default), the link /agnhost-2, /uploads, and the
+// image's own user and group (user-defined-in-image 1000, a member of
+// group-defined-in-image 50000).
+func e2eImages(bb *busybox, pause v1.Image, bins e2eBins) ([]namedImage, error) {
+	agn, err := readStatic(bins.agnhost)
+	if err != nil {
+		return nil, fmt.Errorf("agnhost: %w", err)
+	}
+	entries := bb.entries("user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n",
+		"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n")
+	entries = append(entries,
+		entry{name: "agnhost", mode: 0o755, data: agn},
+		entry{name: "agnhost-2", link: "agnhost"},
+		entry{name: "uploads/", mode: 0o755},
+		entry{name: "home/user-defined-in-image/", mode: 0o755})
+	layer, err := newLayer(entries)
+	if err != nil {
+		return nil, err
+	}
+	agnhost, err := newImage(layer, v1.Config{
+		Entrypoint: []string{"/agnhost"},
+		Cmd:        []string{"pause"},
+		Env:        []string{pathEnv},
+		Labels: map[string]string{
+			labelVendor:      vendor,
+			labelSource:      "k8s.io/kubernetes/test/images/agnhost (built static) and " + bb.banner,
+			labelDescription: "upstream's e2e agnhost on busybox's applets instead of Alpine",
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	busybox, err := bb.e2eImage()
+	if err != nil {
+		return nil, err
+	}
+	nonroot, err := mutate.Config(busybox, v1.Config{Cmd: []string{"sh"}, Env: []string{pathEnv}, User: "1234"})
+	if err != nil {
+		return nil, err
+	}
+	images := []namedImage{{e2eAgnhost, agnhost}, {e2eBusybox, busybox}, {e2eNonRoot, nonroot}, {e2ePause, pause}}
+	if bins.nonewprivs != "" {
+		nnp, err := readStatic(bins.nonewprivs)
+		if err != nil {
+			return nil, fmt.Errorf("nonewprivs: %w", err)
+		}
+		// Setuid root, as upstream's Dockerfile makes it (chmod +s).
+		layer, err := newLayer(append(bb.entries("", ""), entry{name: "usr/local/bin/nnp", mode: 0o4755, data: nnp}))
+		if err != nil {
+			return nil, err
+		}
+		img, err := newImage(layer, v1.Config{Cmd: []string{"nnp"}, Env: []string{pathEnv}, Labels: map[string]string{
+			labelVendor: vendor, labelSource: "k8s.io/kubernetes/test/images/nonewprivs (built static) and " + bb.banner,
+		}})
+		if err != nil {
+			return nil, err
+		}
+		images = append(images, namedImage{e2eNNP, img})
+	}
+	return images, nil
+}
+
+// e2eImage is busybox as the e2e busybox (the registry's busybox) lays it
+// out: every applet in /bin too, where the specs call them (/bin/sysctl;
+// Debian's busybox lists it in /sbin).
+func (b *busybox) e2eImage() (v1.Image, error) {
+	entries := b.entries("", "")
+	have := map[string]bool{}
+	for _, e := range entries {
+		have[e.name] = true
+	}
+	for _, a := range b.applets {
+		if name := "bin/" + path.Base(a); !have[name] && !strings.Contains(a, "..") {
+			have[name] = true
+			entries = append(entries, entry{name: name, link: "/bin/busybox"})
+		}
+	}
+	layer, err := newLayer(entries)
+	if err != nil {
+		return nil, err
+	}
+	return newImage(layer, v1.Config{
+		Cmd: []string{"sh"},
+		Env: []string{pathEnv},
+		Labels: map[string]string{
+			labelVendor:      vendor,
+			labelSource:      "Debian's busybox-static, " + b.banner,
+			labelVersion:     b.version,
+			labelDescription: fmt.Sprintf("the e2e busybox: busybox %s with its %d applets linked in /bin and where it lists them", b.version, len(b.applets)),
+		},
+	})
+}
+
+// readStatic reads a program for an image that has nothing else it could
+// load: a dynamically linked one fails in the container with "exec
+// /agnhost: no such file or directory" (its loader is missing).
+func readStatic(bin string) ([]byte, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return nil, fmt.Errorf("%s is linked dynamically; build it with CGO_ENABLED=0", bin)
+		}
+	}
+	return os.ReadFile(bin)
 }
 
 type entry struct {
