@@ -3,10 +3,11 @@
 // of the ConfigMap (or each listed item) becomes a file, written by the
 // atomic writer and rewritten when the ConfigMap changes.
 //
+// The files then belong to the pod's fsGroup (volume.SetVolumeOwnership).
+//
 // Where it departs from upstream, and why: upstream wraps an emptyDir
-// volume and then chowns the files to the pod's fsGroup; here the
-// directory is made directly and fsGroup is ignored (the mock runtime runs
-// every container as the same user, so ownership changes nothing).
+// volume; here the directory is made directly (nothing of an emptyDir is
+// needed).
 package configmap
 
 import (
@@ -87,7 +88,7 @@ func (m *configMapVolumeMounter) GetAttributes() volume.Attributes {
 // SetUp reads the ConfigMap through the kubelet's manager and writes it.
 // A missing ConfigMap is an error unless the volume is optional (then the
 // volume is empty), as upstream.
-func (m *configMapVolumeMounter) SetUp(volume.MounterArgs) error {
+func (m *configMapVolumeMounter) SetUp(args volume.MounterArgs) error {
 	optional := m.source.Optional != nil && *m.source.Optional
 	cm, err := m.plugin.getConfigMap(m.pod.Namespace, m.source.Name)
 	if err != nil {
@@ -102,7 +103,10 @@ func (m *configMapVolumeMounter) SetUp(volume.MounterArgs) error {
 		return err
 	}
 	ctx := fmt.Sprintf("pod %s/%s volume %s", m.pod.Namespace, m.pod.Name, m.volName)
-	return util.WriteVolumeDir(m.dir, ctx, payload)
+	if err := util.WriteVolumeDir(m.dir, ctx, payload); err != nil {
+		return err
+	}
+	return volume.SetVolumeOwnership(m.dir, args.FsGroup, true)
 }
 
 // MakePayload turns a ConfigMap into files: every key of Data and

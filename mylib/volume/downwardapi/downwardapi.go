@@ -3,7 +3,8 @@
 // item becomes a file holding a field of the pod (fieldRef) or a resource
 // of one of its containers (resourceFieldRef), formatted as upstream's
 // pkg/fieldpath and pkg/api/v1/resource do. The labels and annotations
-// files follow the pod: the volume is rewritten on every remount.
+// files follow the pod: the volume is rewritten on every remount. The files
+// belong to the pod's fsGroup (volume.SetVolumeOwnership).
 //
 // Where it departs from upstream, and why: the field formatting lives
 // here instead of in a pkg/fieldpath of its own (the environment variables'
@@ -84,13 +85,16 @@ func (m *downwardAPIVolumeMounter) GetAttributes() volume.Attributes {
 
 // SetUp writes every item from the pod as the mounter was given it (the
 // volume manager hands a fresh pod on each remount).
-func (m *downwardAPIVolumeMounter) SetUp(volume.MounterArgs) error {
+func (m *downwardAPIVolumeMounter) SetUp(args volume.MounterArgs) error {
 	payload, err := CollectData(m.source.Items, m.pod, m.host, m.source.DefaultMode)
 	if err != nil {
 		return err
 	}
 	ctx := fmt.Sprintf("pod %s/%s volume %s", m.pod.Namespace, m.pod.Name, m.volName)
-	return util.WriteVolumeDir(m.dir, ctx, payload)
+	if err := util.WriteVolumeDir(m.dir, ctx, payload); err != nil {
+		return err
+	}
+	return volume.SetVolumeOwnership(m.dir, args.FsGroup, true)
 }
 
 type unmounter struct{ dir string }

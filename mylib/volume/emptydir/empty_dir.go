@@ -5,7 +5,9 @@
 // drives a real runtime, as root), medium "Memory" is a tmpfs mounted on
 // that directory, as upstream's setupTmpfs, its size the smallest of the
 // Node's allocatable memory, the pod's memory limit and the volume's
-// sizeLimit (upstream's calculateEmptyDirMemorySize).
+// sizeLimit (upstream's calculateEmptyDirMemorySize). With a pod fsGroup
+// the directory belongs to that group, setgid, so that what the containers
+// write there does too (volume.SetVolumeOwnership).
 //
 // Where it departs from upstream, and why: without Options.Tmpfs (the mock
 // runtime, whose sandbox has no mount(2) and whose kubelet need not be
@@ -147,12 +149,12 @@ func (e *emptyDir) GetAttributes() volume.Attributes {
 // SetUp makes the directory (0777) and, for a tmpfs, mounts it there
 // (its root 1777, the kernel's default, as upstream). A second SetUp keeps
 // what the containers wrote.
-func (e *emptyDir) SetUp(volume.MounterArgs) error {
+func (e *emptyDir) SetUp(args volume.MounterArgs) error {
 	if err := util.MakeVolumeDir(e.dir, perm); err != nil {
 		return err
 	}
 	if !e.tmpfs {
-		return nil
+		return volume.SetVolumeOwnership(e.dir, args.FsGroup, false)
 	}
 	if mounted, err := isTmpfsMountPoint(e.dir); err != nil || mounted {
 		return err
@@ -164,7 +166,7 @@ func (e *emptyDir) SetUp(volume.MounterArgs) error {
 	if err := unix.Mount("tmpfs", e.dir, "tmpfs", 0, options); err != nil {
 		return fmt.Errorf("mounting tmpfs for emptyDir %s: %w", e.dir, err)
 	}
-	return nil
+	return volume.SetVolumeOwnership(e.dir, args.FsGroup, false)
 }
 
 // TearDown unmounts the tmpfs, if the directory is one, then removes the

@@ -3,6 +3,7 @@ package emptydir
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -194,5 +195,43 @@ func TestMemoryMediumIsATmpfs(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("TearDown left the directory: %v", err)
+	}
+}
+
+// With the pod's fsGroup the directory is setgid and the group's, so
+// that what a container writes there is the group's too (the e2e spec
+// "EmptyDir volumes when FSGroup is specified … new files should be
+// created with FSGroup ownership").
+func TestSetUpWithAnFSGroupMakesTheDirectorySetgid(t *testing.T) {
+	_, p := setup(t)
+	m, err := p.NewMounter(spec(&v1.EmptyDirVolumeSource{}), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gid := int64(123)
+	if err := m.SetUp(volume.MounterArgs{FsGroup: &gid}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(m.GetPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSetgid == 0 || fi.Mode().Perm() != 0o777 {
+		t.Errorf("mode %v, want setgid and 0777", fi.Mode())
+	}
+	if os.Geteuid() == 0 {
+		if g := fi.Sys().(*syscall.Stat_t); g.Gid != 123 {
+			t.Errorf("group %d, want 123", g.Gid)
+		}
+		if err := os.WriteFile(filepath.Join(m.GetPath(), "new"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		nfi, err := os.Stat(filepath.Join(m.GetPath(), "new"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := nfi.Sys().(*syscall.Stat_t); g.Gid != 123 {
+			t.Errorf("a new file's group %d, want 123 (setgid)", g.Gid)
+		}
 	}
 }

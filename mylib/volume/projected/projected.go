@@ -7,9 +7,10 @@
 //
 // Where it departs from upstream, and why: the clusterTrustBundle and
 // podCertificate sources are refused (their feature gates and signers are
-// beyond the course); fsGroup is ignored, so the token keeps defaultMode
-// (upstream narrows it to 0600 and chowns it to the group; the mock
-// runtime runs every container as the same user).
+// beyond the course); with an fsGroup the token keeps defaultMode and the
+// group gets read (volume.SetVolumeOwnership, as for the other files;
+// upstream narrows the token to 0600, owned by the containers' runAsUser,
+// when they all share one).
 package projected
 
 import (
@@ -106,14 +107,17 @@ func (m *projectedVolumeMounter) GetAttributes() volume.Attributes {
 
 // SetUp collects every source and writes them together: one atomic swap
 // for the whole volume, so ca.crt and token always belong together.
-func (m *projectedVolumeMounter) SetUp(volume.MounterArgs) error {
+func (m *projectedVolumeMounter) SetUp(args volume.MounterArgs) error {
 	payload, err := m.collectData()
 	if err != nil {
 		klog.ErrorS(err, "Error preparing data for projected volume", "volume", m.volName, "pod", klog.KObj(m.pod))
 		return err
 	}
 	ctx := fmt.Sprintf("pod %s/%s volume %s", m.pod.Namespace, m.pod.Name, m.volName)
-	return util.WriteVolumeDir(m.dir, ctx, payload)
+	if err := util.WriteVolumeDir(m.dir, ctx, payload); err != nil {
+		return err
+	}
+	return volume.SetVolumeOwnership(m.dir, args.FsGroup, true)
 }
 
 func (m *projectedVolumeMounter) collectData() (map[string]util.FileProjection, error) {

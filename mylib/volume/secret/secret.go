@@ -3,11 +3,11 @@
 // item) becomes a file, written by the atomic writer and rewritten when
 // the Secret changes.
 //
+// The files then belong to the pod's fsGroup (volume.SetVolumeOwnership).
+//
 // Where it departs from upstream, and why: upstream keeps Secret files on
-// a tmpfs (memory, never on disk) and chowns them to the pod's fsGroup;
-// here they are plain files under the kubelet's root directory (no
-// mount(2) in the course's sandbox) and fsGroup is ignored (the mock
-// runtime runs every container as the same user).
+// a tmpfs (memory, never on disk); here they are plain files under the
+// kubelet's root directory (no mount(2) in the course's sandbox).
 package secret
 
 import (
@@ -88,7 +88,7 @@ func (m *secretVolumeMounter) GetAttributes() volume.Attributes {
 // SetUp reads the Secret through the kubelet's manager and writes it. A
 // missing Secret is an error unless the volume is optional (then the
 // volume is empty), as upstream.
-func (m *secretVolumeMounter) SetUp(volume.MounterArgs) error {
+func (m *secretVolumeMounter) SetUp(args volume.MounterArgs) error {
 	optional := m.source.Optional != nil && *m.source.Optional
 	s, err := m.plugin.getSecret(m.pod.Namespace, m.source.SecretName)
 	if err != nil {
@@ -103,7 +103,10 @@ func (m *secretVolumeMounter) SetUp(volume.MounterArgs) error {
 		return err
 	}
 	ctx := fmt.Sprintf("pod %s/%s volume %s", m.pod.Namespace, m.pod.Name, m.volName)
-	return util.WriteVolumeDir(m.dir, ctx, payload)
+	if err := util.WriteVolumeDir(m.dir, ctx, payload); err != nil {
+		return err
+	}
+	return volume.SetVolumeOwnership(m.dir, args.FsGroup, true)
 }
 
 // MakePayload turns a Secret into files: every key of Data when items is

@@ -266,7 +266,8 @@ const (
 
 // e2eImages are the e2e specs' images that build from what is here.
 // agnhost is upstream's layout on busybox instead of Alpine: /agnhost (its
-// entrypoint, "pause" by default), the link /agnhost-2, /uploads, and the
+// entrypoint, "pause" by default), the link /agnhost-2, /uploads, /bin/bash
+// (busybox's ash under bash's name), and the
 // image's own user and group (user-defined-in-image 1000, a member of
 // group-defined-in-image 50000).
 func e2eImages(bb *busybox, pause v1.Image, bins e2eBins) ([]namedImage, error) {
@@ -277,6 +278,9 @@ func e2eImages(bb *busybox, pause v1.Image, bins e2eBins) ([]namedImage, error) 
 	entries := bb.entries("user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n",
 		"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n")
 	entries = append(entries,
+		// Upstream's agnhost (Alpine) has bash, which specs run scripts
+		// with; busybox has none: its ash runs them, under bash's name.
+		entry{name: "bin/bash", mode: 0o755, data: []byte("#!/bin/sh\n# bash is busybox's ash in this image\nexec /bin/sh \"$@\"\n")},
 		entry{name: "agnhost", mode: 0o755, data: agn},
 		entry{name: "agnhost-2", link: "agnhost"},
 		entry{name: "uploads/", mode: 0o755},
