@@ -26,7 +26,8 @@
 # (agnhost, nnp). The images are built offline (scripts/containerd.sh images
 # --e2e, scripts/tools/images) under the names the specs ask for: agnhost
 # 2.66.1 (a static agnhost with busybox's applets beside it), busybox
-# 1.37.0-2, nonroot 1.5, nonewprivs 1.4, pause 3.10.2. The others cannot be
+# 1.37.0-2 (and, from the same glibc busybox, glibc-dns-testing 2.1.1),
+# nonroot 1.5, nonewprivs 1.4, pause 3.10.2. The others cannot be
 # built here (below); the specs that need them fail for that reason.
 #
 # Everything else is its own and removed at the end, as in
@@ -53,7 +54,6 @@ UNBUILT_IMAGES=(
   registry.k8s.io/e2e-test-images/nginx:1.27.0-2
   registry.k8s.io/e2e-test-images/agnhost:2.55
   registry.k8s.io/e2e-test-images/kitten:1.8
-  registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1
   registry.k8s.io/e2e-test-images/volume/nfs:1.6.0
 )
 

@@ -63,6 +63,8 @@ unformatted="$(gofmt -l .)"
 phase "go vet"
 go vet ./...
 (cd scripts/tools && go vet ./etcd)
+# The offline images' builder, a module of its own (chapter 19, conformance.sh).
+(cd scripts/tools/images && go vet ./... && go test -count=1 ./...)
 
 phase "shellcheck"
 if ! command -v shellcheck >/dev/null && [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null; then

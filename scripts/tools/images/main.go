@@ -262,6 +262,10 @@ const (
 	e2eNonRoot  = e2eRegistry + "nonroot:1.5"
 	e2eNNP      = e2eRegistry + "nonewprivs:1.4"
 	e2ePause    = "registry.k8s.io/pause:3.10.2"
+	// glibc-dns-testing is a glibc image with sh and hostname, for
+	// `hostname -f`; Debian's busybox-static is glibc, linked statically,
+	// and answers it from /etc/hosts as the image does.
+	e2eGlibcDNS = e2eRegistry + "glibc-dns-testing:2.1.1"
 )
 
 // e2eImages are the e2e specs' images that build from what is here.
@@ -310,7 +314,7 @@ func e2eImages(bb *busybox, pause v1.Image, bins e2eBins) ([]namedImage, error) 
 	if err != nil {
 		return nil, err
 	}
-	images := []namedImage{{e2eAgnhost, agnhost}, {e2eBusybox, busybox}, {e2eNonRoot, nonroot}, {e2ePause, pause}}
+	images := []namedImage{{e2eAgnhost, agnhost}, {e2eBusybox, busybox}, {e2eGlibcDNS, busybox}, {e2eNonRoot, nonroot}, {e2ePause, pause}}
 	if bins.nonewprivs != "" {
 		nnp, err := readStatic(bins.nonewprivs)
 		if err != nil {

@@ -65,7 +65,7 @@ func TestE2EImages(t *testing.T) {
 	for _, n := range []string{
 		"registry.k8s.io/e2e-test-images/agnhost:2.66.1", "registry.k8s.io/e2e-test-images/busybox:1.37.0-2",
 		"registry.k8s.io/e2e-test-images/nonroot:1.5", "registry.k8s.io/e2e-test-images/nonewprivs:1.4",
-		"registry.k8s.io/pause:3.10.2",
+		"registry.k8s.io/pause:3.10.2", "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1",
 	} {
 		if byName[n] == nil {
 			t.Errorf("no image %s among %d", n, len(images))
@@ -90,6 +90,9 @@ func TestE2EImages(t *testing.T) {
 	}
 	if h := files["bin/sh"]; h == nil || h.Linkname != "/bin/busybox" {
 		t.Errorf("agnhost's /bin/sh: %+v, want busybox's applet", h)
+	}
+	if h := files["bin/bash"]; h == nil || h.Mode != 0o755 || !strings.Contains(string(contentOf(t, agn, "bin/bash")), "exec /bin/sh \"$@\"") {
+		t.Errorf("agnhost's /bin/bash: %+v, want a script that runs sh (the specs run scripts with bash)", h)
 	}
 	if !strings.Contains(string(contentOf(t, agn, "etc/passwd")), "user-defined-in-image:x:1000:") ||
 		!strings.Contains(string(contentOf(t, agn, "etc/group")), "group-defined-in-image:x:50000:user-defined-in-image") {
