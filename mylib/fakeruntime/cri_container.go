@@ -453,3 +453,12 @@ func (c *container) status() *runtimeapi.ContainerStatus {
 		Mounts:      c.mounts,
 	}
 }
+
+// podPIDNamespace returns the PID namespace name of the pod whose
+// namespace c shares, for the sandbox process: its sandbox's ID, or "".
+func (c *container) podPIDNamespace() string {
+	if c.podPID {
+		return c.sandboxID
+	}
+	return ""
+}

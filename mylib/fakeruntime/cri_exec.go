@@ -191,3 +191,12 @@ func (r *Runtime) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenCo
 func (r *Runtime) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
 	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_SYSTEMD}}, nil
 }
+
+// containerNet is c's. Caller holds mu.
+func (r *Runtime) containerNet(c *container) *containerNet {
+	ip := ""
+	if s := r.sandboxes[c.sandboxID]; s != nil {
+		ip = s.ip
+	}
+	return &containerNet{podIP: ip, net: r.net, netErr: r.netErr, fault: &c.fault, traffic: &c.running.traffic}
+}

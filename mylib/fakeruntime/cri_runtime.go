@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -35,8 +34,6 @@ const (
 
 // Exit codes and reasons, as containerd reports them.
 const (
-	// ExitCodeSIGKILL is what a container killed by SIGKILL exits with (128+9).
-	ExitCodeSIGKILL = 137
 	// ReasonCompleted is the reason of a container that exited with code 0.
 	ReasonCompleted = "Completed"
 	// ReasonError is the reason of a container that exited with another code.
@@ -222,9 +219,6 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	}
 	return r, nil
 }
-
-// ErrNoPodNetwork: the runtime was not asked for a pod network.
-var ErrNoPodNetwork = errors.New("the runtime has no pod network (Config.PodNetwork is off)")
 
 // PodNetworkError is nil when the sandboxes' IPs are reachable from the
 // host (Config.PodNetwork, made), else why not, in one sentence; while

@@ -157,15 +157,6 @@ func processOf(argv []string) []string {
 	return nil
 }
 
-// podPIDNamespace returns the PID namespace name of the pod whose
-// namespace c shares, for the sandbox process: its sandbox's ID, or "".
-func (c *container) podPIDNamespace() string {
-	if c.podPID {
-		return c.sandboxID
-	}
-	return ""
-}
-
 // podPIDNamespace is a pod's shared PID namespace in the sandbox process,
 // with the number of its containers the process knows: it is forgotten
 // with the last.

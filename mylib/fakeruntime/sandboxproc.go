@@ -82,10 +82,6 @@ import (
 	"mykubelet/mylib/fakeruntime/podnet"
 )
 
-// sandboxEnv is the variable that makes the runtime's binary a sandbox
-// process (see sandboxproc_child.go); its value is the child's config.
-const sandboxEnv = "MYKUBELET_FAKERUNTIME_SANDBOX"
-
 // Isolation says where container scripts run.
 type Isolation int
 
@@ -110,72 +106,6 @@ func useSandboxProcess(iso Isolation, clk clock.Clock) bool {
 	return false
 }
 
-// runSpec is one script to run in a container: its main process or an
-// exec. It travels as JSON to the sandbox process.
-type runSpec struct {
-	Op          string      `json:"op"`        // opRun, opTerm, opKill, opFault, opUsage
-	ID          string      `json:"id"`        // the run
-	Container   string      `json:"container"` // its container; the root is /<Container>/rootfs
-	Script      string      `json:"script,omitempty"`
-	Params      []string    `json:"params,omitempty"`
-	Env         []string    `json:"env,omitempty"`
-	WorkDir     string      `json:"workDir,omitempty"`
-	Hostname    string      `json:"hostname,omitempty"`
-	PodIP       string      `json:"podIP,omitempty"`
-	Stdin       bool        `json:"stdin,omitempty"`       // two descriptors come with it (stdin, output), not one
-	Interactive bool        `json:"interactive,omitempty"` // a shell reading commands from stdin
-	Prompt      string      `json:"prompt,omitempty"`
-	Mounts      []mountSpec `json:"mounts,omitempty"` // its container's, pinned at its first run from /.mounts/<root>
-	Fault       bool        `json:"fault,omitempty"`  // opFault: on or off
-	Limits      runLimits   `json:"limits"`
-	PIDTarget   string      `json:"pidTarget,omitempty"` // the container whose PID namespace it shares
-	PodPID      string      `json:"podPID,omitempty"`    // the sandbox whose PID namespace it shares (pid_namespace.go)
-	Process     []string    `json:"process,omitempty"`   // the command line ps lists the run as
-
-	// What stays in the runtime: the pod sandbox whose process runs it,
-	// and what the runtime binds into that process's root at the
-	// container's first run there (sandboxproc_pod.go).
-	pod    string
-	rootfs string     // the container's rootfs on the host
-	pinned []*fsMount // the container's mounts as the runtime pinned them
-}
-
-// The requests; an exit comes back as a runExit.
-const (
-	opRun   = "run"
-	opTerm  = "term"
-	opKill  = "kill"
-	opFault = "fault"
-	opUsage = "usage" // answered by runExits with Usages, the last with More false
-)
-
-// runLimits are the container's limits (see shell_limits.go), which the sandbox
-// process enforces on its scripts.
-type runLimits struct {
-	Pids   int64 `json:"pids"`
-	Memory int64 `json:"memory"`
-}
-
-// runExit is the sandbox process's answer: run ID ended with Code, its
-// container having used Usage; or, to an opUsage request ID, some of its
-// containers' usages, by container ID.
-type runExit struct {
-	ID     string                 `json:"id"`
-	Code   int                    `json:"code"`
-	Reason string                 `json:"reason,omitempty"` // "" or ReasonOOMKilled
-	Usage  *scriptUsage           `json:"usage,omitempty"`
-	Usages map[string]scriptUsage `json:"usages,omitempty"`
-	More   bool                   `json:"more,omitempty"` // more usages follow
-}
-
-// sandboxConfig is the sandbox process's start-up configuration.
-type sandboxConfig struct {
-	Dir   string `json:"dir"`   // an empty directory of the host it mounts its root on (the containers' directory)
-	NoNet bool   `json:"noNet"` // it has a network namespace of its own, empty
-	Ports bool   `json:"ports"` // let its user bind ports below 1024 in the pod network
-	UID   int    `json:"uid"`   // its user and group: its pod's (sandboxproc_uid.go)
-}
-
 // sandboxChild is one sandbox process, alive or dead.
 type sandboxChild struct {
 	pod    string // its pod sandbox's ID
@@ -197,6 +127,17 @@ type sandboxChild struct {
 	sent    sync.Mutex // one message at a time on conn
 }
 
+// runSpec is a run as the runtime holds it: what the sandbox process
+// reads, and what stays in the runtime: the pod sandbox whose process
+// runs it, and what the runtime binds into that process's root at the
+// container's first run there (sandboxproc_pod.go).
+type runSpec struct {
+	RunSpec
+	pod    string
+	rootfs string     // the container's rootfs on the host
+	pinned []*fsMount // the container's mounts as the runtime pinned them
+}
+
 // remoteRun is a script running in the sandbox process.
 type remoteRun struct {
 	child  *sandboxChild
@@ -210,13 +151,13 @@ type remoteRun struct {
 
 // sigterm asks the sandbox process to deliver SIGTERM to the run.
 func (r *remoteRun) sigterm() bool {
-	r.child.send(runSpec{Op: opTerm, ID: r.id}, nil)
+	r.child.send(RunSpec{Op: opTerm, ID: r.id}, nil)
 	return true
 }
 
 // kill asks the sandbox process to end the run now (SIGKILL).
 func (r *remoteRun) kill() {
-	r.child.send(runSpec{Op: opKill, ID: r.id}, nil)
+	r.child.send(RunSpec{Op: opKill, ID: r.id}, nil)
 }
 
 // wait returns the run's exit once it ended and its output is all copied.
@@ -264,7 +205,7 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	}
 	child.runs[spec.ID] = run
 	child.mu.Unlock()
-	err = child.send(spec, theirs)
+	err = child.send(spec.RunSpec, theirs)
 	closeFiles(theirs) // the sandbox process has its own copies now
 	if err != nil {
 		// It died under us, or the request did not fit in one message (an
@@ -297,7 +238,7 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 func (s *sandboxProcess) fault(pod, id string, on bool) {
 	if p := s.lookup(pod); p != nil {
 		if child := p.live(); child != nil {
-			child.send(runSpec{Op: opFault, Container: id, Fault: on}, nil)
+			child.send(RunSpec{Op: opFault, Container: id, Fault: on}, nil)
 		}
 	}
 }
@@ -419,9 +360,6 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 	return child, nil
 }
 
-// readyID is the sandbox process's first message: walled in, ready.
-const readyID = "ready"
-
 // sandboxStartTimeout bounds the wait for it (a loaded machine takes a
 // second or two to start a Go binary).
 const sandboxStartTimeout = 30 * time.Second
@@ -451,7 +389,7 @@ func startWalledIn(cmd *exec.Cmd, pn *podnet.Network) error {
 }
 
 // send writes one message, with files passed as descriptors.
-func (c *sandboxChild) send(spec runSpec, files []*os.File) error {
+func (c *sandboxChild) send(spec RunSpec, files []*os.File) error {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return err
@@ -624,7 +562,7 @@ func (child *sandboxChild) usage(ctx context.Context) (map[string]scriptUsage, e
 		delete(child.queries, id)
 		child.mu.Unlock()
 	}
-	if err := child.send(runSpec{Op: opUsage, ID: id}, nil); err != nil {
+	if err := child.send(RunSpec{Op: opUsage, ID: id}, nil); err != nil {
 		drop()
 		return nil, fmt.Errorf("sandbox process: %w", err)
 	}
@@ -647,49 +585,6 @@ func (child *sandboxChild) usage(ctx context.Context) (map[string]scriptUsage, e
 			return nil, errors.New("sandbox process: no answer to a usage request")
 		}
 	}
-}
-
-// An answer to opUsage comes in parts of at most usagesPerMessage
-// containers (a part is one socket message, read into a 64 KiB buffer),
-// and at most maxUsageParts of them.
-const (
-	usagesPerMessage = 200
-	maxUsageParts    = 64
-)
-
-// A script's stdout and stderr share one pipe to the runtime, in frames:
-// one byte for the stream (1 or 2), two for the length, then the bytes.
-// Two pipes would lose the order of `echo one; echo two >&2; echo three`,
-// which the log and kubectl logs keep.
-const (
-	frameHeader = 3
-	maxFrame    = 4<<10 - frameHeader // a frame is one atomic pipe write
-)
-
-// frameWriter writes one stream of a script into the shared pipe.
-type frameWriter struct {
-	mu     *sync.Mutex // shared by the two streams
-	f      *os.File
-	stream byte
-}
-
-func (w frameWriter) Write(p []byte) (int, error) {
-	n := 0
-	buf := make([]byte, 0, frameHeader+min(len(p), maxFrame))
-	for len(p) > 0 {
-		chunk := p[:min(len(p), maxFrame)]
-		buf = append(buf[:0], w.stream, byte(len(chunk)>>8), byte(len(chunk)))
-		buf = append(buf, chunk...)
-		w.mu.Lock()
-		_, err := w.f.Write(buf)
-		w.mu.Unlock()
-		if err != nil {
-			return n, err
-		}
-		n += len(chunk)
-		p = p[len(chunk):]
-	}
-	return n, nil
 }
 
 // readFrames copies the frames of r to stdout and stderr until r ends; a
@@ -757,9 +652,9 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 	if s := r.sandboxes[c.sandboxID]; s != nil {
 		ip = s.ip
 	}
-	spec := runSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
+	spec := runSpec{RunSpec: RunSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
 		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip, Mounts: c.mapped,
-		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace(),
+		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace()},
 		pod: c.sandboxID}
 	if c.dir != "" && c.fs != nil {
 		spec.rootfs, spec.pinned = filepath.Join(c.dir, "rootfs"), c.fs.mounts
@@ -823,15 +718,6 @@ func (s *sandboxProcess) exec(ctx context.Context, spec runSpec, stdin io.Reader
 		return ExitCodeSIGKILL
 	}
 	return code
-}
-
-// closeFiles closes each file that is not nil.
-func closeFiles(files []*os.File) {
-	for _, f := range files {
-		if f != nil {
-			f.Close()
-		}
-	}
 }
 
 // tailBuffer keeps the last max bytes written to it.

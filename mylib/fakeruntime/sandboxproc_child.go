@@ -189,7 +189,7 @@ func (s *sandboxServer) serve() {
 				}
 			}
 		}
-		var spec runSpec
+		var spec RunSpec
 		if err := json.Unmarshal(buf[:n], &spec); err != nil {
 			closeFiles(files)
 			continue
@@ -198,7 +198,7 @@ func (s *sandboxServer) serve() {
 	}
 }
 
-func (s *sandboxServer) handle(spec runSpec, files []*os.File) {
+func (s *sandboxServer) handle(spec RunSpec, files []*os.File) {
 	switch spec.Op {
 	case opRun:
 		want := 1
@@ -243,7 +243,7 @@ func (s *sandboxServer) container(id string) *childContainer {
 }
 
 // run starts spec's script with files as its stdio.
-func (s *sandboxServer) run(spec runSpec, files []*os.File) {
+func (s *sandboxServer) run(spec RunSpec, files []*os.File) {
 	var stdin io.Reader
 	if spec.Stdin {
 		stdin, files = files[0], files[1:]
@@ -368,7 +368,7 @@ func (s *sandboxServer) usages(id string) {
 // root (/.mounts/<container>/<i>), each the very directory or file the
 // runtime pinned at CreateContainer (checked again: the same device and
 // inode). Caller holds mu.
-func (c *childContainer) openView(spec runSpec) (*containerFS, error) {
+func (c *childContainer) openView(spec RunSpec) (*containerFS, error) {
 	if !c.pinned {
 		specs := slices.Clone(spec.Mounts)
 		for i := range specs {

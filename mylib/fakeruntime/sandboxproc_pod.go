@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"runtime"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -219,14 +218,6 @@ func (s *sandboxProcess) startChild(p *podProcess) (*sandboxChild, error) {
 	}
 	return startSandboxChild(s.exe, dir, p.id, p.uid.uid, p.cgroup, s.net)
 }
-
-// Where the runtime binds a container's files in its pod's sandbox
-// process: its rootfs at /<id>/rootfs, its mount i at /.mounts/<id>/<i>
-// (a directory, or a file for a file mount). The process's root is a
-// tmpfs of its own (sandboxproc_child.go) that holds nothing else.
-func boundRootfs(id string) string       { return "/" + id + "/rootfs" }
-func boundMounts(id string) string       { return "/" + mountsDir + "/" + id }
-func boundMount(id string, i int) string { return boundMounts(id) + "/" + strconv.Itoa(i) }
 
 // bind binds spec's container's rootfs and mounts into the sandbox
 // process's root, as runc bind-mounts them into a container's: each is

@@ -38,6 +38,9 @@ const ExitCodeNotFound = 127
 // ExitCodeSIGTERM is the exit code of a process ended by SIGTERM (128+15).
 const ExitCodeSIGTERM = 143
 
+// ExitCodeSIGKILL is what a container killed by SIGKILL exits with (128+9).
+const ExitCodeSIGKILL = 137
+
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
 // The server commands (agnhost, etcd, goproxy, nginx) are in shell_servers.go.

@@ -91,15 +91,6 @@ type containerNet struct {
 	traffic *netCounters
 }
 
-// containerNet is c's. Caller holds mu.
-func (r *Runtime) containerNet(c *container) *containerNet {
-	ip := ""
-	if s := r.sandboxes[c.sandboxID]; s != nil {
-		ip = s.ip
-	}
-	return &containerNet{podIP: ip, net: r.net, netErr: r.netErr, fault: &c.fault, traffic: &c.running.traffic}
-}
-
 // listen listens on the pod IP's port; the connections it accepts count
 // their bytes in the container's traffic.
 func (n *containerNet) listen(port int) (net.Listener, error) {
