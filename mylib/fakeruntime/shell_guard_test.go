@@ -1,11 +1,13 @@
 package fakeruntime
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,7 +22,7 @@ import (
 // command or a call ends the script with an internal error; one of a file
 // operation fails that operation.
 func TestAPanicInAHandlerOnAPipelinesGoroutineEndsOnlyItsScript(t *testing.T) {
-	var stdout, stderr lockedBuffer
+	var stdout, stderr guardBuffer
 	exec := guardExec(func(ctx context.Context, args []string) error {
 		if args[0] == "boom" {
 			panic("boom")
@@ -43,7 +45,7 @@ func TestAPanicInAHandlerOnAPipelinesGoroutineEndsOnlyItsScript(t *testing.T) {
 		return r
 	}
 	run := func(script string) error {
-		stdout, stderr = lockedBuffer{}, lockedBuffer{}
+		stdout, stderr = guardBuffer{}, guardBuffer{}
 		file, err := syntax.NewParser().Parse(strings.NewReader(script), "")
 		require.NoError(t, err)
 		return newRunner().Run(context.Background(), file)
@@ -170,4 +172,22 @@ func FuzzParseBounded(f *testing.F) {
 		wrappers, call := builtinCall(strings.Fields(src))
 		assert.Equal(t, len(strings.Fields(src)), len(wrappers)+len(call))
 	})
+}
+
+// guardBuffer is a buffer the interpreter's goroutines write into at once.
+type guardBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *guardBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *guardBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
 }
