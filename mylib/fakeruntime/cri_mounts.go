@@ -55,6 +55,8 @@ import (
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // mountError is a mount the runtime refuses: InvalidArgument.
@@ -65,7 +67,7 @@ type mountError struct{ error }
 // below it, and not holding containers (the containers' directory). It
 // returns them pinned (opened, see pinMount), in the order of specs; the
 // caller closes them.
-func (r *Runtime) checkMounts(containers string, mounts []*runtimeapi.Mount) ([]mountSpec, []*fsMount, error) {
+func (r *Runtime) checkMounts(containers string, mounts []*runtimeapi.Mount) ([]sandboxproc.MountSpec, []*sandboxproc.FsMount, error) {
 	if len(mounts) == 0 {
 		return nil, nil, nil
 	}
@@ -73,17 +75,17 @@ func (r *Runtime) checkMounts(containers string, mounts []*runtimeapi.Mount) ([]
 	if err != nil {
 		return nil, nil, err
 	}
-	specs := make([]mountSpec, 0, len(mounts))
-	var pinned []*fsMount
+	specs := make([]sandboxproc.MountSpec, 0, len(mounts))
+	var pinned []*sandboxproc.FsMount
 	seen := map[string]bool{}
 	for _, mt := range mounts {
 		spec, m, err := r.checkMount(containers, mt)
 		if err == nil && seen[spec.Path] {
-			m.close()
+			m.Close()
 			err = errors.New("the container path is mounted twice")
 		}
 		if err != nil {
-			closeMounts(pinned)
+			sandboxproc.CloseMounts(pinned)
 			return nil, nil, mountError{fmt.Errorf("mount %s: %w", mt.GetContainerPath(), err)}
 		}
 		seen[spec.Path] = true
@@ -94,33 +96,33 @@ func (r *Runtime) checkMounts(containers string, mounts []*runtimeapi.Mount) ([]
 
 // checkMount checks one mount and pins it; containers is the containers'
 // directory, symlinks resolved.
-func (r *Runtime) checkMount(containers string, mt *runtimeapi.Mount) (mountSpec, *fsMount, error) {
+func (r *Runtime) checkMount(containers string, mt *runtimeapi.Mount) (sandboxproc.MountSpec, *sandboxproc.FsMount, error) {
 	cp, hp := mt.GetContainerPath(), mt.GetHostPath()
 	if !path.IsAbs(cp) {
-		return mountSpec{}, nil, errors.New("the container path is not absolute")
+		return sandboxproc.MountSpec{}, nil, errors.New("the container path is not absolute")
 	}
 	dest := strings.TrimPrefix(path.Clean(cp), "/")
 	if dest == "" {
-		return mountSpec{}, nil, errors.New("cannot mount over the container's /")
+		return sandboxproc.MountSpec{}, nil, errors.New("cannot mount over the container's /")
 	}
 	switch {
 	case hp == "":
-		return mountSpec{}, nil, errors.New("no host path (image volumes are not supported)")
+		return sandboxproc.MountSpec{}, nil, errors.New("no host path (image volumes are not supported)")
 	case !filepath.IsAbs(hp):
-		return mountSpec{}, nil, fmt.Errorf("host path %s is not absolute", hp)
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s is not absolute", hp)
 	case len(r.mountRoots) == 0:
-		return mountSpec{}, nil, fmt.Errorf("host path %s: this runtime allows no mounts (Config.MountRoots is empty)", hp)
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s: this runtime allows no mounts (Config.MountRoots is empty)", hp)
 	}
 	hp = filepath.Clean(hp)
 	resolved, err := filepath.EvalSymlinks(hp)
 	if errors.Is(err, fs.ErrNotExist) {
-		return mountSpec{}, nil, fmt.Errorf("host path %s does not exist", hp)
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s does not exist", hp)
 	}
 	if err != nil {
-		return mountSpec{}, nil, fmt.Errorf("host path %s: %v", hp, cause(err))
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s: %v", hp, sandboxproc.Cause(err))
 	}
 	if within(containers, resolved) || within(resolved, containers) {
-		return mountSpec{}, nil, fmt.Errorf("host path %s holds the runtime's containers", hp)
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s holds the runtime's containers", hp)
 	}
 	for i, root := range r.mountRoots {
 		dir, err := filepath.EvalSymlinks(root)
@@ -134,17 +136,17 @@ func (r *Runtime) checkMount(containers string, mt *runtimeapi.Mount) (mountSpec
 		rel, ok := relIn(root, hp)
 		if !ok {
 			if rel, ok = relIn(dir, hp); !ok {
-				return mountSpec{}, nil, fmt.Errorf("host path %s reaches the mount root %s only through a symlink", hp, root)
+				return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s reaches the mount root %s only through a symlink", hp, root)
 			}
 		}
-		s := mountSpec{Path: dest, Root: i, Rel: rel, ReadOnly: mt.GetReadonly(), host: dir}
-		m, err := pinMount(dir, &s)
+		s := sandboxproc.MountSpec{Path: dest, Root: i, Rel: rel, ReadOnly: mt.GetReadonly(), Host: dir}
+		m, err := sandboxproc.PinMount(dir, &s)
 		if err != nil {
-			return mountSpec{}, nil, fmt.Errorf("host path %s: %w", hp, err)
+			return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s: %w", hp, err)
 		}
 		return s, m, nil
 	}
-	return mountSpec{}, nil, fmt.Errorf("host path %s is outside the runtime's mount roots (%s)", hp, strings.Join(r.mountRoots, ", "))
+	return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s is outside the runtime's mount roots (%s)", hp, strings.Join(r.mountRoots, ", "))
 }
 
 // within reports whether p is dir or under it (both clean and absolute).
@@ -170,7 +172,7 @@ func relIn(dir, p string) (string, bool) {
 // listing of its parent shows it. A mount inside another mount has its
 // point in no directory of the host: the listing shows it anyway
 // (containerFS.ReadDir), and the volume is left as the kubelet made it.
-func makeMountPoints(root *os.Root, specs []mountSpec) error {
+func makeMountPoints(root *os.Root, specs []sandboxproc.MountSpec) error {
 	for _, s := range specs {
 		inside := false
 		for _, o := range specs {
@@ -183,7 +185,7 @@ func makeMountPoints(root *os.Root, specs []mountSpec) error {
 		}
 		if parent := path.Dir(s.Path); parent != "." {
 			if err := root.MkdirAll(parent, 0o755); err != nil {
-				return mountError{fmt.Errorf("mount point /%s: %v", s.Path, cause(err))}
+				return mountError{fmt.Errorf("mount point /%s: %v", s.Path, sandboxproc.Cause(err))}
 			}
 		}
 		fi, err := root.Lstat(s.Path)
@@ -202,14 +204,14 @@ func makeMountPoints(root *os.Root, specs []mountSpec) error {
 			err = errors.New("the host path is a directory, the mount point is not")
 		}
 		if err != nil {
-			return mountError{fmt.Errorf("mount point /%s: %v", s.Path, cause(err))}
+			return mountError{fmt.Errorf("mount point /%s: %v", s.Path, sandboxproc.Cause(err))}
 		}
 	}
 	return nil
 }
 
 // covered reports whether one of specs covers name (relative to "/").
-func covered(specs []mountSpec, name string) bool {
+func covered(specs []sandboxproc.MountSpec, name string) bool {
 	for _, s := range specs {
 		if name == s.Path || strings.HasPrefix(name, s.Path+"/") {
 			return true

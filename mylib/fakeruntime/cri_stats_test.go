@@ -16,6 +16,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // containerStatsOf reads container id's stats.
@@ -207,16 +209,16 @@ func TestSandboxUsageAnswersInParts(t *testing.T) {
 		return c.(*net.UnixConn)
 	}
 	runtimeEnd, childEnd := conn(fds[0]), conn(fds[1])
-	const n = 2*usagesPerMessage + 17
-	srv := &sandboxServer{conn: childEnd, runs: map[string]*childRun{}, containers: map[string]*childContainer{}}
+	const n = 2*sandboxproc.UsagesPerMessage + 17
+	srv := &sandboxproc.SandboxServer{Conn: childEnd, Runs: map[string]*sandboxproc.ChildRun{}, Containers: map[string]*sandboxproc.ChildContainer{}}
 	for i := range n {
-		c := srv.container(fmt.Sprintf("c%03d", i))
-		c.running.traffic.rx.Store(int64(i))
+		c := srv.Container(fmt.Sprintf("c%03d", i))
+		c.Running.Traffic.Rx.Store(int64(i))
 	}
-	go srv.serve()
+	go srv.Serve()
 	cmd := exec.Command("true") // readExits waits for it once the socket closes
 	require.NoError(t, cmd.Start())
-	child := &sandboxChild{cmd: cmd, conn: runtimeEnd, stderr: &tailBuffer{max: 64}, runs: map[string]*remoteRun{}, queries: map[string]chan runExit{}, closing: true, exited: make(chan struct{})}
+	child := &sandboxChild{cmd: cmd, conn: runtimeEnd, stderr: &tailBuffer{max: 64}, runs: map[string]*remoteRun{}, queries: map[string]chan sandboxproc.RunExit{}, closing: true, exited: make(chan struct{})}
 	go child.readExits()
 	t.Cleanup(func() { runtimeEnd.Close(); childEnd.Close() })
 	got, err := child.usage(context.Background())

@@ -80,6 +80,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/fakeruntime/podnet"
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // Isolation says where container scripts run.
@@ -121,7 +122,7 @@ type sandboxChild struct {
 
 	mu      sync.Mutex
 	runs    map[string]*remoteRun
-	queries map[string]chan runExit // the opUsage requests waiting for their answers
+	queries map[string]chan sandboxproc.RunExit // the opUsage requests waiting for their answers
 	dead    bool
 	closing bool       // the runtime ends it: its end is no news
 	sent    sync.Mutex // one message at a time on conn
@@ -132,10 +133,10 @@ type sandboxChild struct {
 // runs it, and what the runtime binds into that process's root at the
 // container's first run there (sandboxproc_pod.go).
 type runSpec struct {
-	RunSpec
+	sandboxproc.RunSpec
 	pod    string
-	rootfs string     // the container's rootfs on the host
-	pinned []*fsMount // the container's mounts as the runtime pinned them
+	rootfs string                 // the container's rootfs on the host
+	pinned []*sandboxproc.FsMount // the container's mounts as the runtime pinned them
 }
 
 // remoteRun is a script running in the sandbox process.
@@ -145,19 +146,19 @@ type remoteRun struct {
 	exited chan struct{} // closed once code and reason are set
 	code   int
 	reason string
-	usage  scriptUsage    // its container's, when it ended
-	copies sync.WaitGroup // the copies of its stdout and stderr
+	usage  sandboxproc.ScriptUsage // its container's, when it ended
+	copies sync.WaitGroup          // the copies of its stdout and stderr
 }
 
-// sigterm asks the sandbox process to deliver SIGTERM to the run.
-func (r *remoteRun) sigterm() bool {
-	r.child.send(RunSpec{Op: opTerm, ID: r.id}, nil)
+// Sigterm asks the sandbox process to deliver SIGTERM to the run.
+func (r *remoteRun) Sigterm() bool {
+	r.child.send(sandboxproc.RunSpec{Op: sandboxproc.OpTerm, ID: r.id}, nil)
 	return true
 }
 
 // kill asks the sandbox process to end the run now (SIGKILL).
 func (r *remoteRun) kill() {
-	r.child.send(RunSpec{Op: opKill, ID: r.id}, nil)
+	r.child.send(sandboxproc.RunSpec{Op: sandboxproc.OpKill, ID: r.id}, nil)
 }
 
 // wait returns the run's exit once it ended and its output is all copied.
@@ -176,7 +177,7 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return nil, err
 	}
-	spec.Op = opRun
+	spec.Op = sandboxproc.OpRun
 	spec.Stdin = stdin != nil
 	var theirs []*os.File
 	var stdinW *os.File
@@ -189,7 +190,7 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		closeFiles(theirs)
+		sandboxproc.CloseFiles(theirs)
 		if stdinW != nil {
 			stdinW.Close()
 		}
@@ -200,17 +201,17 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	child.mu.Lock()
 	if child.dead {
 		child.mu.Unlock()
-		closeFiles(append(theirs, outR, stdinW))
+		sandboxproc.CloseFiles(append(theirs, outR, stdinW))
 		return nil, errors.New("the sandbox process died")
 	}
 	child.runs[spec.ID] = run
 	child.mu.Unlock()
 	err = child.send(spec.RunSpec, theirs)
-	closeFiles(theirs) // the sandbox process has its own copies now
+	sandboxproc.CloseFiles(theirs) // the sandbox process has its own copies now
 	if err != nil {
 		// It died under us, or the request did not fit in one message (an
 		// environment of megabytes): the run never started.
-		closeFiles([]*os.File{outR, stdinW})
+		sandboxproc.CloseFiles([]*os.File{outR, stdinW})
 		child.mu.Lock()
 		delete(child.runs, spec.ID)
 		child.mu.Unlock()
@@ -238,7 +239,7 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 func (s *sandboxProcess) fault(pod, id string, on bool) {
 	if p := s.lookup(pod); p != nil {
 		if child := p.live(); child != nil {
-			child.send(RunSpec{Op: opFault, Container: id, Fault: on}, nil)
+			child.send(sandboxproc.RunSpec{Op: sandboxproc.OpFault, Container: id, Fault: on}, nil)
 		}
 	}
 }
@@ -300,14 +301,14 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 		return nil, err
 	}
 	conn := fc.(*net.UnixConn)
-	cfg, _ := json.Marshal(sandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil, UID: uid}) // plain fields always marshal
+	cfg, _ := json.Marshal(sandboxproc.SandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil, UID: uid}) // plain fields always marshal
 	stderr := &tailBuffer{max: 4096}
 	cmd := &exec.Cmd{
 		// The binary the runtime was started from, by the descriptor it
 		// opened then: a binary rebuilt since is not the sandbox.
 		Path:       fmt.Sprintf("/proc/self/fd/%d", exe.Fd()),
 		Args:       []string{"mykubelet-sandbox"},
-		Env:        []string{sandboxEnv + "=" + string(cfg)}, // nothing of the runtime's environment
+		Env:        []string{sandboxproc.SandboxEnv + "=" + string(cfg)}, // nothing of the runtime's environment
 		Dir:        "/",
 		Stdout:     stderr,
 		Stderr:     stderr,
@@ -325,7 +326,7 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 	}
 	theirFile.Close() // its own now: if it exits, the wait for its word ends at once
 	child := &sandboxChild{pod: pod, cmd: cmd, conn: conn, stderr: stderr, cgroup: cg, exited: make(chan struct{}),
-		runs: map[string]*remoteRun{}, queries: map[string]chan runExit{}, bound: map[string]int{}}
+		runs: map[string]*remoteRun{}, queries: map[string]chan sandboxproc.RunExit{}, bound: map[string]int{}}
 	fail := func(err error) (*sandboxChild, error) {
 		conn.Close()
 		_ = cmd.Process.Kill()
@@ -348,8 +349,8 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 	_ = conn.SetReadDeadline(time.Now().Add(sandboxStartTimeout))
 	n, _, _, _, err := conn.ReadMsgUnix(buf, nil)
 	_ = conn.SetReadDeadline(time.Time{})
-	var ready runExit
-	if err != nil || n == 0 || json.Unmarshal(buf[:n], &ready) != nil || ready.ID != readyID {
+	var ready sandboxproc.RunExit
+	if err != nil || n == 0 || json.Unmarshal(buf[:n], &ready) != nil || ready.ID != sandboxproc.ReadyID {
 		return fail(fmt.Errorf("it did not start: %s", bytes.TrimSpace([]byte(stderr.String()))))
 	}
 	// Its mount namespace, now that it has its own root there.
@@ -389,7 +390,7 @@ func startWalledIn(cmd *exec.Cmd, pn *podnet.Network) error {
 }
 
 // send writes one message, with files passed as descriptors.
-func (c *sandboxChild) send(spec RunSpec, files []*os.File) error {
+func (c *sandboxChild) send(spec sandboxproc.RunSpec, files []*os.File) error {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return err
@@ -417,7 +418,7 @@ func (c *sandboxChild) readExits() {
 		if err != nil || n == 0 {
 			break
 		}
-		var e runExit
+		var e sandboxproc.RunExit
 		if json.Unmarshal(buf[:n], &e) != nil {
 			continue
 		}
@@ -472,7 +473,7 @@ func (c *sandboxChild) end() {
 }
 
 // finish records the exit of run e.ID.
-func (c *sandboxChild) finish(e runExit) {
+func (c *sandboxChild) finish(e sandboxproc.RunExit) {
 	c.mu.Lock()
 	r := c.runs[e.ID]
 	delete(c.runs, e.ID)
@@ -487,7 +488,7 @@ func (c *sandboxChild) finish(e runExit) {
 }
 
 // answer hands e to the opUsage request waiting for it, if it is one's.
-func (c *sandboxChild) answer(e runExit) bool {
+func (c *sandboxChild) answer(e sandboxproc.RunExit) bool {
 	c.mu.Lock()
 	q := c.queries[e.ID]
 	if q != nil && !e.More {
@@ -510,7 +511,7 @@ const usageTimeout = 10 * time.Second
 
 // usage asks every pod's sandbox process what its containers use now,
 // by container ID. No sandbox process: none.
-func (s *sandboxProcess) usage(ctx context.Context) (map[string]scriptUsage, error) {
+func (s *sandboxProcess) usage(ctx context.Context) (map[string]sandboxproc.ScriptUsage, error) {
 	s.mu.Lock()
 	var children []*sandboxChild
 	for _, p := range s.pods {
@@ -519,9 +520,9 @@ func (s *sandboxProcess) usage(ctx context.Context) (map[string]scriptUsage, err
 		}
 	}
 	s.mu.Unlock()
-	out := map[string]scriptUsage{}
+	out := map[string]sandboxproc.ScriptUsage{}
 	type answer struct {
-		got map[string]scriptUsage
+		got map[string]sandboxproc.ScriptUsage
 		err error
 	}
 	answers := make(chan answer, len(children))
@@ -546,10 +547,10 @@ func (s *sandboxProcess) usage(ctx context.Context) (map[string]scriptUsage, err
 }
 
 // usage asks this sandbox process what its containers use now.
-func (child *sandboxChild) usage(ctx context.Context) (map[string]scriptUsage, error) {
-	out := map[string]scriptUsage{}
+func (child *sandboxChild) usage(ctx context.Context) (map[string]sandboxproc.ScriptUsage, error) {
+	out := map[string]sandboxproc.ScriptUsage{}
 	id := "usage-" + newRunID()
-	q := make(chan runExit, maxUsageParts)
+	q := make(chan sandboxproc.RunExit, sandboxproc.MaxUsageParts)
 	child.mu.Lock()
 	if child.dead {
 		child.mu.Unlock()
@@ -562,7 +563,7 @@ func (child *sandboxChild) usage(ctx context.Context) (map[string]scriptUsage, e
 		delete(child.queries, id)
 		child.mu.Unlock()
 	}
-	if err := child.send(RunSpec{Op: opUsage, ID: id}, nil); err != nil {
+	if err := child.send(sandboxproc.RunSpec{Op: sandboxproc.OpUsage, ID: id}, nil); err != nil {
 		drop()
 		return nil, fmt.Errorf("sandbox process: %w", err)
 	}
@@ -592,14 +593,14 @@ func (child *sandboxChild) usage(ctx context.Context) (map[string]scriptUsage, e
 // that it waits for more (stdinReport), and goes to consumed.
 func readFrames(r io.Reader, stdout, stderr io.Writer, consumed func(int64)) {
 	br := bufio.NewReaderSize(r, 4<<10) // a thousand idle containers hold one each
-	var head [frameHeader]byte
-	buf := make([]byte, maxFrame)
+	var head [sandboxproc.FrameHeader]byte
+	buf := make([]byte, sandboxproc.MaxFrame)
 	for {
 		if _, err := io.ReadFull(br, head[:]); err != nil {
 			return
 		}
 		n := int(head[1])<<8 | int(head[2])
-		if n > maxFrame {
+		if n > sandboxproc.MaxFrame {
 			return // not a frame of ours: stop reading
 		}
 		if _, err := io.ReadFull(br, buf[:n]); err != nil {
@@ -636,7 +637,7 @@ func (s *sandboxProcess) adopt(c *container) error {
 		return err
 	}
 	pod, id, uid := c.sandboxID, c.id, p.uid.uid
-	c.fault.notify = func(on bool) { s.fault(pod, id, on) }
+	c.fault.Notify = func(on bool) { s.fault(pod, id, on) }
 	return filepath.Walk(filepath.Join(c.dir, "rootfs"), func(p string, _ os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -652,12 +653,12 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 	if s := r.sandboxes[c.sandboxID]; s != nil {
 		ip = s.ip
 	}
-	spec := runSpec{RunSpec: RunSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
+	spec := runSpec{RunSpec: sandboxproc.RunSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
 		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip, Mounts: c.mapped,
-		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace()},
+		Limits: sandboxproc.RunLimits{Pids: c.running.PidsMax, Memory: c.running.MemMax}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace()},
 		pod: c.sandboxID}
 	if c.dir != "" && c.fs != nil {
-		spec.rootfs, spec.pinned = filepath.Join(c.dir, "rootfs"), c.fs.mounts
+		spec.rootfs, spec.pinned = filepath.Join(c.dir, "rootfs"), c.fs.Mounts
 	}
 	return spec
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // heapPeak samples the Go heap (HeapAlloc) every millisecond until the
@@ -112,10 +114,10 @@ printf '%s-%5d|%c%%\n' ab 42 xyz cd 7
 	assert.EqualValues(t, 0, resp.ExitCode)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State, "not OOM-killed")
 
-	f, err := parseScript(`y="$a$b"; eval "$y"`)
+	f, err := sandboxproc.ParseScript(`y="$a$b"; eval "$y"`)
 	require.NoError(t, err)
-	once := printScript(f)
-	f, err = parseScript(once)
+	once := sandboxproc.PrintScript(f)
+	f, err = sandboxproc.ParseScript(once)
 	require.NoError(t, err)
-	assert.Equal(t, 1, strings.Count(printScript(f), expandsCommand), "a rewritten word is rewritten no more: %s", printScript(f))
+	assert.Equal(t, 1, strings.Count(sandboxproc.PrintScript(f), sandboxproc.ExpandsCommand), "a rewritten word is rewritten no more: %s", sandboxproc.PrintScript(f))
 }

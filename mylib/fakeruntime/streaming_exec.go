@@ -7,6 +7,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // execStreams runs cmd in a running container with the session's streams
@@ -30,20 +32,20 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 		return 0, err
 	}
 	if tty {
-		stdout = &crlfWriter{w: stdout}
+		stdout = &sandboxproc.CrlfWriter{W: stdout}
 		stderr = stdout
 		if stdin != nil {
-			stdin = newLineDiscipline(stdin, stdout)
+			stdin = sandboxproc.NewLineDiscipline(stdin, stdout)
 		}
 	}
-	p := newProc(r.clock, c.fs, c.hostname, c.env, stdout, stderr, &c.running)
-	p.workDir = c.workDir
-	p.stdin = stdin
-	p.process = processOf(cmd)
+	p := sandboxproc.NewProc(r.clock, c.fs, c.hostname, c.env, stdout, stderr, &c.running)
+	p.WorkDir = c.workDir
+	p.Stdin = stdin
+	p.Process = sandboxproc.ProcessOf(cmd)
 	var spec runSpec
 	if r.sandbox != nil {
 		spec = r.spec(c, "", nil)
-		spec.Process = p.process
+		spec.Process = p.Process
 	}
 	killed := c.done
 	r.mu.Unlock()
@@ -57,7 +59,7 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 		case <-ctx.Done():
 		}
 	}()
-	if len(cmd) == 1 && isShell(cmd[0]) && stdin != nil {
+	if len(cmd) == 1 && sandboxproc.IsShell(cmd[0]) && stdin != nil {
 		prompt := ""
 		if tty {
 			prompt = "# "
@@ -66,9 +68,9 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 			spec.Interactive, spec.Prompt = true, prompt
 			return r.sandbox.exec(ctx, spec, stdin, stdout, stderr), nil
 		}
-		return p.interactive(ctx, stdin, prompt), nil
+		return p.Interactive(ctx, stdin, prompt), nil
 	}
-	script, params, err := argvScript(cmd)
+	script, params, err := sandboxproc.ArgvScript(cmd)
 	if err != nil {
 		return 0, status.Errorf(codes.InvalidArgument, "Exec: cmd: %v", err)
 	}
@@ -76,5 +78,5 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 		spec.Script, spec.Params = script, params
 		return r.sandbox.exec(ctx, spec, stdin, stdout, stderr), nil
 	}
-	return p.run(ctx, script, params), nil
+	return p.Run(ctx, script, params), nil
 }

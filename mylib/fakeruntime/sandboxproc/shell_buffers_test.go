@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 // TestPrintfSizeIsAnUpperBound: printfSize is never below what the
 // interpreter's printf prints, and near it.

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 // interactive is a shell reading its commands from in, one complete
 // command at a time, keeping its variables and directory between them,
@@ -18,18 +18,18 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-func (p *proc) interactive(ctx context.Context, in io.Reader, prompt string) (code int) {
+func (p *proc) Interactive(ctx context.Context, in io.Reader, prompt string) (code int) {
 	defer p.recoverInternal(&code)
 	defer p.running.cpu.start()()
 	ctx, cancel := p.bindOOM(ctx)
 	defer cancel()
 	if !p.running.fork() {
-		io.WriteString(p.stderr, errForkFailed+"\n")
+		io.WriteString(p.stderr, ErrForkFailed+"\n")
 		return 1
 	}
 	defer p.running.exit()
 	defer p.enterProcess()()
-	p.stdin = nil
+	p.Stdin = nil
 	runner, err := p.newRunner(nil)
 	if err != nil {
 		return exitCode(ctx, err, p.stderr)
@@ -77,17 +77,17 @@ func (r idleReader) Read(p []byte) (int, error) {
 	return r.r.Read(p)
 }
 
-// crlfWriter turns "\n" into "\r\n", as a terminal's output processing
+// CrlfWriter turns "\n" into "\r\n", as a terminal's output processing
 // (onlcr) does.
-type crlfWriter struct {
+type CrlfWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	W  io.Writer
 }
 
-func (c *crlfWriter) Write(p []byte) (int, error) {
+func (c *CrlfWriter) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, err := c.w.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n"))); err != nil {
+	if _, err := c.W.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n"))); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -106,7 +106,7 @@ type lineDiscipline struct {
 	eof     bool
 }
 
-func newLineDiscipline(in io.Reader, echo io.Writer) *lineDiscipline {
+func NewLineDiscipline(in io.Reader, echo io.Writer) *lineDiscipline {
 	return &lineDiscipline{in: in, echo: echo}
 }
 

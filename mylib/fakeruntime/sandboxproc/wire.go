@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 // sandboxEnv is the variable that makes the runtime's binary a sandbox
 // process (see sandboxproc_child.go); its value is the child's config.
@@ -10,7 +10,7 @@ import (
 	"sync"
 )
 
-const sandboxEnv = "MYKUBELET_FAKERUNTIME_SANDBOX"
+const SandboxEnv = "MYKUBELET_FAKERUNTIME_SANDBOX"
 
 // RunSpec is one script to run in a container: its main process or an
 // exec. It travels as JSON to the sandbox process.
@@ -27,9 +27,9 @@ type RunSpec struct {
 	Stdin       bool        `json:"stdin,omitempty"`       // two descriptors come with it (stdin, output), not one
 	Interactive bool        `json:"interactive,omitempty"` // a shell reading commands from stdin
 	Prompt      string      `json:"prompt,omitempty"`
-	Mounts      []mountSpec `json:"mounts,omitempty"` // its container's, pinned at its first run from /.mounts/<root>
+	Mounts      []MountSpec `json:"mounts,omitempty"` // its container's, pinned at its first run from /.mounts/<root>
 	Fault       bool        `json:"fault,omitempty"`  // opFault: on or off
-	Limits      runLimits   `json:"limits"`
+	Limits      RunLimits   `json:"limits"`
 	PIDTarget   string      `json:"pidTarget,omitempty"` // the container whose PID namespace it shares
 	PodPID      string      `json:"podPID,omitempty"`    // the sandbox whose PID namespace it shares (pid_namespace.go)
 	Process     []string    `json:"process,omitempty"`   // the command line ps lists the run as
@@ -37,49 +37,49 @@ type RunSpec struct {
 
 // The requests; an exit comes back as a runExit.
 const (
-	opRun   = "run"
-	opTerm  = "term"
-	opKill  = "kill"
-	opFault = "fault"
-	opUsage = "usage" // answered by runExits with Usages, the last with More false
+	OpRun   = "run"
+	OpTerm  = "term"
+	OpKill  = "kill"
+	OpFault = "fault"
+	OpUsage = "usage" // answered by runExits with Usages, the last with More false
 )
 
-// runLimits are the container's limits (see shell_limits.go), which the sandbox
+// RunLimits are the container's limits (see shell_limits.go), which the sandbox
 // process enforces on its scripts.
-type runLimits struct {
+type RunLimits struct {
 	Pids   int64 `json:"pids"`
 	Memory int64 `json:"memory"`
 }
 
-// runExit is the sandbox process's answer: run ID ended with Code, its
+// RunExit is the sandbox process's answer: run ID ended with Code, its
 // container having used Usage; or, to an opUsage request ID, some of its
 // containers' usages, by container ID.
-type runExit struct {
+type RunExit struct {
 	ID     string                 `json:"id"`
 	Code   int                    `json:"code"`
 	Reason string                 `json:"reason,omitempty"` // "" or ReasonOOMKilled
-	Usage  *scriptUsage           `json:"usage,omitempty"`
-	Usages map[string]scriptUsage `json:"usages,omitempty"`
+	Usage  *ScriptUsage           `json:"usage,omitempty"`
+	Usages map[string]ScriptUsage `json:"usages,omitempty"`
 	More   bool                   `json:"more,omitempty"` // more usages follow
 }
 
-// sandboxConfig is the sandbox process's start-up configuration.
-type sandboxConfig struct {
+// SandboxConfig is the sandbox process's start-up configuration.
+type SandboxConfig struct {
 	Dir   string `json:"dir"`   // an empty directory of the host it mounts its root on (the containers' directory)
 	NoNet bool   `json:"noNet"` // it has a network namespace of its own, empty
 	Ports bool   `json:"ports"` // let its user bind ports below 1024 in the pod network
 	UID   int    `json:"uid"`   // its user and group: its pod's (sandboxproc_uid.go)
 }
 
-// readyID is the sandbox process's first message: walled in, ready.
-const readyID = "ready"
+// ReadyID is the sandbox process's first message: walled in, ready.
+const ReadyID = "ready"
 
 // An answer to opUsage comes in parts of at most usagesPerMessage
 // containers (a part is one socket message, read into a 64 KiB buffer),
 // and at most maxUsageParts of them.
 const (
-	usagesPerMessage = 200
-	maxUsageParts    = 64
+	UsagesPerMessage = 200
+	MaxUsageParts    = 64
 )
 
 // A script's stdout and stderr share one pipe to the runtime, in frames:
@@ -87,8 +87,8 @@ const (
 // Two pipes would lose the order of `echo one; echo two >&2; echo three`,
 // which the log and kubectl logs keep.
 const (
-	frameHeader = 3
-	maxFrame    = 4<<10 - frameHeader // a frame is one atomic pipe write
+	FrameHeader = 3
+	MaxFrame    = 4<<10 - FrameHeader // a frame is one atomic pipe write
 )
 
 // frameWriter writes one stream of a script into the shared pipe.
@@ -100,9 +100,9 @@ type frameWriter struct {
 
 func (w frameWriter) Write(p []byte) (int, error) {
 	n := 0
-	buf := make([]byte, 0, frameHeader+min(len(p), maxFrame))
+	buf := make([]byte, 0, FrameHeader+min(len(p), MaxFrame))
 	for len(p) > 0 {
-		chunk := p[:min(len(p), maxFrame)]
+		chunk := p[:min(len(p), MaxFrame)]
 		buf = append(buf[:0], w.stream, byte(len(chunk)>>8), byte(len(chunk)))
 		buf = append(buf, chunk...)
 		w.mu.Lock()
@@ -117,8 +117,8 @@ func (w frameWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// closeFiles closes each file that is not nil.
-func closeFiles(files []*os.File) {
+// CloseFiles closes each file that is not nil.
+func CloseFiles(files []*os.File) {
 	for _, f := range files {
 		if f != nil {
 			f.Close()
@@ -130,11 +130,11 @@ func closeFiles(files []*os.File) {
 // process: its rootfs at /<id>/rootfs, its mount i at /.mounts/<id>/<i>
 // (a directory, or a file for a file mount). The process's root is a
 // tmpfs of its own (sandboxproc_child.go) that holds nothing else.
-func boundRootfs(id string) string { return "/" + id + "/rootfs" }
+func BoundRootfs(id string) string { return "/" + id + "/rootfs" }
 
-func boundMounts(id string) string { return "/" + mountsDir + "/" + id }
+func BoundMounts(id string) string { return "/" + MountsDir + "/" + id }
 
-func boundMount(id string, i int) string { return boundMounts(id) + "/" + strconv.Itoa(i) }
+func BoundMount(id string, i int) string { return BoundMounts(id) + "/" + strconv.Itoa(i) }
 
 const (
 	// SandboxUIDBase is the first user (and group) a pod's sandbox

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 // TestCPUMeterCountsOnlyWhileMeasuring: the meter of a goroutine that
 // burns counts it; idle stops it; another goroutine's work is not
@@ -73,7 +73,7 @@ func TestServersCountTheirBytes(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, "0123456789", string(body))
 	assert.Eventually(t, func() bool { return c.tx.Load() > 0 }, 10*time.Second, time.Millisecond, "a write counts once it returned")
-	assert.Greater(t, c.rx.Load(), int64(len("GET / HTTP/1.1\r\n")), "the request")
+	assert.Greater(t, c.Rx.Load(), int64(len("GET / HTTP/1.1\r\n")), "the request")
 	assert.Greater(t, c.tx.Load(), int64(len(body)), "the response, headers and body")
 }
 

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 // mountSpec is a mount as the runtime maps it: checked, with its host path
 // in a mount root, and the identity of the directory or file it pinned
@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-type mountSpec struct {
+type MountSpec struct {
 	Path     string `json:"path"`           // in the container, relative to "/": "etc/config"
 	Root     int    `json:"root"`           // which of Config.MountRoots
 	Rel      string `json:"rel"`            // the host path in that root: "<uid>/volumes/…" ("." for the root)
@@ -24,7 +24,7 @@ type mountSpec struct {
 	ReadOnly bool   `json:"readOnly,omitempty"`
 	ID       fileID `json:"id"` // what the runtime pinned at CreateContainer
 
-	host string // the mount root's directory on the host, symlinks resolved
+	Host string // the mount root's directory on the host, symlinks resolved
 }
 
 // fileID is a directory's or a file's identity: its device and inode. The
@@ -102,17 +102,17 @@ func walkNoFollow(dir, rel string) (*os.File, fs.FileInfo, error) {
 	return f, fi, nil
 }
 
-// pinMount opens s once, from its mount root dir: the runtime at
+// PinMount opens s once, from its mount root dir: the runtime at
 // CreateContainer (s.ID empty: it records what it reached), the sandbox
 // process at the container's first run (s.ID set: what it reaches must be
 // that, or the mount is refused). The host path is walked without
 // following a symlink (walkNoFollow); a directory is then an os.Root of
 // it, a file an os.Root of its directory and its name, each checked to be
 // what the walk reached.
-func pinMount(dir string, s *mountSpec) (*fsMount, error) {
+func PinMount(dir string, s *MountSpec) (*FsMount, error) {
 	pin, fi, err := walkNoFollow(dir, s.Rel)
 	if err != nil {
-		return nil, cause(err)
+		return nil, Cause(err)
 	}
 	id := idOf(fi)
 	switch {
@@ -128,52 +128,52 @@ func pinMount(dir string, s *mountSpec) (*fsMount, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		pin.Close()
-		return nil, cause(err)
+		return nil, Cause(err)
 	}
 	defer root.Close()
-	m := &fsMount{path: s.Path, name: ".", readOnly: s.ReadOnly, id: id}
+	m := &FsMount{Path: s.Path, name: ".", readOnly: s.ReadOnly, id: id}
 	sub := s.Rel
 	if !fi.IsDir() {
-		sub, m.name, m.pin = path.Dir(s.Rel), path.Base(s.Rel), pin
+		sub, m.name, m.Pin = path.Dir(s.Rel), path.Base(s.Rel), pin
 	} else {
 		pin.Close() // the os.Root holds the directory from now on
 	}
-	if m.dir, err = root.OpenRoot(sub); err == nil {
+	if m.Dir, err = root.OpenRoot(sub); err == nil {
 		// Opened by name, as os.Root opens: it must be what the walk
 		// pinned, or a swap came between the two.
 		var got fs.FileInfo
-		if got, err = m.dir.Lstat(m.name); err == nil && idOf(got) != id {
+		if got, err = m.Dir.Lstat(m.name); err == nil && idOf(got) != id {
 			err = errMountChanged
 		}
 	}
 	if err != nil {
-		m.close()
-		return nil, cause(err)
+		m.Close()
+		return nil, Cause(err)
 	}
 	s.File, s.ID = !fi.IsDir(), id
 	return m, nil
 }
 
-// closeMounts closes ms.
-func closeMounts(ms []*fsMount) {
+// CloseMounts closes ms.
+func CloseMounts(ms []*FsMount) {
 	for _, m := range ms {
-		m.close()
+		m.Close()
 	}
 }
 
 // pinMounts pins specs again, each from rootDir(spec), as the sandbox
 // process does at a container's first run: each must be what the runtime
 // pinned at CreateContainer.
-func pinMounts(specs []mountSpec, rootDir func(mountSpec) string) ([]*fsMount, error) {
-	var mounts []*fsMount
+func pinMounts(specs []MountSpec, rootDir func(MountSpec) string) ([]*FsMount, error) {
+	var mounts []*FsMount
 	for _, s := range specs {
 		err := errors.New("the runtime pinned nothing") // not re-resolved: refused
-		var m *fsMount
+		var m *FsMount
 		if s.ID != (fileID{}) {
-			m, err = pinMount(rootDir(s), &s)
+			m, err = PinMount(rootDir(s), &s)
 		}
 		if err != nil {
-			closeMounts(mounts)
+			CloseMounts(mounts)
 			return nil, fmt.Errorf("mount /%s: %v", s.Path, err)
 		}
 		mounts = append(mounts, m)
@@ -181,6 +181,6 @@ func pinMounts(specs []mountSpec, rootDir func(mountSpec) string) ([]*fsMount, e
 	return mounts, nil
 }
 
-// mountsDir is where a pod's sandbox process sees its containers' mounts:
+// MountsDir is where a pod's sandbox process sees its containers' mounts:
 // mount i of container id at /.mounts/<id>/<i> (sandboxproc_pod.go).
-const mountsDir = ".mounts"
+const MountsDir = ".mounts"
