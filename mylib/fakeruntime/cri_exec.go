@@ -47,7 +47,7 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	stdout, stderr := lockedBuffer{max: maxExecSyncOutput}, lockedBuffer{max: maxExecSyncOutput}
 	var run func(ctx context.Context) int
 	if r.sandbox == nil {
-		p := sandboxproc.NewProc(r.clock, c.fs, c.hostname, c.env, &stdout, &stderr, &c.running)
+		p := sandboxproc.NewProc(scriptClock{r.clock}, c.fs, c.hostname, c.env, &stdout, &stderr, &c.running)
 		p.WorkDir = c.workDir
 		p.Net = r.containerNet(c)
 		p.Process = sandboxproc.ProcessOf(req.GetCmd())
@@ -200,5 +200,9 @@ func (r *Runtime) containerNet(c *container) *sandboxproc.ContainerNet {
 	if s := r.sandboxes[c.sandboxID]; s != nil {
 		ip = s.ip
 	}
-	return &sandboxproc.ContainerNet{PodIP: ip, Net: r.net, NetErr: r.netErr, Fault: &c.fault, Traffic: &c.running.Traffic}
+	n := &sandboxproc.ContainerNet{PodIP: ip, NetErr: r.netErr, Fault: &c.fault, Traffic: &c.running.Traffic}
+	if r.net != nil { // a nil *podnet.Network would be a Listener that is not nil
+		n.Net = r.net
+	}
+	return n
 }

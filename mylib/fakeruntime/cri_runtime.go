@@ -456,7 +456,7 @@ func (r *Runtime) start(c *container) error {
 	if r.sandbox != nil {
 		return r.startInSandbox(c, in, out, errw, stdout, stderr)
 	}
-	p := sandboxproc.NewProc(r.clock, c.fs, c.hostname, c.env, out, errw, &c.running)
+	p := sandboxproc.NewProc(scriptClock{r.clock}, c.fs, c.hostname, c.env, out, errw, &c.running)
 	p.WorkDir = c.workDir
 	p.Net = r.containerNet(c)
 	p.Stdin = in

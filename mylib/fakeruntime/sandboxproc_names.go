@@ -4,7 +4,13 @@ package fakeruntime
 // that are part of this runtime's own: its exit codes and reasons, its
 // limits and its users are the runtime's.
 
-import "mykubelet/mylib/fakeruntime/sandboxproc"
+import (
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
+)
 
 // Exit codes and reasons of the containers' scripts, as a shell and
 // containerd report them (see the sandboxproc package).
@@ -34,3 +40,8 @@ var ErrNoPodNetwork = sandboxproc.ErrNoPodNetwork
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run.
 var Utilities = sandboxproc.Utilities
+
+// scriptClock is the runtime's clock as the interpreter takes it.
+type scriptClock struct{ clock.Clock }
+
+func (c scriptClock) NewTimer(d time.Duration) sandboxproc.Timer { return c.Clock.NewTimer(d) }

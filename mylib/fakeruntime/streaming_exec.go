@@ -38,7 +38,7 @@ func (r *Runtime) execStreams(ctx context.Context, id string, cmd []string, stdi
 			stdin = sandboxproc.NewLineDiscipline(stdin, stdout)
 		}
 	}
-	p := sandboxproc.NewProc(r.clock, c.fs, c.hostname, c.env, stdout, stderr, &c.running)
+	p := sandboxproc.NewProc(scriptClock{r.clock}, c.fs, c.hostname, c.env, stdout, stderr, &c.running)
 	p.WorkDir = c.workDir
 	p.Stdin = stdin
 	p.Process = sandboxproc.ProcessOf(cmd)

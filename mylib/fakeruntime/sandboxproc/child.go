@@ -20,7 +20,6 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/utils/clock"
 )
 
 // init turns the runtime's binary into the sandbox process when it was
@@ -277,7 +276,7 @@ func (s *SandboxServer) run(spec RunSpec, files []*os.File) {
 		}
 	}
 	c.runs++
-	p := NewProc(clock.RealClock{}, view, spec.Hostname, spec.Env, stdout, stderr, &c.Running)
+	p := NewProc(RealClock{}, view, spec.Hostname, spec.Env, stdout, stderr, &c.Running)
 	p.WorkDir = spec.WorkDir
 	p.Process = spec.Process
 	p.Net = &ContainerNet{PodIP: spec.PodIP, direct: !s.noNet, NetErr: ErrNoPodNetwork, Fault: &c.fault, Traffic: &c.Running.Traffic}

@@ -4,7 +4,7 @@
 // mounts it pins. The runtime (mylib/fakeruntime) runs the interpreter in
 // its own process on a fake clock or without root, and otherwise starts
 // one sandbox process per pod from this package's small binary
-// (cmd/mykubelet-sandbox), as containerd starts a shim per pod. So that
+// (cmd/sandbox, built as mykubelet-sandbox), as containerd starts a shim per pod. So that
 // this binary stays small, the package imports no Kubernetes package and
 // no other package of this module.
 package sandboxproc

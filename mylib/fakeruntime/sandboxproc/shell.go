@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"k8s.io/utils/clock"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
@@ -49,7 +48,7 @@ var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "ho
 // proc is one script running in a container: its main process, or a
 // command run by ExecSync.
 type proc struct {
-	clock    clock.Clock
+	clock    Clock
 	fs       *ContainerFS // its root and mounts (shell_fs.go)
 	hostname string
 	env      []string
@@ -93,7 +92,7 @@ type signals struct {
 	term     chan struct{}
 }
 
-func NewProc(clk clock.Clock, view *ContainerFS, hostname string, env []string, stdout, stderr io.Writer, running *ProcTable) *proc {
+func NewProc(clk Clock, view *ContainerFS, hostname string, env []string, stdout, stderr io.Writer, running *ProcTable) *proc {
 	return &proc{clock: clk, fs: view, hostname: hostname, env: env, stdout: stdout, stderr: stderr, signals: &signals{term: make(chan struct{})}, running: running}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
@@ -636,10 +636,10 @@ func (p *proc) agnhostStress(ctx context.Context, hc interp.HandlerContext, args
 		}
 		opts[name] = val
 	}
-	total, err1 := resource.ParseQuantity(opts["mem-total"])
-	step, err2 := resource.ParseQuantity(opts["mem-alloc-size"])
+	total, err1 := parseQuantity(opts["mem-total"])
+	step, err2 := parseQuantity(opts["mem-alloc-size"])
 	pause, err3 := time.ParseDuration(opts["mem-alloc-sleep"])
-	if err := errors.Join(err1, err2, err3); err != nil || total.Sign() < 0 || step.Sign() < 0 || pause < 0 {
+	if err := errors.Join(err1, err2, err3); err != nil || pause < 0 {
 		fmt.Fprintf(hc.Stderr, "Error: invalid argument: %v\n", err)
 		return interp.NewExitStatus(1)
 	}
@@ -650,7 +650,7 @@ func (p *proc) agnhostStress(ctx context.Context, hc interp.HandlerContext, args
 	logf := func(format string, a ...any) { // klog's header, as agnhost logs
 		fmt.Fprintf(hc.Stderr, "I%s       1 stress.go] %s\n", p.clock.Now().UTC().Format("0102 15:04:05.000000"), fmt.Sprintf(format, a...))
 	}
-	logf("Allocating %q memory, in %q chunks, with a %v sleep between allocations", total.String(), step.String(), pause)
+	logf("Allocating %q memory, in %q chunks, with a %v sleep between allocations", opts["mem-total"], opts["mem-alloc-size"], pause)
 	var held int64
 	defer func() { p.running.stress.Add(-held) }()
 	defer p.running.cpu.idle()() // it sleeps between steps, then waits
@@ -670,7 +670,7 @@ func (p *proc) agnhostStress(ctx context.Context, hc interp.HandlerContext, args
 			return nil
 		}
 	}
-	for n := step.Value(); n > 0 && held+n <= total.Value(); {
+	for n := step; n > 0 && held+n <= total; {
 		p.running.stress.Add(n)
 		held += n
 		if p.running.charge(p.rootUsage(), varsSize(hc)) {
@@ -680,6 +680,32 @@ func (p *proc) agnhostStress(ctx context.Context, hc interp.HandlerContext, args
 			return err
 		}
 	}
-	logf("Allocated %q memory", total.String())
+	logf("Allocated %q memory", opts["mem-total"])
 	return wait(-1) // select {}: until stopped
+}
+
+// parseQuantity parses a quantity of bytes as agnhost's flags take one
+// (resource.Quantity's forms: "100Mi", "1G", "1.5Gi", "512", "1e3"),
+// rounded up to a whole byte.
+func parseQuantity(s string) (int64, error) {
+	num, mult := s, 1.0
+	for _, u := range []struct {
+		suffix string
+		mult   float64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"Pi", 1 << 50}, {"Ei", 1 << 60},
+		{"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"E", 1e18}} {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || num == "" || strings.ContainsAny(num, "xXpPnNiI_") {
+		return 0, fmt.Errorf("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': %q", s)
+	}
+	v := math.Ceil(f * mult)
+	if v < 0 || v > math.MaxInt64/2 {
+		return 0, fmt.Errorf("quantity %q is out of range", s)
+	}
+	return int64(v), nil
 }

@@ -34,8 +34,6 @@ import (
 	"google.golang.org/grpc/health"
 	grpchealth "google.golang.org/grpc/health/grpc_health_v1"
 	"mvdan.cc/sh/v3/interp"
-
-	"mykubelet/mylib/fakeruntime/podnet"
 )
 
 // serverUtilities are the server commands, by name.
@@ -78,12 +76,18 @@ func (f *FaultSwitch) state() (bool, <-chan struct{}) {
 	return f.on, f.changed
 }
 
+// Listener listens in the pod network from the runtime's own process
+// (mylib/fakeruntime/podnet's Network: in the network's namespace).
+type Listener interface {
+	Listen(addr string) (net.Listener, error)
+}
+
 // ContainerNet is what a container's servers need: where to listen, and
 // whether to fail.
 type ContainerNet struct {
 	PodIP  string
-	direct bool            // this process is in the pod network: listen without setns (the sandbox process)
-	Net    *podnet.Network // nil: no pod network
+	direct bool     // this process is in the pod network: listen without setns (the sandbox process)
+	Net    Listener // nil: no pod network
 	NetErr error
 	Fault  *FaultSwitch
 	// Traffic counts the bytes of the connections its servers accept
