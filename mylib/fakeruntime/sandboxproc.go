@@ -245,7 +245,8 @@ func (s *sandboxProcess) fault(pod, id string, on bool) {
 }
 
 // close ends every pod's sandbox process and gives back their users and
-// cgroups, and the runtime's binary.
+// cgroups. The sandbox binary stays open: every runtime of this process
+// starts from it (sandboxproc_binary.go).
 func (s *sandboxProcess) close() {
 	s.mu.Lock()
 	pods := s.pods
@@ -253,9 +254,6 @@ func (s *sandboxProcess) close() {
 	s.mu.Unlock()
 	for _, p := range pods {
 		p.remove()
-	}
-	if s.exe != nil {
-		s.exe.Close() // a second Close (the runtime's) is a no-op error
 	}
 }
 

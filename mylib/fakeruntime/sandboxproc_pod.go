@@ -27,9 +27,9 @@ type sandboxProcess struct {
 	dir string          // the containers' directory
 	net *podnet.Network // nil: no pod network
 
-	// exe is the runtime's own binary, opened once when the runtime
-	// started: every sandbox process is started from it, so that a
-	// binary rebuilt (or replaced) since is never one.
+	// exe is the sandbox binary (sandboxproc_binary.go), opened once per
+	// runtime process: every sandbox process is started from it, so that
+	// a binary rebuilt (or replaced) since is never one.
 	exe    *os.File
 	exeErr error
 
@@ -51,11 +51,11 @@ type podProcess struct {
 	removed bool          // RemovePodSandbox: no process any more
 }
 
-// newSandboxProcess opens the runtime's binary for the sandbox processes
-// it will start.
+// newSandboxProcess opens the binary of the sandbox processes it will
+// start.
 func newSandboxProcess(pn *podnet.Network) *sandboxProcess {
 	s := &sandboxProcess{net: pn, pods: map[string]*podProcess{}}
-	s.exe, s.exeErr = openExe("/proc/self/exe")
+	s.exe, s.exeErr = sandboxBinary()
 	return s
 }
 
