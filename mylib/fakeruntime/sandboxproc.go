@@ -2,9 +2,9 @@ package fakeruntime
 
 // The sandbox processes: when the runtime runs as root on the real clock,
 // container scripts do not run in the runtime's own process. Each pod
-// sandbox's run in a child process of its own, the runtime's own binary
-// started again (as containerd starts a shim per pod), which the kernel
-// walls in before it reads a single script:
+// sandbox's run in a child process of its own, the sandboxproc package's
+// small binary (sandboxproc_binary.go; as containerd starts a shim per
+// pod), which the kernel walls in before it reads a single script:
 //
 //	layer                                   what it stops
 //	new mount, PID, IPC and UTS namespaces  seeing or signalling the host's processes ($$ is 1, as in a container)
@@ -21,8 +21,8 @@ package fakeruntime
 //	its pod's cgroup (<CgroupParent>/<id>)  more memory, CPU and processes than the pod's limits (the kernel's
 //	                                        OOM kill is that pod's containers' OOMKilled; sandboxproc_cgroup.go)
 //	the pod network's namespace only        reaching any host address but the pod network's gateway
-//	started from the runtime's own binary   a binary rebuilt since the runtime started becoming a sandbox
-//	(a descriptor opened at its start)
+//	started from a binary opened once       a binary rebuilt since the runtime started becoming a sandbox
+//	(a descriptor, its name removed)
 //
 // The runtime keeps every record (the CRI state machine, the logs, the
 // clock) and a map from sandbox ID to its process (started at

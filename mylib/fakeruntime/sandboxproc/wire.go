@@ -1,7 +1,7 @@
 package sandboxproc
 
 // sandboxEnv is the variable that makes the runtime's binary a sandbox
-// process (see sandboxproc_child.go); its value is the child's config.
+// process (see child.go); its value is the child's config.
 
 import (
 	"errors"
@@ -129,7 +129,7 @@ func CloseFiles(files []*os.File) {
 // Where the runtime binds a container's files in its pod's sandbox
 // process: its rootfs at /<id>/rootfs, its mount i at /.mounts/<id>/<i>
 // (a directory, or a file for a file mount). The process's root is a
-// tmpfs of its own (sandboxproc_child.go) that holds nothing else.
+// tmpfs of its own (child.go) that holds nothing else.
 func BoundRootfs(id string) string { return "/" + id + "/rootfs" }
 
 func BoundMounts(id string) string { return "/" + MountsDir + "/" + id }
