@@ -42,14 +42,16 @@ package fakeruntime
 // containers by their restartPolicy.
 //
 // What a process per pod costs (BenchmarkSandboxBurst, BenchmarkTickers,
-// on 2 cores): a Go process each, about 5 MiB of its own (proportional
-// set size; its resident size, some 34 MiB, counts the binary's text,
-// which the processes share), 25 to 50 ms to start one, and a burst of
-// 100 pods in 1.6 s where one process for all took 0.8 s; an idle pod's
-// process costs a fraction of a millisecond of CPU a second. The sandbox
-// is whatever binary embeds the runtime, started again: the package
-// initializers that run before this package's init (sandboxproc_child.go)
-// run in it too (in a chapter's binary, some 3 MiB and 20 ms).
+// on 2 cores): a Go process each, from the sandboxproc package's binary,
+// which links the interpreter and none of the kubelet's packages: about
+// 1.6 MiB of its own (proportional set size; its resident size, some
+// 12 MiB, counts the binary's text, which the processes share), some
+// 20 ms to start one, and a burst of 100 pods in 0.6 s; an idle pod's
+// process costs a fraction of a millisecond of CPU a second. Started from
+// a binary that embeds the whole runtime (the fallback, and what every
+// sandbox was before), a process took 5.3 MiB (34 MiB resident), 30 ms,
+// and the burst 2.3 s: every package initializer of that binary ran in
+// each pod's process.
 //
 // A runtime on a fake clock (unit tests) or not root keeps the scripts in
 // its own process: a clock cannot cross a process boundary, and without
