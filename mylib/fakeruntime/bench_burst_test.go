@@ -22,6 +22,9 @@ import (
 // summed and per pod.
 //
 //	go test -run '^$' -bench BenchmarkSandboxBurst -benchtime 1x ./mylib/fakeruntime/
+//
+// MYKUBELET_BENCH_SANDBOX=self starts the sandbox processes from the test
+// binary, as a runtime without the go toolchain does (benchSandboxBinary).
 func BenchmarkSandboxBurst(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("the sandbox process needs root")
@@ -33,6 +36,7 @@ func BenchmarkSandboxBurst(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		benchSandboxBinary(b, r)
 		if _, err := r.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}}); err != nil {
 			b.Fatal(err)
 		}
@@ -158,4 +162,19 @@ func sandboxPIDs() []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// benchSandboxBinary makes r start its sandbox processes from this test
+// binary when MYKUBELET_BENCH_SANDBOX is "self" (the fallback of
+// sandboxproc_binary.go), to compare with the small binary.
+func benchSandboxBinary(b *testing.B, r *Runtime) {
+	if os.Getenv("MYKUBELET_BENCH_SANDBOX") != "self" || r.sandbox == nil {
+		return
+	}
+	exe, err := openExe("/proc/self/exe")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { exe.Close() })
+	r.sandbox.exe = exe
 }

@@ -53,6 +53,7 @@ func benchmarkTickers(b *testing.B, iso Isolation) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchSandboxBinary(b, r)
 	defer r.Close()
 	logDir := b.TempDir()
 	if _, err := r.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}}); err != nil {

@@ -108,7 +108,7 @@ func (r *Runtime) ContainerAction(id string, a Action) (Ref, error) {
 	case ActionRemove:
 		r.removeContainer(c)
 	case ActionFail, ActionRecover:
-		c.fault.set(a == ActionFail)
+		c.fault.Set(a == ActionFail)
 	default:
 		return Ref{}, badAction(a)
 	}

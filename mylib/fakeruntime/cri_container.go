@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // CreateContainer creates a CREATED container in a READY sandbox. The image
@@ -41,7 +42,7 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	script, params := imageDefault(cfg.GetImage().GetImage()).Script, []string(nil)
 	var err error
 	if len(argv) > 0 {
-		if script, params, err = argvScript(argv); err != nil {
+		if script, params, err = sandboxproc.ArgvScript(argv); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: command: %v", m.GetName(), err)
 		}
 	}
@@ -99,7 +100,7 @@ func (r *Runtime) newContainer(req *runtimeapi.CreateContainerRequest, script st
 		return nil, nil, "", status.Errorf(codes.NotFound, "CreateContainer %s: image %q not found: pull it first (PullImage)", m.GetName(), cfg.GetImage().GetImage())
 	}
 	if len(cfg.GetCommand()) == 0 && len(img.entrypoint) > 0 { // the image's ENTRYPOINT, then the args
-		if script, params, err = argvScript(append(slices.Clone(img.entrypoint), cfg.GetArgs()...)); err != nil {
+		if script, params, err = sandboxproc.ArgvScript(append(slices.Clone(img.entrypoint), cfg.GetArgs()...)); err != nil {
 			return nil, nil, "", status.Errorf(codes.InvalidArgument, "CreateContainer %s: entrypoint: %v", m.GetName(), err)
 		}
 	}
@@ -134,13 +135,13 @@ func (r *Runtime) newContainer(req *runtimeapi.CreateContainerRequest, script st
 	}
 	switch {
 	case pidTarget != nil:
-		c.running.joinPIDNamespace(&pidTarget.running)
+		c.running.JoinPIDNamespace(&pidTarget.running)
 		c.pidTarget = pidTarget.id
 	case ns.GetPid() == runtimeapi.NamespaceMode_POD: // shareProcessNamespace
 		if s.pidns == nil {
-			s.pidns = newPodPIDNamespace()
+			s.pidns = sandboxproc.NewPodPIDNamespace()
 		}
-		c.running.usePIDNamespace(s.pidns)
+		c.running.UsePIDNamespace(s.pidns)
 		c.podPID = true
 	}
 	c.process, c.programs = mainProcess(cfg, img), img.programs
@@ -148,7 +149,7 @@ func (r *Runtime) newContainer(req *runtimeapi.CreateContainerRequest, script st
 	if memory <= 0 {
 		memory = r.memory // the node's memory, when the runtime knows it
 	}
-	c.running.setLimits(r.podPidsLimit, memory)
+	c.running.SetLimits(r.podPidsLimit, memory)
 	for _, kv := range cfg.GetEnvs() {
 		c.env = append(c.env, kv.GetKey()+"="+string(kv.GetValue()))
 	}
@@ -199,7 +200,7 @@ func mainProcess(cfg *runtimeapi.ContainerConfig, img *image) []string {
 	}
 	switch {
 	case len(argv) > 0:
-		return processOf(argv)
+		return sandboxproc.ProcessOf(argv)
 	case img.def.Shell:
 		return []string{"sh"}
 	case len(img.def.Process) > 0:
@@ -223,7 +224,7 @@ func isLoneShell(command, args []string, img *image) bool {
 	if len(argv) == 0 {
 		return img.def.Shell
 	}
-	return len(argv) == 1 && isShell(argv[0])
+	return len(argv) == 1 && sandboxproc.IsShell(argv[0])
 }
 
 // prompt is the interactive shell's prompt: with a TTY only, as sh's.
@@ -251,10 +252,10 @@ func mountCode(err error) codes.Code {
 // must be the same directories and files) and its log, in dir, the
 // containers' directory. It touches nothing of the runtime's state: the
 // caller need not hold mu.
-func (r *Runtime) makeRoot(c *container, dir, resolv string, pinned []*fsMount) error {
+func (r *Runtime) makeRoot(c *container, dir, resolv string, pinned []*sandboxproc.FsMount) error {
 	defer func() {
 		if c.fs == nil {
-			closeMounts(pinned)
+			sandboxproc.CloseMounts(pinned)
 		}
 	}()
 	c.dir = filepath.Join(dir, c.id)
@@ -280,7 +281,7 @@ func (r *Runtime) makeRoot(c *container, dir, resolv string, pinned []*fsMount) 
 		root.Close()
 		return err
 	}
-	c.fs = newContainerFS(root, pinned)
+	c.fs = sandboxproc.NewContainerFS(root, pinned)
 	if rel := strings.TrimPrefix(path.Clean("/"+c.workDir), "/"); rel != "" { // made if missing, as containerd does
 		if err := c.fs.MkdirAll(rel, 0o755); err != nil {
 			return fmt.Errorf("working directory %q: %w", c.workDir, err)
@@ -347,7 +348,7 @@ func (r *Runtime) StopContainer(ctx context.Context, req *runtimeapi.StopContain
 
 	// Wait for the script without holding the lock, so that the rest of
 	// the runtime keeps answering.
-	p.sigterm()
+	p.Sigterm()
 	timer := r.clock.NewTimer(timeout)
 	defer timer.Stop()
 	if r.testHookStopWaiting != nil {
@@ -452,4 +453,13 @@ func (c *container) status() *runtimeapi.ContainerStatus {
 		LogPath:     c.logPath,
 		Mounts:      c.mounts,
 	}
+}
+
+// podPIDNamespace returns the PID namespace name of the pod whose
+// namespace c shares, for the sandbox process: its sandbox's ID, or "".
+func (c *container) podPIDNamespace() string {
+	if c.podPID {
+		return c.sandboxID
+	}
+	return ""
 }

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // ExecSync runs a command in a running container, in the same interpreter
@@ -24,7 +26,7 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	if len(req.GetCmd()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "ExecSync: cmd is empty")
 	}
-	script, params, err := argvScript(req.GetCmd())
+	script, params, err := sandboxproc.ArgvScript(req.GetCmd())
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ExecSync: cmd: %v", err)
 	}
@@ -45,14 +47,14 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	stdout, stderr := lockedBuffer{max: maxExecSyncOutput}, lockedBuffer{max: maxExecSyncOutput}
 	var run func(ctx context.Context) int
 	if r.sandbox == nil {
-		p := newProc(r.clock, c.fs, c.hostname, c.env, &stdout, &stderr, &c.running)
-		p.workDir = c.workDir
-		p.net = r.containerNet(c)
-		p.process = processOf(req.GetCmd())
-		run = func(ctx context.Context) int { return p.run(ctx, script, params) }
+		p := sandboxproc.NewProc(scriptClock{r.clock}, c.fs, c.hostname, c.env, &stdout, &stderr, &c.running)
+		p.WorkDir = c.workDir
+		p.Net = r.containerNet(c)
+		p.Process = sandboxproc.ProcessOf(req.GetCmd())
+		run = func(ctx context.Context) int { return p.Run(ctx, script, params) }
 	} else {
 		spec := r.spec(c, script, params) // read c under mu
-		spec.Process = processOf(req.GetCmd())
+		spec.Process = sandboxproc.ProcessOf(req.GetCmd())
 		run = func(ctx context.Context) int { return r.sandbox.exec(ctx, spec, nil, &stdout, &stderr) }
 	}
 	killed := c.done // the container's end ends the exec too
@@ -190,4 +192,17 @@ func (r *Runtime) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenCo
 // reads at start to match its own: systemd, as containerd's default.
 func (r *Runtime) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
 	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_SYSTEMD}}, nil
+}
+
+// ContainerNet is c's. Caller holds mu.
+func (r *Runtime) containerNet(c *container) *sandboxproc.ContainerNet {
+	ip := ""
+	if s := r.sandboxes[c.sandboxID]; s != nil {
+		ip = s.ip
+	}
+	n := &sandboxproc.ContainerNet{PodIP: ip, NetErr: r.netErr, Fault: &c.fault, Traffic: &c.running.Traffic}
+	if r.net != nil { // a nil *podnet.Network would be a Listener that is not nil
+		n.Net = r.net
+	}
+	return n
 }

@@ -53,43 +53,11 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
-	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
-
-// mountSpec is a mount as the runtime maps it: checked, with its host path
-// in a mount root, and the identity of the directory or file it pinned
-// there. It travels to the sandbox process in each run.
-type mountSpec struct {
-	Path     string `json:"path"`           // in the container, relative to "/": "etc/config"
-	Root     int    `json:"root"`           // which of Config.MountRoots
-	Rel      string `json:"rel"`            // the host path in that root: "<uid>/volumes/…" ("." for the root)
-	File     bool   `json:"file,omitempty"` // a regular file, not a directory
-	ReadOnly bool   `json:"readOnly,omitempty"`
-	ID       fileID `json:"id"` // what the runtime pinned at CreateContainer
-
-	host string // the mount root's directory on the host, symlinks resolved
-}
-
-// fileID is a directory's or a file's identity: its device and inode. The
-// runtime holds what it pinned open for the container's life, so the
-// inode cannot be freed and reused by another file meanwhile: the same
-// identity later is the same directory or file.
-type fileID struct {
-	Dev uint64 `json:"dev"`
-	Ino uint64 `json:"ino"`
-}
-
-// idOf is fi's identity.
-func idOf(fi fs.FileInfo) fileID {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}
-	}
-	return fileID{Dev: uint64(st.Dev), Ino: st.Ino} //nolint:unconvert // Dev is uint32 on some platforms
-}
 
 // mountError is a mount the runtime refuses: InvalidArgument.
 type mountError struct{ error }
@@ -99,7 +67,7 @@ type mountError struct{ error }
 // below it, and not holding containers (the containers' directory). It
 // returns them pinned (opened, see pinMount), in the order of specs; the
 // caller closes them.
-func (r *Runtime) checkMounts(containers string, mounts []*runtimeapi.Mount) ([]mountSpec, []*fsMount, error) {
+func (r *Runtime) checkMounts(containers string, mounts []*runtimeapi.Mount) ([]sandboxproc.MountSpec, []*sandboxproc.FsMount, error) {
 	if len(mounts) == 0 {
 		return nil, nil, nil
 	}
@@ -107,17 +75,17 @@ func (r *Runtime) checkMounts(containers string, mounts []*runtimeapi.Mount) ([]
 	if err != nil {
 		return nil, nil, err
 	}
-	specs := make([]mountSpec, 0, len(mounts))
-	var pinned []*fsMount
+	specs := make([]sandboxproc.MountSpec, 0, len(mounts))
+	var pinned []*sandboxproc.FsMount
 	seen := map[string]bool{}
 	for _, mt := range mounts {
 		spec, m, err := r.checkMount(containers, mt)
 		if err == nil && seen[spec.Path] {
-			m.close()
+			m.Close()
 			err = errors.New("the container path is mounted twice")
 		}
 		if err != nil {
-			closeMounts(pinned)
+			sandboxproc.CloseMounts(pinned)
 			return nil, nil, mountError{fmt.Errorf("mount %s: %w", mt.GetContainerPath(), err)}
 		}
 		seen[spec.Path] = true
@@ -128,33 +96,33 @@ func (r *Runtime) checkMounts(containers string, mounts []*runtimeapi.Mount) ([]
 
 // checkMount checks one mount and pins it; containers is the containers'
 // directory, symlinks resolved.
-func (r *Runtime) checkMount(containers string, mt *runtimeapi.Mount) (mountSpec, *fsMount, error) {
+func (r *Runtime) checkMount(containers string, mt *runtimeapi.Mount) (sandboxproc.MountSpec, *sandboxproc.FsMount, error) {
 	cp, hp := mt.GetContainerPath(), mt.GetHostPath()
 	if !path.IsAbs(cp) {
-		return mountSpec{}, nil, errors.New("the container path is not absolute")
+		return sandboxproc.MountSpec{}, nil, errors.New("the container path is not absolute")
 	}
 	dest := strings.TrimPrefix(path.Clean(cp), "/")
 	if dest == "" {
-		return mountSpec{}, nil, errors.New("cannot mount over the container's /")
+		return sandboxproc.MountSpec{}, nil, errors.New("cannot mount over the container's /")
 	}
 	switch {
 	case hp == "":
-		return mountSpec{}, nil, errors.New("no host path (image volumes are not supported)")
+		return sandboxproc.MountSpec{}, nil, errors.New("no host path (image volumes are not supported)")
 	case !filepath.IsAbs(hp):
-		return mountSpec{}, nil, fmt.Errorf("host path %s is not absolute", hp)
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s is not absolute", hp)
 	case len(r.mountRoots) == 0:
-		return mountSpec{}, nil, fmt.Errorf("host path %s: this runtime allows no mounts (Config.MountRoots is empty)", hp)
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s: this runtime allows no mounts (Config.MountRoots is empty)", hp)
 	}
 	hp = filepath.Clean(hp)
 	resolved, err := filepath.EvalSymlinks(hp)
 	if errors.Is(err, fs.ErrNotExist) {
-		return mountSpec{}, nil, fmt.Errorf("host path %s does not exist", hp)
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s does not exist", hp)
 	}
 	if err != nil {
-		return mountSpec{}, nil, fmt.Errorf("host path %s: %v", hp, cause(err))
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s: %v", hp, sandboxproc.Cause(err))
 	}
 	if within(containers, resolved) || within(resolved, containers) {
-		return mountSpec{}, nil, fmt.Errorf("host path %s holds the runtime's containers", hp)
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s holds the runtime's containers", hp)
 	}
 	for i, root := range r.mountRoots {
 		dir, err := filepath.EvalSymlinks(root)
@@ -168,17 +136,17 @@ func (r *Runtime) checkMount(containers string, mt *runtimeapi.Mount) (mountSpec
 		rel, ok := relIn(root, hp)
 		if !ok {
 			if rel, ok = relIn(dir, hp); !ok {
-				return mountSpec{}, nil, fmt.Errorf("host path %s reaches the mount root %s only through a symlink", hp, root)
+				return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s reaches the mount root %s only through a symlink", hp, root)
 			}
 		}
-		s := mountSpec{Path: dest, Root: i, Rel: rel, ReadOnly: mt.GetReadonly(), host: dir}
-		m, err := pinMount(dir, &s)
+		s := sandboxproc.MountSpec{Path: dest, Root: i, Rel: rel, ReadOnly: mt.GetReadonly(), Host: dir}
+		m, err := sandboxproc.PinMount(dir, &s)
 		if err != nil {
-			return mountSpec{}, nil, fmt.Errorf("host path %s: %w", hp, err)
+			return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s: %w", hp, err)
 		}
 		return s, m, nil
 	}
-	return mountSpec{}, nil, fmt.Errorf("host path %s is outside the runtime's mount roots (%s)", hp, strings.Join(r.mountRoots, ", "))
+	return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s is outside the runtime's mount roots (%s)", hp, strings.Join(r.mountRoots, ", "))
 }
 
 // within reports whether p is dir or under it (both clean and absolute).
@@ -199,148 +167,12 @@ func relIn(dir, p string) (string, bool) {
 	return filepath.ToSlash(rel), true
 }
 
-// symlinkError is a host path with a symlink below its mount root.
-type symlinkError struct{ name string }
-
-func (e symlinkError) Error() string {
-	return e.name + " is a symlink (a mount follows none below its mount root)"
-}
-
-// errMountChanged is a mount whose host path no longer leads to what the
-// runtime pinned at CreateContainer.
-var errMountChanged = errors.New("the host path changed since the container was created")
-
-// walkNoFollow opens rel in the directory dir one component at a time
-// with O_NOFOLLOW, as upstream's safe subPath opens a subPath
-// (pkg/volume/util/subpath: doSafeOpen), and returns what it reached
-// (an O_PATH descriptor: it reads nothing, and keeps the inode). A
-// symlink on the way is refused, whether it leads in or out: the walk
-// never follows one, so it never leaves the path as named.
-func walkNoFollow(dir, rel string) (*os.File, fs.FileInfo, error) {
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	f := os.NewFile(uintptr(fd), rel)
-	var parts []string
-	for _, part := range strings.Split(rel, "/") {
-		if part != "" && part != "." {
-			parts = append(parts, part)
-		}
-	}
-	for i, part := range parts {
-		next, err := unix.Openat(int(f.Fd()), part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		f.Close()
-		if err != nil {
-			return nil, nil, err
-		}
-		f = os.NewFile(uintptr(next), rel)
-		fi, err := f.Stat()
-		switch {
-		case err != nil:
-		case fi.Mode()&fs.ModeSymlink != 0:
-			err = symlinkError{strings.Join(parts[:i+1], "/")}
-		case !fi.IsDir() && i < len(parts)-1:
-			err = syscall.ENOTDIR
-		}
-		if err != nil {
-			f.Close()
-			return nil, nil, err
-		}
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, fi, nil
-}
-
-// pinMount opens s once, from its mount root dir: the runtime at
-// CreateContainer (s.ID empty: it records what it reached), the sandbox
-// process at the container's first run (s.ID set: what it reaches must be
-// that, or the mount is refused). The host path is walked without
-// following a symlink (walkNoFollow); a directory is then an os.Root of
-// it, a file an os.Root of its directory and its name, each checked to be
-// what the walk reached.
-func pinMount(dir string, s *mountSpec) (*fsMount, error) {
-	pin, fi, err := walkNoFollow(dir, s.Rel)
-	if err != nil {
-		return nil, cause(err)
-	}
-	id := idOf(fi)
-	switch {
-	case s.ID != (fileID{}) && s.ID != id:
-		err = errMountChanged
-	case !fi.IsDir() && !fi.Mode().IsRegular():
-		err = errors.New("neither a directory nor a regular file")
-	}
-	if err != nil {
-		pin.Close()
-		return nil, err
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		pin.Close()
-		return nil, cause(err)
-	}
-	defer root.Close()
-	m := &fsMount{path: s.Path, name: ".", readOnly: s.ReadOnly, id: id}
-	sub := s.Rel
-	if !fi.IsDir() {
-		sub, m.name, m.pin = path.Dir(s.Rel), path.Base(s.Rel), pin
-	} else {
-		pin.Close() // the os.Root holds the directory from now on
-	}
-	if m.dir, err = root.OpenRoot(sub); err == nil {
-		// Opened by name, as os.Root opens: it must be what the walk
-		// pinned, or a swap came between the two.
-		var got fs.FileInfo
-		if got, err = m.dir.Lstat(m.name); err == nil && idOf(got) != id {
-			err = errMountChanged
-		}
-	}
-	if err != nil {
-		m.close()
-		return nil, cause(err)
-	}
-	s.File, s.ID = !fi.IsDir(), id
-	return m, nil
-}
-
-// closeMounts closes ms.
-func closeMounts(ms []*fsMount) {
-	for _, m := range ms {
-		m.close()
-	}
-}
-
-// pinMounts pins specs again, each from rootDir(spec), as the sandbox
-// process does at a container's first run: each must be what the runtime
-// pinned at CreateContainer.
-func pinMounts(specs []mountSpec, rootDir func(mountSpec) string) ([]*fsMount, error) {
-	var mounts []*fsMount
-	for _, s := range specs {
-		err := errors.New("the runtime pinned nothing") // not re-resolved: refused
-		var m *fsMount
-		if s.ID != (fileID{}) {
-			m, err = pinMount(rootDir(s), &s)
-		}
-		if err != nil {
-			closeMounts(mounts)
-			return nil, fmt.Errorf("mount /%s: %v", s.Path, err)
-		}
-		mounts = append(mounts, m)
-	}
-	return mounts, nil
-}
-
 // makeMountPoints makes each mount's mount point in the container's root,
 // as runc does (a directory, or an empty file for a file mount), so that a
 // listing of its parent shows it. A mount inside another mount has its
 // point in no directory of the host: the listing shows it anyway
 // (containerFS.ReadDir), and the volume is left as the kubelet made it.
-func makeMountPoints(root *os.Root, specs []mountSpec) error {
+func makeMountPoints(root *os.Root, specs []sandboxproc.MountSpec) error {
 	for _, s := range specs {
 		inside := false
 		for _, o := range specs {
@@ -353,7 +185,7 @@ func makeMountPoints(root *os.Root, specs []mountSpec) error {
 		}
 		if parent := path.Dir(s.Path); parent != "." {
 			if err := root.MkdirAll(parent, 0o755); err != nil {
-				return mountError{fmt.Errorf("mount point /%s: %v", s.Path, cause(err))}
+				return mountError{fmt.Errorf("mount point /%s: %v", s.Path, sandboxproc.Cause(err))}
 			}
 		}
 		fi, err := root.Lstat(s.Path)
@@ -372,18 +204,14 @@ func makeMountPoints(root *os.Root, specs []mountSpec) error {
 			err = errors.New("the host path is a directory, the mount point is not")
 		}
 		if err != nil {
-			return mountError{fmt.Errorf("mount point /%s: %v", s.Path, cause(err))}
+			return mountError{fmt.Errorf("mount point /%s: %v", s.Path, sandboxproc.Cause(err))}
 		}
 	}
 	return nil
 }
 
-// mountsDir is where a pod's sandbox process sees its containers' mounts:
-// mount i of container id at /.mounts/<id>/<i> (sandboxproc_pod.go).
-const mountsDir = ".mounts"
-
 // covered reports whether one of specs covers name (relative to "/").
-func covered(specs []mountSpec, name string) bool {
+func covered(specs []sandboxproc.MountSpec, name string) bool {
 	for _, s := range specs {
 		if name == s.Path || strings.HasPrefix(name, s.Path+"/") {
 			return true

@@ -178,7 +178,7 @@ func subPathCorpus(t *testing.T, r *Runtime, n subPathNode) {
 		assert.NoError(t, err, "a link inside the volume is made")
 		assert.Equal(t, "../in", target)
 		r.mu.Lock()
-		rootfs := r.containers[c1].fs.root.Name()
+		rootfs := r.containers[c1].fs.Root.Name()
 		r.mu.Unlock()
 		target, err = os.Readlink(filepath.Join(rootfs, "m/a/b/c/layer"))
 		assert.NoError(t, err, "the container's own layer: measured from its /")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/fakeruntime/podnet"
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // What Version reports.
@@ -35,8 +35,6 @@ const (
 
 // Exit codes and reasons, as containerd reports them.
 const (
-	// ExitCodeSIGKILL is what a container killed by SIGKILL exits with (128+9).
-	ExitCodeSIGKILL = 137
 	// ReasonCompleted is the reason of a container that exited with code 0.
 	ReasonCompleted = "Completed"
 	// ReasonError is the reason of a container that exited with another code.
@@ -223,9 +221,6 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-// ErrNoPodNetwork: the runtime was not asked for a pod network.
-var ErrNoPodNetwork = errors.New("the runtime has no pod network (Config.PodNetwork is off)")
-
 // PodNetworkError is nil when the sandboxes' IPs are reachable from the
 // host (Config.PodNetwork, made), else why not, in one sentence; while
 // the network waits for the node's pod CIDR, an error that wraps
@@ -300,7 +295,7 @@ type sandbox struct {
 
 	// pidns is the pod's PID namespace, made for its first container
 	// that shares it (shareProcessNamespace: NamespaceMode POD).
-	pidns *pidNamespace
+	pidns *sandboxproc.PidNamespace
 }
 
 // nameKey is the sandbox's reserved name: one sandbox per pod and attempt.
@@ -326,13 +321,13 @@ type container struct {
 	params   []string
 	env      []string
 	hostname string
-	workDir  string              // WorkingDir, made at creation
-	mounts   []*runtimeapi.Mount // as asked, for ContainerStatus
-	mapped   []mountSpec         // the mounts as the runtime maps them (cri_mounts.go)
-	running  procTable           // the utilities running in it (pgrep)
-	fault    faultSwitch         // the control API makes its servers fail (shell_servers.go)
-	dir      string              // on the host: the container's directory; rootfs is in it
-	fs       *containerFS        // its "/" and its mounts (shell_fs.go); nil once removed
+	workDir  string                   // WorkingDir, made at creation
+	mounts   []*runtimeapi.Mount      // as asked, for ContainerStatus
+	mapped   []sandboxproc.MountSpec  // the mounts as the runtime maps them (cri_mounts.go)
+	running  sandboxproc.ProcTable    // the utilities running in it (pgrep)
+	fault    sandboxproc.FaultSwitch  // the control API makes its servers fail (shell_servers.go)
+	dir      string                   // on the host: the container's directory; rootfs is in it
+	fs       *sandboxproc.ContainerFS // its "/" and its mounts (shell_fs.go); nil once removed
 	log      *logFile
 
 	state      runtimeapi.ContainerState
@@ -428,7 +423,7 @@ func (r *Runtime) removeContainer(c *container) {
 // closeFiles closes c's root, its mounts and its log. Caller holds mu.
 func (c *container) closeFiles() {
 	if c.fs != nil {
-		c.fs.close()
+		c.fs.Close()
 		c.fs = nil
 	}
 	if c.log != nil {
@@ -449,7 +444,7 @@ func (r *Runtime) now() int64 { return r.clock.Now().UnixNano() }
 // process is a container's running script: a proc in this process, or a
 // remoteRun in the sandbox process.
 type process interface {
-	sigterm() bool
+	Sigterm() bool
 }
 
 // start runs c's script in a goroutine. Caller holds mu.
@@ -461,11 +456,11 @@ func (r *Runtime) start(c *container) error {
 	if r.sandbox != nil {
 		return r.startInSandbox(c, in, out, errw, stdout, stderr)
 	}
-	p := newProc(r.clock, c.fs, c.hostname, c.env, out, errw, &c.running)
-	p.workDir = c.workDir
-	p.net = r.containerNet(c)
-	p.stdin = in
-	p.process = c.process
+	p := sandboxproc.NewProc(scriptClock{r.clock}, c.fs, c.hostname, c.env, out, errw, &c.running)
+	p.WorkDir = c.workDir
+	p.Net = r.containerNet(c)
+	p.Stdin = in
+	p.Process = c.process
 	ctx, cancel := context.WithCancel(context.Background())
 	c.proc, c.cancel, c.done = p, cancel, make(chan struct{})
 	done := c.done
@@ -473,9 +468,9 @@ func (r *Runtime) start(c *container) error {
 	go func() {
 		var code int
 		if interactive {
-			code = p.interactive(ctx, in, prompt)
+			code = p.Interactive(ctx, in, prompt)
 		} else {
-			code = p.run(ctx, c.script, c.params)
+			code = p.Run(ctx, c.script, c.params)
 		}
 		stdout.flush()
 		stderr.flush()
@@ -501,7 +496,7 @@ func (c *container) exit(at int64, code int32) {
 	if code == 0 {
 		c.reason = ReasonCompleted
 	}
-	if c.running.killed() {
+	if c.running.Killed() {
 		c.exitCode, c.reason = ExitCodeSIGKILL, ReasonOOMKilled
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // The stats are what the containers' scripts really use, counted as a
@@ -47,10 +49,10 @@ type statsInput struct {
 	annotations   map[string]string
 	running       bool
 	rootfs        string
-	table         *procTable   // its scripts' usage, when they run in this process
-	remote        *remoteUsage // else: what the sandbox process reported
+	table         *sandboxproc.ProcTable // its scripts' usage, when they run in this process
+	remote        *remoteUsage           // else: what the sandbox process reported
 	rate          *cpuRate
-	usage         scriptUsage // filled by fillUsage
+	usage         sandboxproc.ScriptUsage // filled by fillUsage
 }
 
 // statsInputs returns the inputs of the containers that match keep.
@@ -95,7 +97,7 @@ func (r *Runtime) fillUsage(ctx context.Context, ins []statsInput) {
 	}
 	for i := range ins {
 		if ins[i].table != nil {
-			ins[i].usage = ins[i].table.usage()
+			ins[i].usage = ins[i].table.Usage()
 		} else {
 			ins[i].usage = ins[i].remote.get()
 		}
@@ -106,17 +108,17 @@ func (r *Runtime) fillUsage(ctx context.Context, ins []statsInput) {
 // it (its cumulative figures never go back).
 type remoteUsage struct {
 	mu   sync.Mutex
-	last scriptUsage
+	last sandboxproc.ScriptUsage
 }
 
-func (u *remoteUsage) merge(v scriptUsage) {
+func (u *remoteUsage) merge(v sandboxproc.ScriptUsage) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	v.CPU, v.Rx, v.Tx = max(v.CPU, u.last.CPU), max(v.Rx, u.last.Rx), max(v.Tx, u.last.Tx)
 	u.last = v
 }
 
-func (u *remoteUsage) get() scriptUsage {
+func (u *remoteUsage) get() sandboxproc.ScriptUsage {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.last

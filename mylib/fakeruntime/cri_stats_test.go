@@ -3,7 +3,6 @@ package fakeruntime
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // containerStatsOf reads container id's stats.
@@ -166,69 +167,6 @@ func TestCPURateIsSinceThePreviousRead(t *testing.T) {
 	assert.Zero(t, v.Value, "idle for two seconds")
 }
 
-// TestCPUMeterCountsOnlyWhileMeasuring: the meter of a goroutine that
-// burns counts it; idle stops it; another goroutine's work is not
-// counted.
-func TestCPUMeterCountsOnlyWhileMeasuring(t *testing.T) {
-	var m cpuMeter
-	burn := func(d time.Duration) { // d of this thread's CPU
-		var ts unix.Timespec
-		_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) // cannot fail: the calling thread's clock
-		start := ts.Nano()
-		for {
-			_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-			if time.Duration(ts.Nano()-start) >= d {
-				return
-			}
-		}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		stop := m.start()
-		defer stop()
-		assert.True(t, m.measuring())
-		nested := m.start() // a nested sh: counted once
-		burn(50 * time.Millisecond)
-		nested()
-		live := time.Duration(m.total())
-		assert.GreaterOrEqual(t, live, 50*time.Millisecond, "read while it runs")
-		resume := m.idle()
-		assert.False(t, m.measuring())
-		burn(50 * time.Millisecond) // not counted: idle
-		resume()
-		resume() // idempotent
-		burn(10 * time.Millisecond)
-	}()
-	<-done
-	got := time.Duration(m.total())
-	assert.GreaterOrEqual(t, got, 60*time.Millisecond)
-	assert.Less(t, got, 100*time.Millisecond, "the idle burn was not counted")
-	assert.False(t, m.measuring(), "this goroutine is not")
-	assert.Empty(t, m.live)
-}
-
-// TestServersCountTheirBytes: a container's servers count what their
-// connections read and wrote, on loopback here.
-func TestServersCountTheirBytes(t *testing.T) {
-	var c netCounters
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, "0123456789")
-	})}
-	go func() { _ = srv.Serve(countingListener{Listener: l, c: &c}) }()
-	t.Cleanup(func() { srv.Close() })
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + l.Addr().String() + "/")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	assert.Equal(t, "0123456789", string(body))
-	assert.Eventually(t, func() bool { return c.tx.Load() > 0 }, 10*time.Second, time.Millisecond, "a write counts once it returned")
-	assert.Greater(t, c.rx.Load(), int64(len("GET / HTTP/1.1\r\n")), "the request")
-	assert.Greater(t, c.tx.Load(), int64(len(body)), "the response, headers and body")
-}
-
 // TestPodNetworkStats: a sandbox's network bytes are what its servers
 // read and wrote, in this process (fake clock) and in the sandbox process.
 func TestPodNetworkStats(t *testing.T) {
@@ -271,57 +209,20 @@ func TestSandboxUsageAnswersInParts(t *testing.T) {
 		return c.(*net.UnixConn)
 	}
 	runtimeEnd, childEnd := conn(fds[0]), conn(fds[1])
-	const n = 2*usagesPerMessage + 17
-	srv := &sandboxServer{conn: childEnd, runs: map[string]*childRun{}, containers: map[string]*childContainer{}}
+	const n = 2*sandboxproc.UsagesPerMessage + 17
+	srv := &sandboxproc.SandboxServer{Conn: childEnd, Runs: map[string]*sandboxproc.ChildRun{}, Containers: map[string]*sandboxproc.ChildContainer{}}
 	for i := range n {
-		c := srv.container(fmt.Sprintf("c%03d", i))
-		c.running.traffic.rx.Store(int64(i))
+		c := srv.Container(fmt.Sprintf("c%03d", i))
+		c.Running.Traffic.Rx.Store(int64(i))
 	}
-	go srv.serve()
+	go srv.Serve()
 	cmd := exec.Command("true") // readExits waits for it once the socket closes
 	require.NoError(t, cmd.Start())
-	child := &sandboxChild{cmd: cmd, conn: runtimeEnd, stderr: &tailBuffer{max: 64}, runs: map[string]*remoteRun{}, queries: map[string]chan runExit{}, closing: true, exited: make(chan struct{})}
+	child := &sandboxChild{cmd: cmd, conn: runtimeEnd, stderr: &tailBuffer{max: 64}, runs: map[string]*remoteRun{}, queries: map[string]chan sandboxproc.RunExit{}, closing: true, exited: make(chan struct{})}
 	go child.readExits()
 	t.Cleanup(func() { runtimeEnd.Close(); childEnd.Close() })
 	got, err := child.usage(context.Background())
 	require.NoError(t, err)
 	require.Len(t, got, n)
 	assert.Equal(t, int64(n-1), got[fmt.Sprintf("c%03d", n-1)].Rx)
-}
-
-// At most maxMeteredThreads goroutines are metered at once, each on an OS
-// thread of its own: past that, a goroutine runs unlocked and uncounted,
-// so busy jobs cannot make the thousands of threads that end a Go process.
-func TestMeteredThreadsAreBounded(t *testing.T) {
-	taken := 0
-	for full := false; !full; {
-		select {
-		case meteredThreads <- struct{}{}:
-			taken++
-		default:
-			full = true
-		}
-	}
-	t.Cleanup(func() {
-		for ; taken > 0; taken-- {
-			<-meteredThreads
-		}
-	})
-	var m cpuMeter
-	stop := m.start()
-	assert.False(t, m.measuring(), "every metered thread taken: not counted")
-	stop()
-
-	<-meteredThreads // one is free again
-	taken--
-	stop = m.start()
-	assert.True(t, m.measuring(), "a free metered thread: counted")
-	resume := m.idle()
-	assert.False(t, m.measuring(), "idle gives the thread back")
-	assert.Len(t, meteredThreads, maxMeteredThreads-1, "and its token")
-	resume()
-	assert.True(t, m.measuring(), "resumed on a free one")
-	stop()
-	assert.False(t, m.measuring())
-	assert.Len(t, meteredThreads, maxMeteredThreads-1, "stop gives the token back")
 }

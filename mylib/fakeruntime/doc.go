@@ -80,8 +80,10 @@
 // Pod YAML is untrusted input, and an interpreter can have bugs, so the
 // handlers are not the only wall. A runtime that runs as root on the real
 // clock (as the probe and capstone chapters run it) runs each pod's
-// scripts in a sandbox process of that pod's own (sandboxproc.go), the
-// runtime's own binary (opened once when it started) started again behind
+// scripts in a sandbox process of that pod's own (sandboxproc.go), a
+// small binary of the interpreter alone (package sandboxproc, built and
+// opened once per runtime process; without the go toolchain, the
+// runtime's own binary started again: sandboxproc_binary.go) behind
 // walls the kernel keeps, each for one thing (the stats of its containers
 // are read there, and asked for over its socket):
 //
@@ -165,9 +167,10 @@
 //	sandboxproc*.go  the sandbox processes, one per pod: the runtime's side
 //	                 (sandboxproc.go; the map of pods, their bind mounts:
 //	                 sandboxproc_pod.go; their users: sandboxproc_uid.go; their
-//	                 cgroups: sandboxproc_cgroup.go) and the walled-in child
-//	                 (sandboxproc_child.go, whose init hook runs it in every
-//	                 binary that links this package)
+//	                 cgroups: sandboxproc_cgroup.go; their binary:
+//	                 sandboxproc_binary.go)
+//	sandboxproc/     the interpreter and the walled-in child, a package of its
+//	                 own free of Kubernetes packages (cmd/sandbox: its binary)
 //	podnet/          the pod network, a package of its own: the namespace, the
 //	                 veth pair and the sandboxes' addresses
 //	fakeruntimetest/ a runtime served for other packages' tests

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // createInPIDNamespace creates a container of image running cmd (none:
@@ -39,7 +41,7 @@ func psIn(t *testing.T, r *Runtime, id string, waitFor ...string) string {
 	r.mu.Unlock()
 	require.Eventually(t, func() bool {
 		for _, w := range waitFor {
-			if !slices.ContainsFunc(c.running.namespace().list(), func(e psEntry) bool { return e.args == w }) {
+			if !slices.ContainsFunc(c.running.Namespace().List(), func(e sandboxproc.PsEntry) bool { return e.Args == w }) {
 				return false
 			}
 		}

@@ -2,9 +2,9 @@ package fakeruntime
 
 // The sandbox processes: when the runtime runs as root on the real clock,
 // container scripts do not run in the runtime's own process. Each pod
-// sandbox's run in a child process of its own, the runtime's own binary
-// started again (as containerd starts a shim per pod), which the kernel
-// walls in before it reads a single script:
+// sandbox's run in a child process of its own, the sandboxproc package's
+// small binary (sandboxproc_binary.go; as containerd starts a shim per
+// pod), which the kernel walls in before it reads a single script:
 //
 //	layer                                   what it stops
 //	new mount, PID, IPC and UTS namespaces  seeing or signalling the host's processes ($$ is 1, as in a container)
@@ -21,8 +21,8 @@ package fakeruntime
 //	its pod's cgroup (<CgroupParent>/<id>)  more memory, CPU and processes than the pod's limits (the kernel's
 //	                                        OOM kill is that pod's containers' OOMKilled; sandboxproc_cgroup.go)
 //	the pod network's namespace only        reaching any host address but the pod network's gateway
-//	started from the runtime's own binary   a binary rebuilt since the runtime started becoming a sandbox
-//	(a descriptor opened at its start)
+//	started from a binary opened once       a binary rebuilt since the runtime started becoming a sandbox
+//	(a descriptor, its name removed)
 //
 // The runtime keeps every record (the CRI state machine, the logs, the
 // clock) and a map from sandbox ID to its process (started at
@@ -42,14 +42,16 @@ package fakeruntime
 // containers by their restartPolicy.
 //
 // What a process per pod costs (BenchmarkSandboxBurst, BenchmarkTickers,
-// on 2 cores): a Go process each, about 5 MiB of its own (proportional
-// set size; its resident size, some 34 MiB, counts the binary's text,
-// which the processes share), 25 to 50 ms to start one, and a burst of
-// 100 pods in 1.6 s where one process for all took 0.8 s; an idle pod's
-// process costs a fraction of a millisecond of CPU a second. The sandbox
-// is whatever binary embeds the runtime, started again: the package
-// initializers that run before this package's init (sandboxproc_child.go)
-// run in it too (in a chapter's binary, some 3 MiB and 20 ms).
+// on 2 cores): a Go process each, from the sandboxproc package's binary,
+// which links the interpreter and none of the kubelet's packages: about
+// 1.6 MiB of its own (proportional set size; its resident size, some
+// 12 MiB, counts the binary's text, which the processes share), some
+// 20 ms to start one, and a burst of 100 pods in 0.6 s; an idle pod's
+// process costs a fraction of a millisecond of CPU a second. Started from
+// a binary that embeds the whole runtime (the fallback, and what every
+// sandbox was before), a process took 5.3 MiB (34 MiB resident), 30 ms,
+// and the burst 2.3 s: every package initializer of that binary ran in
+// each pod's process.
 //
 // A runtime on a fake clock (unit tests) or not root keeps the scripts in
 // its own process: a clock cannot cross a process boundary, and without
@@ -80,11 +82,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/fakeruntime/podnet"
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
-
-// sandboxEnv is the variable that makes the runtime's binary a sandbox
-// process (see sandboxproc_child.go); its value is the child's config.
-const sandboxEnv = "MYKUBELET_FAKERUNTIME_SANDBOX"
 
 // Isolation says where container scripts run.
 type Isolation int
@@ -110,72 +109,6 @@ func useSandboxProcess(iso Isolation, clk clock.Clock) bool {
 	return false
 }
 
-// runSpec is one script to run in a container: its main process or an
-// exec. It travels as JSON to the sandbox process.
-type runSpec struct {
-	Op          string      `json:"op"`        // opRun, opTerm, opKill, opFault, opUsage
-	ID          string      `json:"id"`        // the run
-	Container   string      `json:"container"` // its container; the root is /<Container>/rootfs
-	Script      string      `json:"script,omitempty"`
-	Params      []string    `json:"params,omitempty"`
-	Env         []string    `json:"env,omitempty"`
-	WorkDir     string      `json:"workDir,omitempty"`
-	Hostname    string      `json:"hostname,omitempty"`
-	PodIP       string      `json:"podIP,omitempty"`
-	Stdin       bool        `json:"stdin,omitempty"`       // two descriptors come with it (stdin, output), not one
-	Interactive bool        `json:"interactive,omitempty"` // a shell reading commands from stdin
-	Prompt      string      `json:"prompt,omitempty"`
-	Mounts      []mountSpec `json:"mounts,omitempty"` // its container's, pinned at its first run from /.mounts/<root>
-	Fault       bool        `json:"fault,omitempty"`  // opFault: on or off
-	Limits      runLimits   `json:"limits"`
-	PIDTarget   string      `json:"pidTarget,omitempty"` // the container whose PID namespace it shares
-	PodPID      string      `json:"podPID,omitempty"`    // the sandbox whose PID namespace it shares (pid_namespace.go)
-	Process     []string    `json:"process,omitempty"`   // the command line ps lists the run as
-
-	// What stays in the runtime: the pod sandbox whose process runs it,
-	// and what the runtime binds into that process's root at the
-	// container's first run there (sandboxproc_pod.go).
-	pod    string
-	rootfs string     // the container's rootfs on the host
-	pinned []*fsMount // the container's mounts as the runtime pinned them
-}
-
-// The requests; an exit comes back as a runExit.
-const (
-	opRun   = "run"
-	opTerm  = "term"
-	opKill  = "kill"
-	opFault = "fault"
-	opUsage = "usage" // answered by runExits with Usages, the last with More false
-)
-
-// runLimits are the container's limits (see shell_limits.go), which the sandbox
-// process enforces on its scripts.
-type runLimits struct {
-	Pids   int64 `json:"pids"`
-	Memory int64 `json:"memory"`
-}
-
-// runExit is the sandbox process's answer: run ID ended with Code, its
-// container having used Usage; or, to an opUsage request ID, some of its
-// containers' usages, by container ID.
-type runExit struct {
-	ID     string                 `json:"id"`
-	Code   int                    `json:"code"`
-	Reason string                 `json:"reason,omitempty"` // "" or ReasonOOMKilled
-	Usage  *scriptUsage           `json:"usage,omitempty"`
-	Usages map[string]scriptUsage `json:"usages,omitempty"`
-	More   bool                   `json:"more,omitempty"` // more usages follow
-}
-
-// sandboxConfig is the sandbox process's start-up configuration.
-type sandboxConfig struct {
-	Dir   string `json:"dir"`   // an empty directory of the host it mounts its root on (the containers' directory)
-	NoNet bool   `json:"noNet"` // it has a network namespace of its own, empty
-	Ports bool   `json:"ports"` // let its user bind ports below 1024 in the pod network
-	UID   int    `json:"uid"`   // its user and group: its pod's (sandboxproc_uid.go)
-}
-
 // sandboxChild is one sandbox process, alive or dead.
 type sandboxChild struct {
 	pod    string // its pod sandbox's ID
@@ -191,10 +124,21 @@ type sandboxChild struct {
 
 	mu      sync.Mutex
 	runs    map[string]*remoteRun
-	queries map[string]chan runExit // the opUsage requests waiting for their answers
+	queries map[string]chan sandboxproc.RunExit // the opUsage requests waiting for their answers
 	dead    bool
 	closing bool       // the runtime ends it: its end is no news
 	sent    sync.Mutex // one message at a time on conn
+}
+
+// runSpec is a run as the runtime holds it: what the sandbox process
+// reads, and what stays in the runtime: the pod sandbox whose process
+// runs it, and what the runtime binds into that process's root at the
+// container's first run there (sandboxproc_pod.go).
+type runSpec struct {
+	sandboxproc.RunSpec
+	pod    string
+	rootfs string                 // the container's rootfs on the host
+	pinned []*sandboxproc.FsMount // the container's mounts as the runtime pinned them
 }
 
 // remoteRun is a script running in the sandbox process.
@@ -204,19 +148,19 @@ type remoteRun struct {
 	exited chan struct{} // closed once code and reason are set
 	code   int
 	reason string
-	usage  scriptUsage    // its container's, when it ended
-	copies sync.WaitGroup // the copies of its stdout and stderr
+	usage  sandboxproc.ScriptUsage // its container's, when it ended
+	copies sync.WaitGroup          // the copies of its stdout and stderr
 }
 
-// sigterm asks the sandbox process to deliver SIGTERM to the run.
-func (r *remoteRun) sigterm() bool {
-	r.child.send(runSpec{Op: opTerm, ID: r.id}, nil)
+// Sigterm asks the sandbox process to deliver SIGTERM to the run.
+func (r *remoteRun) Sigterm() bool {
+	r.child.send(sandboxproc.RunSpec{Op: sandboxproc.OpTerm, ID: r.id}, nil)
 	return true
 }
 
 // kill asks the sandbox process to end the run now (SIGKILL).
 func (r *remoteRun) kill() {
-	r.child.send(runSpec{Op: opKill, ID: r.id}, nil)
+	r.child.send(sandboxproc.RunSpec{Op: sandboxproc.OpKill, ID: r.id}, nil)
 }
 
 // wait returns the run's exit once it ended and its output is all copied.
@@ -235,7 +179,7 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return nil, err
 	}
-	spec.Op = opRun
+	spec.Op = sandboxproc.OpRun
 	spec.Stdin = stdin != nil
 	var theirs []*os.File
 	var stdinW *os.File
@@ -248,7 +192,7 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		closeFiles(theirs)
+		sandboxproc.CloseFiles(theirs)
 		if stdinW != nil {
 			stdinW.Close()
 		}
@@ -259,17 +203,17 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	child.mu.Lock()
 	if child.dead {
 		child.mu.Unlock()
-		closeFiles(append(theirs, outR, stdinW))
+		sandboxproc.CloseFiles(append(theirs, outR, stdinW))
 		return nil, errors.New("the sandbox process died")
 	}
 	child.runs[spec.ID] = run
 	child.mu.Unlock()
-	err = child.send(spec, theirs)
-	closeFiles(theirs) // the sandbox process has its own copies now
+	err = child.send(spec.RunSpec, theirs)
+	sandboxproc.CloseFiles(theirs) // the sandbox process has its own copies now
 	if err != nil {
 		// It died under us, or the request did not fit in one message (an
 		// environment of megabytes): the run never started.
-		closeFiles([]*os.File{outR, stdinW})
+		sandboxproc.CloseFiles([]*os.File{outR, stdinW})
 		child.mu.Lock()
 		delete(child.runs, spec.ID)
 		child.mu.Unlock()
@@ -297,13 +241,14 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 func (s *sandboxProcess) fault(pod, id string, on bool) {
 	if p := s.lookup(pod); p != nil {
 		if child := p.live(); child != nil {
-			child.send(runSpec{Op: opFault, Container: id, Fault: on}, nil)
+			child.send(sandboxproc.RunSpec{Op: sandboxproc.OpFault, Container: id, Fault: on}, nil)
 		}
 	}
 }
 
 // close ends every pod's sandbox process and gives back their users and
-// cgroups, and the runtime's binary.
+// cgroups. The sandbox binary stays open: every runtime of this process
+// starts from it (sandboxproc_binary.go).
 func (s *sandboxProcess) close() {
 	s.mu.Lock()
 	pods := s.pods
@@ -311,9 +256,6 @@ func (s *sandboxProcess) close() {
 	s.mu.Unlock()
 	for _, p := range pods {
 		p.remove()
-	}
-	if s.exe != nil {
-		s.exe.Close() // a second Close (the runtime's) is a no-op error
 	}
 }
 
@@ -359,14 +301,14 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 		return nil, err
 	}
 	conn := fc.(*net.UnixConn)
-	cfg, _ := json.Marshal(sandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil, UID: uid}) // plain fields always marshal
+	cfg, _ := json.Marshal(sandboxproc.SandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil, UID: uid}) // plain fields always marshal
 	stderr := &tailBuffer{max: 4096}
 	cmd := &exec.Cmd{
 		// The binary the runtime was started from, by the descriptor it
 		// opened then: a binary rebuilt since is not the sandbox.
 		Path:       fmt.Sprintf("/proc/self/fd/%d", exe.Fd()),
 		Args:       []string{"mykubelet-sandbox"},
-		Env:        []string{sandboxEnv + "=" + string(cfg)}, // nothing of the runtime's environment
+		Env:        []string{sandboxproc.SandboxEnv + "=" + string(cfg)}, // nothing of the runtime's environment
 		Dir:        "/",
 		Stdout:     stderr,
 		Stderr:     stderr,
@@ -384,7 +326,7 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 	}
 	theirFile.Close() // its own now: if it exits, the wait for its word ends at once
 	child := &sandboxChild{pod: pod, cmd: cmd, conn: conn, stderr: stderr, cgroup: cg, exited: make(chan struct{}),
-		runs: map[string]*remoteRun{}, queries: map[string]chan runExit{}, bound: map[string]int{}}
+		runs: map[string]*remoteRun{}, queries: map[string]chan sandboxproc.RunExit{}, bound: map[string]int{}}
 	fail := func(err error) (*sandboxChild, error) {
 		conn.Close()
 		_ = cmd.Process.Kill()
@@ -407,8 +349,8 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 	_ = conn.SetReadDeadline(time.Now().Add(sandboxStartTimeout))
 	n, _, _, _, err := conn.ReadMsgUnix(buf, nil)
 	_ = conn.SetReadDeadline(time.Time{})
-	var ready runExit
-	if err != nil || n == 0 || json.Unmarshal(buf[:n], &ready) != nil || ready.ID != readyID {
+	var ready sandboxproc.RunExit
+	if err != nil || n == 0 || json.Unmarshal(buf[:n], &ready) != nil || ready.ID != sandboxproc.ReadyID {
 		return fail(fmt.Errorf("it did not start: %s", bytes.TrimSpace([]byte(stderr.String()))))
 	}
 	// Its mount namespace, now that it has its own root there.
@@ -418,9 +360,6 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 	go child.readExits()
 	return child, nil
 }
-
-// readyID is the sandbox process's first message: walled in, ready.
-const readyID = "ready"
 
 // sandboxStartTimeout bounds the wait for it (a loaded machine takes a
 // second or two to start a Go binary).
@@ -451,7 +390,7 @@ func startWalledIn(cmd *exec.Cmd, pn *podnet.Network) error {
 }
 
 // send writes one message, with files passed as descriptors.
-func (c *sandboxChild) send(spec runSpec, files []*os.File) error {
+func (c *sandboxChild) send(spec sandboxproc.RunSpec, files []*os.File) error {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return err
@@ -479,7 +418,7 @@ func (c *sandboxChild) readExits() {
 		if err != nil || n == 0 {
 			break
 		}
-		var e runExit
+		var e sandboxproc.RunExit
 		if json.Unmarshal(buf[:n], &e) != nil {
 			continue
 		}
@@ -534,7 +473,7 @@ func (c *sandboxChild) end() {
 }
 
 // finish records the exit of run e.ID.
-func (c *sandboxChild) finish(e runExit) {
+func (c *sandboxChild) finish(e sandboxproc.RunExit) {
 	c.mu.Lock()
 	r := c.runs[e.ID]
 	delete(c.runs, e.ID)
@@ -549,7 +488,7 @@ func (c *sandboxChild) finish(e runExit) {
 }
 
 // answer hands e to the opUsage request waiting for it, if it is one's.
-func (c *sandboxChild) answer(e runExit) bool {
+func (c *sandboxChild) answer(e sandboxproc.RunExit) bool {
 	c.mu.Lock()
 	q := c.queries[e.ID]
 	if q != nil && !e.More {
@@ -572,7 +511,7 @@ const usageTimeout = 10 * time.Second
 
 // usage asks every pod's sandbox process what its containers use now,
 // by container ID. No sandbox process: none.
-func (s *sandboxProcess) usage(ctx context.Context) (map[string]scriptUsage, error) {
+func (s *sandboxProcess) usage(ctx context.Context) (map[string]sandboxproc.ScriptUsage, error) {
 	s.mu.Lock()
 	var children []*sandboxChild
 	for _, p := range s.pods {
@@ -581,9 +520,9 @@ func (s *sandboxProcess) usage(ctx context.Context) (map[string]scriptUsage, err
 		}
 	}
 	s.mu.Unlock()
-	out := map[string]scriptUsage{}
+	out := map[string]sandboxproc.ScriptUsage{}
 	type answer struct {
-		got map[string]scriptUsage
+		got map[string]sandboxproc.ScriptUsage
 		err error
 	}
 	answers := make(chan answer, len(children))
@@ -608,10 +547,10 @@ func (s *sandboxProcess) usage(ctx context.Context) (map[string]scriptUsage, err
 }
 
 // usage asks this sandbox process what its containers use now.
-func (child *sandboxChild) usage(ctx context.Context) (map[string]scriptUsage, error) {
-	out := map[string]scriptUsage{}
+func (child *sandboxChild) usage(ctx context.Context) (map[string]sandboxproc.ScriptUsage, error) {
+	out := map[string]sandboxproc.ScriptUsage{}
 	id := "usage-" + newRunID()
-	q := make(chan runExit, maxUsageParts)
+	q := make(chan sandboxproc.RunExit, sandboxproc.MaxUsageParts)
 	child.mu.Lock()
 	if child.dead {
 		child.mu.Unlock()
@@ -624,7 +563,7 @@ func (child *sandboxChild) usage(ctx context.Context) (map[string]scriptUsage, e
 		delete(child.queries, id)
 		child.mu.Unlock()
 	}
-	if err := child.send(runSpec{Op: opUsage, ID: id}, nil); err != nil {
+	if err := child.send(sandboxproc.RunSpec{Op: sandboxproc.OpUsage, ID: id}, nil); err != nil {
 		drop()
 		return nil, fmt.Errorf("sandbox process: %w", err)
 	}
@@ -649,62 +588,19 @@ func (child *sandboxChild) usage(ctx context.Context) (map[string]scriptUsage, e
 	}
 }
 
-// An answer to opUsage comes in parts of at most usagesPerMessage
-// containers (a part is one socket message, read into a 64 KiB buffer),
-// and at most maxUsageParts of them.
-const (
-	usagesPerMessage = 200
-	maxUsageParts    = 64
-)
-
-// A script's stdout and stderr share one pipe to the runtime, in frames:
-// one byte for the stream (1 or 2), two for the length, then the bytes.
-// Two pipes would lose the order of `echo one; echo two >&2; echo three`,
-// which the log and kubectl logs keep.
-const (
-	frameHeader = 3
-	maxFrame    = 4<<10 - frameHeader // a frame is one atomic pipe write
-)
-
-// frameWriter writes one stream of a script into the shared pipe.
-type frameWriter struct {
-	mu     *sync.Mutex // shared by the two streams
-	f      *os.File
-	stream byte
-}
-
-func (w frameWriter) Write(p []byte) (int, error) {
-	n := 0
-	buf := make([]byte, 0, frameHeader+min(len(p), maxFrame))
-	for len(p) > 0 {
-		chunk := p[:min(len(p), maxFrame)]
-		buf = append(buf[:0], w.stream, byte(len(chunk)>>8), byte(len(chunk)))
-		buf = append(buf, chunk...)
-		w.mu.Lock()
-		_, err := w.f.Write(buf)
-		w.mu.Unlock()
-		if err != nil {
-			return n, err
-		}
-		n += len(chunk)
-		p = p[len(chunk):]
-	}
-	return n, nil
-}
-
 // readFrames copies the frames of r to stdout and stderr until r ends; a
 // frame of stream 3 says how many bytes of stdin the script has read, now
 // that it waits for more (stdinReport), and goes to consumed.
 func readFrames(r io.Reader, stdout, stderr io.Writer, consumed func(int64)) {
 	br := bufio.NewReaderSize(r, 4<<10) // a thousand idle containers hold one each
-	var head [frameHeader]byte
-	buf := make([]byte, maxFrame)
+	var head [sandboxproc.FrameHeader]byte
+	buf := make([]byte, sandboxproc.MaxFrame)
 	for {
 		if _, err := io.ReadFull(br, head[:]); err != nil {
 			return
 		}
 		n := int(head[1])<<8 | int(head[2])
-		if n > maxFrame {
+		if n > sandboxproc.MaxFrame {
 			return // not a frame of ours: stop reading
 		}
 		if _, err := io.ReadFull(br, buf[:n]); err != nil {
@@ -741,7 +637,7 @@ func (s *sandboxProcess) adopt(c *container) error {
 		return err
 	}
 	pod, id, uid := c.sandboxID, c.id, p.uid.uid
-	c.fault.notify = func(on bool) { s.fault(pod, id, on) }
+	c.fault.Notify = func(on bool) { s.fault(pod, id, on) }
 	return filepath.Walk(filepath.Join(c.dir, "rootfs"), func(p string, _ os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -757,12 +653,12 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 	if s := r.sandboxes[c.sandboxID]; s != nil {
 		ip = s.ip
 	}
-	spec := runSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
+	spec := runSpec{RunSpec: sandboxproc.RunSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
 		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip, Mounts: c.mapped,
-		Limits: runLimits{Pids: c.running.pidsMax, Memory: c.running.memMax}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace(),
+		Limits: sandboxproc.RunLimits{Pids: c.running.PidsMax, Memory: c.running.MemMax}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace()},
 		pod: c.sandboxID}
 	if c.dir != "" && c.fs != nil {
-		spec.rootfs, spec.pinned = filepath.Join(c.dir, "rootfs"), c.fs.mounts
+		spec.rootfs, spec.pinned = filepath.Join(c.dir, "rootfs"), c.fs.Mounts
 	}
 	return spec
 }
@@ -823,15 +719,6 @@ func (s *sandboxProcess) exec(ctx context.Context, spec runSpec, stdin io.Reader
 		return ExitCodeSIGKILL
 	}
 	return code
-}
-
-// closeFiles closes each file that is not nil.
-func closeFiles(files []*os.File) {
-	for _, f := range files {
-		if f != nil {
-			f.Close()
-		}
-	}
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // sandboxMountRuntime is sandboxRuntime with the kubelet's mount roots.
@@ -102,7 +104,7 @@ func TestSandboxProcessWritesOnlyWhereTheModesAllow(t *testing.T) {
 	containers, err := r.containersDir()
 	r.mu.Unlock()
 	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(containers, mountsDir))
+	_, err = os.Stat(filepath.Join(containers, sandboxproc.MountsDir))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 	entries, err := os.ReadDir(filepath.Join(containers, c))
 	require.NoError(t, err)

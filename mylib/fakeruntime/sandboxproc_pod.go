@@ -11,13 +11,13 @@ import (
 	"os"
 	"path"
 	"runtime"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"mykubelet/mylib/fakeruntime/podnet"
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // sandboxProcess is the runtime's side of the sandbox processes: one per
@@ -27,9 +27,9 @@ type sandboxProcess struct {
 	dir string          // the containers' directory
 	net *podnet.Network // nil: no pod network
 
-	// exe is the runtime's own binary, opened once when the runtime
-	// started: every sandbox process is started from it, so that a
-	// binary rebuilt (or replaced) since is never one.
+	// exe is the sandbox binary (sandboxproc_binary.go), opened once per
+	// runtime process: every sandbox process is started from it, so that
+	// a binary rebuilt (or replaced) since is never one.
 	exe    *os.File
 	exeErr error
 
@@ -51,11 +51,11 @@ type podProcess struct {
 	removed bool          // RemovePodSandbox: no process any more
 }
 
-// newSandboxProcess opens the runtime's binary for the sandbox processes
-// it will start.
+// newSandboxProcess opens the binary of the sandbox processes it will
+// start.
 func newSandboxProcess(pn *podnet.Network) *sandboxProcess {
 	s := &sandboxProcess{net: pn, pods: map[string]*podProcess{}}
-	s.exe, s.exeErr = openExe("/proc/self/exe")
+	s.exe, s.exeErr = sandboxBinary()
 	return s
 }
 
@@ -220,14 +220,6 @@ func (s *sandboxProcess) startChild(p *podProcess) (*sandboxChild, error) {
 	return startSandboxChild(s.exe, dir, p.id, p.uid.uid, p.cgroup, s.net)
 }
 
-// Where the runtime binds a container's files in its pod's sandbox
-// process: its rootfs at /<id>/rootfs, its mount i at /.mounts/<id>/<i>
-// (a directory, or a file for a file mount). The process's root is a
-// tmpfs of its own (sandboxproc_child.go) that holds nothing else.
-func boundRootfs(id string) string       { return "/" + id + "/rootfs" }
-func boundMounts(id string) string       { return "/" + mountsDir + "/" + id }
-func boundMount(id string, i int) string { return boundMounts(id) + "/" + strconv.Itoa(i) }
-
 // bind binds spec's container's rootfs and mounts into the sandbox
 // process's root, as runc bind-mounts them into a container's: each is
 // a clone (open_tree) of the very directory or file the runtime pinned at
@@ -279,11 +271,11 @@ func (c *sandboxChild) bind(spec runSpec) error {
 			return fmt.Errorf("mount /%s: the runtime pinned nothing", ms.Path)
 		}
 		var err error
-		if m.isFile() {
-			err = clone(int(m.pin.Fd()), ms.ReadOnly)
+		if m.IsFile() {
+			err = clone(int(m.Pin.Fd()), ms.ReadOnly)
 		} else {
 			var d *os.File
-			if d, err = m.dir.Open("."); err == nil {
+			if d, err = m.Dir.Open("."); err == nil {
 				err = clone(int(d.Fd()), ms.ReadOnly)
 				d.Close()
 			}
@@ -294,19 +286,19 @@ func (c *sandboxChild) bind(spec runSpec) error {
 	}
 	id := spec.Container
 	err = c.inNamespace(func() error {
-		if err := mkdirs(path.Dir(boundRootfs(id)), boundRootfs(id), "/"+mountsDir); err != nil {
+		if err := mkdirs(path.Dir(sandboxproc.BoundRootfs(id)), sandboxproc.BoundRootfs(id), "/"+sandboxproc.MountsDir); err != nil {
 			return err
 		}
 		// Its mounts' directory: the process opens it (an os.Root) to
 		// pin them; it holds this container's mounts only.
-		if err := os.Mkdir(boundMounts(id), 0o755); err != nil {
+		if err := os.Mkdir(sandboxproc.BoundMounts(id), 0o755); err != nil {
 			return err
 		}
-		if err := moveMount(trees[0], boundRootfs(id)); err != nil {
+		if err := moveMount(trees[0], sandboxproc.BoundRootfs(id)); err != nil {
 			return err
 		}
 		for i, ms := range spec.Mounts {
-			target := boundMount(id, i)
+			target := sandboxproc.BoundMount(id, i)
 			if ms.File {
 				f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 				if err != nil {
@@ -330,9 +322,9 @@ func (c *sandboxChild) bind(spec runSpec) error {
 }
 
 // pinnedAt is the pinned mount at container path p, or nil.
-func pinnedAt(ms []*fsMount, p string) *fsMount {
+func pinnedAt(ms []*sandboxproc.FsMount, p string) *sandboxproc.FsMount {
 	for _, m := range ms {
-		if m.path == p {
+		if m.Path == p {
 			return m
 		}
 	}
@@ -372,10 +364,10 @@ func (c *sandboxChild) unbind(id string) {
 	err := c.inNamespace(func() error {
 		var errs []error
 		for i := range n {
-			errs = append(errs, unix.Unmount(boundMount(id, i), unix.MNT_DETACH), os.Remove(boundMount(id, i)))
+			errs = append(errs, unix.Unmount(sandboxproc.BoundMount(id, i), unix.MNT_DETACH), os.Remove(sandboxproc.BoundMount(id, i)))
 		}
-		errs = append(errs, unix.Unmount(boundRootfs(id), unix.MNT_DETACH), os.Remove(boundRootfs(id)),
-			os.Remove(path.Dir(boundRootfs(id))), os.Remove(boundMounts(id)))
+		errs = append(errs, unix.Unmount(sandboxproc.BoundRootfs(id), unix.MNT_DETACH), os.Remove(sandboxproc.BoundRootfs(id)),
+			os.Remove(path.Dir(sandboxproc.BoundRootfs(id))), os.Remove(sandboxproc.BoundMounts(id)))
 		return errors.Join(errs...)
 	})
 	if err != nil {

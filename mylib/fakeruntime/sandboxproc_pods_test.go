@@ -281,9 +281,8 @@ func TestASandboxProcessStartsFromTheBinaryTheRuntimeStartedFrom(t *testing.T) {
 	copyFile(t, self, bin)
 	exe, err := openExe(bin)
 	require.NoError(t, err)
-	old := r.sandbox.exe
-	r.sandbox.exe = exe
-	old.Close()
+	t.Cleanup(func() { exe.Close() })
+	r.sandbox.exe = exe // the binary of every runtime of this process stays open
 
 	rebuilt := bin + ".new"
 	require.NoError(t, os.WriteFile(rebuilt, []byte("#!/bin/sh\necho rebuilt >&2\nexit 3\n"), 0o755))

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // sandboxRuntime is a runtime whose scripts run in the sandbox process:
@@ -151,7 +153,7 @@ func TestSandboxProcessIsWalledIn(t *testing.T) {
 	require.NoError(t, err)
 	vars := strings.Split(strings.TrimSuffix(string(environ), "\x00"), "\x00")
 	require.Len(t, vars, 1, "nothing of the runtime's environment: %q", vars)
-	require.True(t, strings.HasPrefix(vars[0], sandboxEnv+"="), vars[0])
+	require.True(t, strings.HasPrefix(vars[0], sandboxproc.SandboxEnv+"="), vars[0])
 	// Its / is a tmpfs of its own, root's, holding its pod's containers'
 	// files only: no file of the host.
 	root := fmt.Sprintf("/proc/%d/root/", pid)

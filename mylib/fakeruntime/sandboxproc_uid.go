@@ -27,15 +27,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const (
-	// SandboxUIDBase is the first user (and group) a pod's sandbox
-	// process may run as.
-	SandboxUIDBase = 200000
-	// SandboxUIDCount is how many there are: as many pods at once on
-	// every mock runtime of the machine together.
-	SandboxUIDCount = 50000
-)
-
 // sandboxUIDDir holds the lock files of the uids (root's, 0700).
 var sandboxUIDDir = "/run/mykubelet/sandbox-uids"
 

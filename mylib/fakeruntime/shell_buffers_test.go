@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"mvdan.cc/sh/v3/expand"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // heapPeak samples the Go heap (HeapAlloc) every millisecond until the
@@ -113,46 +114,10 @@ printf '%s-%5d|%c%%\n' ab 42 xyz cd 7
 	assert.EqualValues(t, 0, resp.ExitCode)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, containerStatus(t, r, c).State, "not OOM-killed")
 
-	f, err := parseScript(`y="$a$b"; eval "$y"`)
+	f, err := sandboxproc.ParseScript(`y="$a$b"; eval "$y"`)
 	require.NoError(t, err)
-	once := printScript(f)
-	f, err = parseScript(once)
+	once := sandboxproc.PrintScript(f)
+	f, err = sandboxproc.ParseScript(once)
 	require.NoError(t, err)
-	assert.Equal(t, 1, strings.Count(printScript(f), expandsCommand), "a rewritten word is rewritten no more: %s", printScript(f))
-}
-
-// TestPrintfSizeIsAnUpperBound: printfSize is never below what the
-// interpreter's printf prints, and near it.
-func TestPrintfSizeIsAnUpperBound(t *testing.T) {
-	for _, v := range []struct {
-		format string
-		args   []string
-	}{
-		{"%01000000d", []string{"0"}},
-		{"%01000000d", []string{"1", "2", "3"}},
-		{strings.Repeat("%01000000d", 5), []string{}}, // printf's arguments: never nil
-		{"%s\\n", []string{strings.Repeat("x", 5000), "y"}},
-		{"%b|%c|%%|%x|%-8s|\\x41\\0101", []string{"a\\tb", "q", "255", "z"}},
-		{"%09999999d", []string{"0"}},
-		{"%099999999d", []string{"0"}}, // wider than Go's fmt pads
-		{"%q", []string{"stops here"}},
-	} {
-		out, _, _ := expand.Format(nil, v.format, v.args)
-		total := 0
-		for args := v.args; ; {
-			s, n, err := expand.Format(nil, v.format, args)
-			if err != nil {
-				break
-			}
-			total += len(s)
-			args = args[n:]
-			if n == 0 || len(args) == 0 {
-				break
-			}
-		}
-		one, all := printfSize(v.format, v.args)
-		assert.GreaterOrEqual(t, one, int64(len(out)), "%q", v.format)
-		assert.GreaterOrEqual(t, all, int64(total), "%q", v.format)
-		assert.LessOrEqual(t, all, int64(total)+int64(64*(len(v.args)+5)), "%q: near", v.format)
-	}
+	assert.Equal(t, 1, strings.Count(sandboxproc.PrintScript(f), sandboxproc.ExpandsCommand), "a rewritten word is rewritten no more: %s", sandboxproc.PrintScript(f))
 }

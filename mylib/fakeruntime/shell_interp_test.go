@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // Tests of the interpreter layer's walls: what an untrusted script may do
@@ -48,8 +50,8 @@ func TestPanicEndsOnlyItsContainer(t *testing.T) {
 			panic("boom: a bug in a utility\nwith a second line")
 		}
 	}
-	testHookExec.Store(&hook)
-	t.Cleanup(func() { testHookExec.Store(nil) })
+	sandboxproc.TestHookExec.Store(&hook)
+	t.Cleanup(func() { sandboxproc.TestHookExec.Store(nil) })
 	r, _ := fixture(t)
 	sb := runSandbox(t, r, "web", "uid-1", nil)
 	bystander := createContainer(t, r, sb, "bystander", "sleep", "3600")
@@ -75,36 +77,6 @@ func TestPanicEndsOnlyItsContainer(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "a\n", string(out.Bytes()))
 	assert.Equal(t, "sh: internal error: boom: a bug in a utility\n", string(errOut.Bytes()))
-}
-
-func TestParseSleepAsGNUSleep(t *testing.T) {
-	for _, tc := range []struct {
-		arg  string
-		want time.Duration
-	}{
-		{"5", 5 * time.Second},
-		{"0", 0},
-		{"1.5", 1500 * time.Millisecond},
-		{".5s", 500 * time.Millisecond},
-		{"2m", 2 * time.Minute},
-		{"1.5h", 90 * time.Minute},
-		{"1d", 24 * time.Hour},
-		{"1e3", 1000 * time.Second},
-		{"infinity", maxSleep},
-		{"inf", maxSleep},
-		{"1e9h", maxSleep},
-		{"1e400", maxSleep},
-		{"9999999999999999999d", maxSleep},
-	} {
-		d, err := parseSleep(tc.arg)
-		if assert.NoError(t, err, tc.arg) {
-			assert.Equal(t, tc.want, d, tc.arg)
-		}
-	}
-	for _, bad := range []string{"", "s", "-1", "nan", "1x", "one", "1mm", "--5"} {
-		_, err := parseSleep(bad)
-		assert.Error(t, err, bad)
-	}
 }
 
 func TestSleepRunsOnTheClock(t *testing.T) {
@@ -141,7 +113,7 @@ func waitRunningUtility(t *testing.T, r *Runtime, id, name string, n int) {
 	r.mu.Lock()
 	c := r.containers[id]
 	r.mu.Unlock()
-	require.Eventually(t, func() bool { return c.running.count(name) == n }, 10*time.Second, time.Millisecond, "%d %s in %s", n, name, short(id))
+	require.Eventually(t, func() bool { return c.running.Count(name) == n }, 10*time.Second, time.Millisecond, "%d %s in %s", n, name, short(id))
 }
 
 // TestExecSyncOutputIsCappedAt16MiB: each stream keeps 16 MiB while the
@@ -198,7 +170,7 @@ func TestRecursionEndsInTheContainerNotInAStackOverflow(t *testing.T) {
 		assert.NotZero(t, resp.ExitCode, script)
 		// Each nested sh is a process: a chain of them may meet the pids
 		// limit before the depth bound, as fork fails in a real container.
-		if !strings.Contains(string(resp.Stderr), errForkFailed) {
+		if !strings.Contains(string(resp.Stderr), sandboxproc.ErrForkFailed) {
 			assert.Contains(t, string(resp.Stderr), "sh: maximum nesting depth (", script)
 		}
 		assert.Equal(t, 1, strings.Count(string(resp.Stderr), "\n"), "one line: %s", resp.Stderr)
@@ -210,7 +182,7 @@ func TestRecursionEndsInTheContainerNotInAStackOverflow(t *testing.T) {
 	startContainer(t, unlimited, uc)
 	resp := execIn(t, unlimited, uc, "sh", "-c", `export s='sh -c "$s"'; sh -c "$s"`)
 	assert.NotZero(t, resp.ExitCode)
-	assert.Equal(t, fmt.Sprintf("sh: maximum nesting depth (%d stack frames) exceeded\n", maxStackFrames), string(resp.Stderr))
+	assert.Equal(t, fmt.Sprintf("sh: maximum nesting depth (%d stack frames) exceeded\n", sandboxproc.MaxStackFrames), string(resp.Stderr))
 
 	// Real recursion, far from the bound, works.
 	resp = execIn(t, r, c, "sh", "-c", `f(){ if [ $1 -gt 0 ]; then f $(($1-1)); else echo bottom; fi; }; f 500`)
@@ -257,17 +229,17 @@ true & wait $!; echo "wait=$?"`)
 	// How many fail to fork depends on the machine: a job that had not
 	// started when the exec ended never ran, nor printed. pidsPeak below
 	// says that no more than the limit ever ran at once.
-	assert.Positive(t, strings.Count(string(resp.Stderr), errForkFailed+"\n"), "the jobs past the limit")
+	assert.Positive(t, strings.Count(string(resp.Stderr), sandboxproc.ErrForkFailed+"\n"), "the jobs past the limit")
 	assert.Equal(t, int32(0), resp.ExitCode)
 	waitGoroutines(t, base)
 	r.mu.Lock()
 	table := &r.containers[c].running
 	r.mu.Unlock()
-	assert.Equal(t, int64(8), table.pidsPeak.Load(), "never more than the limit at once")
+	assert.Equal(t, int64(8), table.PidsPeak.Load(), "never more than the limit at once")
 	// waitGoroutines leaves two goroutines of slack: a job may still be
 	// ending (each burns on an OS thread of its own, which a loaded
 	// machine schedules late).
-	assert.Eventually(t, func() bool { return table.pids.Load() == 2 }, 60*time.Second, 10*time.Millisecond,
+	assert.Eventually(t, func() bool { return table.Pids.Load() == 2 }, 60*time.Second, 10*time.Millisecond,
 		"the jobs gave their slots back when the exec ended")
 
 	// A utility past the limit fails too; the container goes on.
@@ -277,7 +249,7 @@ true & wait $!; echo "wait=$?"`)
 	startContainer(t, r, c)
 	waitRunningUtility(t, r, c, "sleep", 1)
 	resp = execIn(t, r, c, "sh", "-c", `hostname; echo "status=$?"`) // the exec is the third
-	assert.Equal(t, errForkFailed+"\n", string(resp.Stderr))
+	assert.Equal(t, sandboxproc.ErrForkFailed+"\n", string(resp.Stderr))
 	assert.Equal(t, "status=1\n", string(resp.Stdout))
 	resp = execIn(t, r, c, "sh", "-c", `true`)
 	assert.Equal(t, int32(0), resp.ExitCode)
@@ -291,8 +263,8 @@ func TestDefaultPodPidsLimit(t *testing.T) {
 			peak.Store(int64(runtime.NumGoroutine()))
 		}
 	}
-	testHookExec.Store(&hook)
-	t.Cleanup(func() { testHookExec.Store(nil) })
+	sandboxproc.TestHookExec.Store(&hook)
+	t.Cleanup(func() { sandboxproc.TestHookExec.Store(nil) })
 	r := fixtureConfig(t, Config{})
 	sb := runSandbox(t, r, "web", "uid-1", nil)
 	c := createContainer(t, r, sb, "app", "sleep", "3600")
@@ -301,7 +273,7 @@ func TestDefaultPodPidsLimit(t *testing.T) {
 	base := runtime.NumGoroutine()
 	// hostname may fail to fork as well: the table is full of sleeps.
 	resp := execIn(t, r, c, "sh", "-c", `i=0; while [ $i -lt 3000 ]; do sleep 60 & i=$((i+1)); done; hostname >/dev/null`)
-	assert.Positive(t, strings.Count(string(resp.Stderr), errForkFailed))
+	assert.Positive(t, strings.Count(string(resp.Stderr), sandboxproc.ErrForkFailed))
 	assert.Less(t, int(peak.Load())-base, DefaultPodPidsLimit+64, "no more jobs than the limit ran at once")
 	waitGoroutines(t, base)
 }
@@ -372,13 +344,13 @@ func TestMemoryLimitOOMKillsADoublingVariable(t *testing.T) {
 	assert.Equal(t, int32(ExitCodeSIGKILL), st.ExitCode)
 	assert.Equal(t, ReasonOOMKilled, st.Reason)
 	r.mu.Lock()
-	peak := r.containers[c].running.peak.Load()
+	peak := r.containers[c].running.Peak.Load()
 	r.mu.Unlock()
 	assert.Greater(t, peak, int64(limit))
 	assert.LessOrEqual(t, peak, int64(2*limit+1<<20), "killed within a factor 2 of the limit")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8*limit), "the heap never grew far past the limit")
 
-	assert.Equal(t, int64(DefaultContainerMemory), (&limits{}).memoryMax(), "without a limit, the default one")
+	assert.Equal(t, int64(DefaultContainerMemory), (&sandboxproc.Limits{}).MemoryMax(), "without a limit, the default one")
 }
 
 func TestMemoryLimitCountsTheWritableLayer(t *testing.T) {
@@ -533,23 +505,6 @@ func TestInteractiveShellRefusesADeeplyNestedCommand(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "first\n", string(out.Bytes()))
 	assert.Equal(t, "sh: script nested too deep\n", string(errOut.Bytes()), "refused by its depth before its length")
-}
-
-// stress's --timeout: whole numbers, with sleep's suffixes and y.
-func TestParseStressTimeout(t *testing.T) {
-	for in, want := range map[string]time.Duration{
-		"5": 5 * time.Second, "5s": 5 * time.Second, "2m": 2 * time.Minute,
-		"1h": time.Hour, "1d": 24 * time.Hour, "1y": 365 * 24 * time.Hour,
-	} {
-		got, err := parseStressTimeout(in)
-		if assert.NoError(t, err, in) {
-			assert.Equal(t, want, got, in)
-		}
-	}
-	for _, bad := range []string{"", "s", "1.5", "-1", "1w", "99999999999y"} {
-		_, err := parseStressTimeout(bad)
-		assert.Error(t, err, bad)
-	}
 }
 
 // makeParens is a script prefix that leaves in $p a script longer than

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 func TestTailPrintsTheLastLines(t *testing.T) {
@@ -61,7 +63,7 @@ func TestTailFollowsByNameAsTheDocsSidecar(t *testing.T) {
 	logs := func(want string) {
 		t.Helper()
 		require.Eventually(t, func() bool {
-			clk.Step(tailPollInterval)
+			clk.Step(sandboxproc.TailPollInterval)
 			return logOf(t, r, c) == want
 		}, 10*time.Second, 10*time.Millisecond, "log: %q", logOf(t, r, c))
 	}
@@ -109,6 +111,6 @@ func TestTailReadsTheEndOfALargeFile(t *testing.T) {
 
 	resp = execIn(t, r, c, "sh", "-c", `x=yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy; i=0; while [ $i -lt 5000 ]; do echo $x; i=$((i+1)); done | { cat; echo end; } | tail -n 1`)
 	assert.Equal(t, "end\n", string(resp.Stdout), string(resp.Stderr))
-	assert.Equal(t, "abc", string(lastLinesOf(strings.NewReader(strings.Repeat("x", 3*maxTailBytes)+"\nabc"), 1)))
-	assert.Len(t, lastLinesOf(strings.NewReader(strings.Repeat("x", 3*maxTailBytes)), 1), maxTailBytes, "a line longer than what tail keeps: its end")
+	assert.Equal(t, "abc", string(sandboxproc.LastLinesOf(strings.NewReader(strings.Repeat("x", 3*sandboxproc.MaxTailBytes)+"\nabc"), 1)))
+	assert.Len(t, sandboxproc.LastLinesOf(strings.NewReader(strings.Repeat("x", 3*sandboxproc.MaxTailBytes)), 1), sandboxproc.MaxTailBytes, "a line longer than what tail keeps: its end")
 }

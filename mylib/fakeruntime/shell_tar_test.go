@@ -24,7 +24,7 @@ func tarContainer(t *testing.T) (*Runtime, string, string) {
 	id := createContainer(t, r, sb, "c", "sh", "-c", "sleep 3600")
 	startContainer(t, r, id)
 	r.mu.Lock()
-	root := r.containers[id].fs.root.Name()
+	root := r.containers[id].fs.Root.Name()
 	r.mu.Unlock()
 	return r, id, root
 }

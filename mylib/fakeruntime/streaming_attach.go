@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // A container's terminal side, as containerd keeps one per container (its
@@ -77,7 +79,7 @@ func (cio *containerIO) processIO(stdout, stderr io.Writer) (in io.Reader, out, 
 	if cio.stdin != nil {
 		in = cio.stdin
 		if cio.tty {
-			in = newLineDiscipline(cio.stdin, out)
+			in = sandboxproc.NewLineDiscipline(cio.stdin, out)
 		}
 	}
 	return in, out, errw
@@ -158,7 +160,7 @@ func (r *Runtime) attachStreams(ctx context.Context, id string, stdin io.Reader,
 		return nil
 	}
 	if cio.tty {
-		stdout, stderr = &crlfWriter{w: stdout}, nil
+		stdout, stderr = &sandboxproc.CrlfWriter{W: stdout}, nil
 	}
 	s := &attachSession{stdout: stdout, stderr: stderr}
 	cio.add(s)
@@ -286,7 +288,7 @@ func (p *stdinPipe) Write(b []byte) (int, error) {
 	if p.closed {
 		return 0, io.ErrClosedPipe
 	}
-	if len(p.buf)+len(b) > maxScriptBytes {
+	if len(p.buf)+len(b) > sandboxproc.MaxScriptBytes {
 		return 0, io.ErrShortWrite // a client pasting megabytes the process does not read
 	}
 	p.buf = append(p.buf, b...)

@@ -27,8 +27,8 @@ func TestAnExecWhoseClientWentAwayEnds(t *testing.T) {
 		r.mu.Lock()
 		table := &r.containers[c].running
 		r.mu.Unlock()
-		require.Eventually(t, func() bool { return table.pids.Load() == 2 }, 10*time.Second, 10*time.Millisecond, "the main script and its sleep")
-		abandonBusyExec(t, r, c, func() int { return int(table.pids.Load()) - 2 })
+		require.Eventually(t, func() bool { return table.Pids.Load() == 2 }, 10*time.Second, 10*time.Millisecond, "the main script and its sleep")
+		abandonBusyExec(t, r, c, func() int { return int(table.Pids.Load()) - 2 })
 	})
 	t.Run("in the sandbox process", func(t *testing.T) {
 		r := sandboxRuntime(t)

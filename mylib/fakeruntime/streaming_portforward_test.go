@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	v1 "k8s.io/api/core/v1"
+	"k8s.io/api/core/v1"
 	pfconst "k8s.io/apimachinery/pkg/util/portforward"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"regexp"
@@ -62,17 +62,17 @@ func FuzzRewriteExpansions(f *testing.F) {
 		if len(src) > 4096 {
 			return
 		}
-		first, err := parseScript(src)
+		first, err := ParseScript(src)
 		if err != nil {
 			return
 		}
-		once := printScript(first)
-		second, err := parseScript(once)
+		once := PrintScript(first)
+		second, err := ParseScript(once)
 		if err != nil {
 			t.Fatalf("the rewritten script does not parse: %v\n%s", err, once)
 		}
-		twice := printScript(second)
-		if a, b := strings.Count(once, expandsCommand), strings.Count(twice, expandsCommand); a != b {
+		twice := PrintScript(second)
+		if a, b := strings.Count(once, ExpandsCommand), strings.Count(twice, ExpandsCommand); a != b {
 			t.Fatalf("%d checks, %d after a second rewrite:\n%s\n---\n%s", a, b, once, twice)
 		}
 	})

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"bufio"
@@ -178,16 +178,16 @@ func (p *proc) abs(dir, name string) string {
 func (p *proc) openSource(ctx context.Context, name string) (io.ReadWriteCloser, error) {
 	file, err := p.fs.Open(p.rel("/", name))
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: cause(err)}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: Cause(err)}
 	}
 	defer file.Close()
 	// One byte more than a script may have, for parseScript to refuse: a
 	// file of gigabytes is not read whole to learn that it is too long.
-	b, err := io.ReadAll(io.LimitReader(file, maxScriptBytes+1))
+	b, err := io.ReadAll(io.LimitReader(file, MaxScriptBytes+1))
 	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: cause(err)}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: Cause(err)}
 	}
-	f, err := parseScript(string(b))
+	f, err := ParseScript(string(b))
 	if err != nil {
 		return nil, &fs.PathError{Op: "parse", Path: name, Err: err}
 	}

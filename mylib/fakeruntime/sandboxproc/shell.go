@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"k8s.io/utils/clock"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
@@ -38,6 +37,9 @@ const ExitCodeNotFound = 127
 // ExitCodeSIGTERM is the exit code of a process ended by SIGTERM (128+15).
 const ExitCodeSIGTERM = 143
 
+// ExitCodeSIGKILL is what a container killed by SIGKILL exits with (128+9).
+const ExitCodeSIGKILL = 137
+
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
 // The server commands (agnhost, etcd, goproxy, nginx) are in shell_servers.go.
@@ -46,36 +48,36 @@ var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "ho
 // proc is one script running in a container: its main process, or a
 // command run by ExecSync.
 type proc struct {
-	clock    clock.Clock
-	fs       *containerFS // its root and mounts (shell_fs.go)
+	clock    Clock
+	fs       *ContainerFS // its root and mounts (shell_fs.go)
 	hostname string
 	env      []string
-	workDir  string    // the script's starting directory in the container ("" is /)
-	stdin    io.Reader // nil: none (a container's main process; ExecSync)
+	WorkDir  string    // the script's starting directory in the container ("" is /)
+	Stdin    io.Reader // nil: none (a container's main process; ExecSync)
 	stdout   io.Writer
 	stderr   io.Writer
 
 	*signals
 	// running is the container's processes (ps, pgrep) and limits;
 	// shared by the container's main script and its execs.
-	running *procTable
-	// process is the command line ps lists this script as
+	running *ProcTable
+	// Process is the command line ps lists this script as
 	// (pid_namespace.go); nil: it is not listed, only the utilities it
 	// runs. quiet: the utilities it runs are not listed either.
-	process []string
+	Process []string
 	quiet   bool
-	// net is where the server commands listen (shell_servers.go); nil in an exec.
-	net *containerNet
+	// Net is where the server commands listen (shell_servers.go); nil in an exec.
+	Net *ContainerNet
 }
 
-// procTable counts the utilities running in a container, and holds its
+// ProcTable counts the utilities running in a container, and holds its
 // limits (shell_limits.go) and what it uses (shell_usage.go).
-type procTable struct {
+type ProcTable struct {
 	mu    sync.Mutex
-	pidns *pidNamespace // its own, made on first use, or its pod's or target's (pid_namespace.go)
-	limits
+	pidns *PidNamespace // its own, made on first use, or its pod's or target's (pid_namespace.go)
+	Limits
 	cpu     cpuMeter
-	traffic netCounters
+	Traffic netCounters
 }
 
 // signals is a process's SIGTERM: its trap and its delivery, shared with
@@ -90,13 +92,13 @@ type signals struct {
 	term     chan struct{}
 }
 
-func newProc(clk clock.Clock, view *containerFS, hostname string, env []string, stdout, stderr io.Writer, running *procTable) *proc {
+func NewProc(clk Clock, view *ContainerFS, hostname string, env []string, stdout, stderr io.Writer, running *ProcTable) *proc {
 	return &proc{clock: clk, fs: view, hostname: hostname, env: env, stdout: stdout, stderr: stderr, signals: &signals{term: make(chan struct{})}, running: running}
 }
 
-// sigterm delivers SIGTERM. It reports whether the script traps it (a
+// Sigterm delivers SIGTERM. It reports whether the script traps it (a
 // script that does not ignores it, as PID 1 does).
-func (p *signals) sigterm() bool {
+func (p *signals) Sigterm() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	select {
@@ -123,13 +125,13 @@ func (p *signals) pendingTrap() (string, bool) {
 	return *p.termTrap, true
 }
 
-// argvScript turns a container's argv into a script: `sh -c SCRIPT [$0
+// ArgvScript turns a container's argv into a script: `sh -c SCRIPT [$0
 // args…]` runs SCRIPT; anything else runs as one simple command.
-func argvScript(argv []string) (script string, params []string, err error) {
-	if len(argv) >= 3 && isShell(argv[0]) && argv[1] == "-c" {
+func ArgvScript(argv []string) (script string, params []string, err error) {
+	if len(argv) >= 3 && IsShell(argv[0]) && argv[1] == "-c" {
 		return argv[2], argv[3:], nil
 	}
-	if len(argv) == 1 && isShell(argv[0]) {
+	if len(argv) == 1 && IsShell(argv[0]) {
 		return "", nil, nil // a shell with no terminal and no script exits at once
 	}
 	quoted := make([]string, len(argv))
@@ -141,7 +143,7 @@ func argvScript(argv []string) (script string, params []string, err error) {
 	return strings.Join(quoted, " "), nil, nil
 }
 
-func isShell(name string) bool {
+func IsShell(name string) bool {
 	switch utilityName(name) {
 	case "sh", "bash", "ash":
 		return true
@@ -159,14 +161,14 @@ func utilityName(name string) string {
 	return name
 }
 
-// run runs script with positional parameters params ($0 first) and returns
+// Run runs script with positional parameters params ($0 first) and returns
 // its exit code. A cancelled ctx is a SIGKILL: 137.
-func (p *proc) run(ctx context.Context, script string, params []string) (code int) {
+func (p *proc) Run(ctx context.Context, script string, params []string) (code int) {
 	defer p.recoverInternal(&code)
 	ctx, cancel := p.bindOOM(ctx)
 	defer cancel()
 	if !p.running.fork() {
-		fmt.Fprintln(p.stderr, errForkFailed)
+		fmt.Fprintln(p.stderr, ErrForkFailed)
 		return 1
 	}
 	defer p.running.exit()
@@ -174,7 +176,7 @@ func (p *proc) run(ctx context.Context, script string, params []string) (code in
 	// Counted on a thread of its own (shell_usage.go), once it is a
 	// process: a fork that fails costs no thread.
 	defer p.running.cpu.start()()
-	file, err := parseScript(script)
+	file, err := ParseScript(script)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sh: %v\n", err)
 		return 2
@@ -187,11 +189,11 @@ func (p *proc) run(ctx context.Context, script string, params []string) (code in
 	return exitCode(ctx, runner.Run(ctx, file), p.stderr)
 }
 
-// testHookExec, if set, is called with each command's name before the
+// TestHookExec, if set, is called with each command's name before the
 // command runs (tests use it to make a command panic).
 // Atomic: a container the test's runtime killed may still be running a
 // command when the test's cleanup takes the hook away.
-var testHookExec atomic.Pointer[func(name string)]
+var TestHookExec atomic.Pointer[func(name string)]
 
 // recoverInternal turns a panic of the interpreter (or of a utility) on the
 // script's goroutine into the end of that script alone, exit code 2, with
@@ -236,7 +238,7 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 	opts := []interp.RunnerOption{
 		interp.Env(env),
 		interp.Dir("/"), // the container's /, as every handler below sees it
-		interp.StdIO(p.stdin, p.stdout, p.stderr),
+		interp.StdIO(p.Stdin, p.stdout, p.stderr),
 		// Guarded: a panic in one ends its command, not the process (shell_guard.go).
 		interp.CallHandler(guardCall(p.call)),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return guardExec(p.exec) }),
@@ -252,8 +254,8 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.workDir != "" {
-		runner.Dir = path.Clean("/" + p.workDir) // a path in the container, which interp.Dir would look up on the host
+	if p.WorkDir != "" {
+		runner.Dir = path.Clean("/" + p.WorkDir) // a path in the container, which interp.Dir would look up on the host
 	}
 	// The first Reset takes the runner's temporary directory from TMPDIR:
 	// fifoDir then, the container's TMPDIR afterwards (shell_hostfacts.go).
@@ -349,7 +351,7 @@ func (p *proc) callBuiltin(ctx context.Context, args []string) []string {
 		// The interpreter's eval parses bash, with its background
 		// statements as they are: parse POSIX, as sh does, and rewrite
 		// them (rewriteJobs).
-		f, err := parseScript(strings.Join(args[1:], " "))
+		f, err := ParseScript(strings.Join(args[1:], " "))
 		if err != nil {
 			return failing("eval", err)
 		}
@@ -442,7 +444,7 @@ options:
 	}
 	action, sigs := args[i], args[i+1:]
 	if action != "-" && action != "" {
-		f, err := parseScript(action)
+		f, err := ParseScript(action)
 		if err == nil {
 			action, err = printScriptChecked(f)
 		}
@@ -476,7 +478,7 @@ options:
 func (p *proc) exec(ctx context.Context, args []string) error {
 	hc := interp.HandlerCtx(ctx)
 	name := utilityName(args[0])
-	if hook := testHookExec.Load(); hook != nil {
+	if hook := TestHookExec.Load(); hook != nil {
 		(*hook)(name)
 	}
 	switch name {
@@ -484,7 +486,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		return p.lookup(hc, args[1:])
 	case tickCommand:
 		return exitStatus(hc.LastExitStatus)
-	case expandsCommand: // charged by the call handler
+	case ExpandsCommand: // charged by the call handler
 		return nil
 	case pwdPhysical:
 		fmt.Fprintln(hc.Stdout, p.physicalDir(hc.Dir))
@@ -495,9 +497,9 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		}
 		return p.job(ctx, hc, args[1])
 	}
-	if !isShell(name) { // sh counts itself, in run
+	if !IsShell(name) { // sh counts itself, in run
 		if !p.running.fork() {
-			fmt.Fprintln(hc.Stderr, errForkFailed)
+			fmt.Fprintln(hc.Stderr, ErrForkFailed)
 			return interp.NewExitStatus(1)
 		}
 		defer p.running.exit()
@@ -516,7 +518,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 			fmt.Fprintln(hc.Stderr, "pgrep: usage: pgrep NAME")
 			return interp.NewExitStatus(2)
 		}
-		pids := p.running.namespace().pids(args[1])
+		pids := p.running.Namespace().pids(args[1])
 		for _, pid := range pids {
 			fmt.Fprintln(hc.Stdout, pid)
 		}
@@ -528,8 +530,8 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		// busybox's columns, and the processes of the container's PID
 		// namespace (pid_namespace.go); every one has used no CPU time.
 		fmt.Fprintln(hc.Stdout, "PID   USER     TIME  COMMAND")
-		for _, e := range p.running.namespace().list() {
-			fmt.Fprintf(hc.Stdout, "%5d %-8s  0:00 %s\n", e.pid, e.user, e.args)
+		for _, e := range p.running.Namespace().List() {
+			fmt.Fprintf(hc.Stdout, "%5d %-8s  0:00 %s\n", e.pid, e.user, e.Args)
 		}
 		return nil
 	case "sleep":
@@ -613,13 +615,13 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 			return interp.NewExitStatus(ExitCodeSIGTERM)
 		}
 	case "sh", "bash", "ash":
-		script, params, err := argvScript(append([]string{"sh"}, args[1:]...))
+		script, params, err := ArgvScript(append([]string{"sh"}, args[1:]...))
 		if err != nil || (len(args) > 1 && args[1] != "-c") {
 			fmt.Fprintf(hc.Stderr, "%s: only %s -c SCRIPT is supported\n", name, name)
 			return interp.NewExitStatus(2)
 		}
-		sub := &proc{clock: p.clock, fs: p.fs, hostname: p.hostname, env: environ(hc.Env), workDir: hc.Dir, stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running, net: p.net, quiet: p.quiet}
-		code := sub.run(ctx, script, params)
+		sub := &proc{clock: p.clock, fs: p.fs, hostname: p.hostname, env: environ(hc.Env), WorkDir: hc.Dir, Stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr, signals: p.signals, running: p.running, Net: p.Net, quiet: p.quiet}
+		code := sub.Run(ctx, script, params)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"strings"
@@ -55,7 +55,7 @@ func predictedOutput(hc interp.HandlerContext, args []string) int64 {
 	case len(call) > 1 && call[0] == "printf":
 		oneFormat, all := printfSize(call[1], call[2:])
 		return oneFormat + outputBuffer(hc, all)
-	case len(args) > 1 && args[0] == expandsCommand:
+	case len(args) > 1 && args[0] == ExpandsCommand:
 		var n int64
 		for _, name := range args[1:] {
 			vr := hc.Env.Get(name)
@@ -142,11 +142,11 @@ func printfOnce(format string, args []string) (size int64, consumed int) {
 	return size, consumed
 }
 
-// expandsCommand is the command rewriteExpansions puts in a word that
+// ExpandsCommand is the command rewriteExpansions puts in a word that
 // names variables more than once: `$(fakeruntime-expands NAME…)`. Its
 // call charges the variables' sizes (predictedOutput); it prints nothing
 // and succeeds (a command substitution's status is $? of an assignment).
-const expandsCommand = "fakeruntime-expands"
+const ExpandsCommand = "fakeruntime-expands"
 
 // rewriteExpansions rewrites each word of node that names variables more
 // than once ($x, ${x}, "$x", ${x:-y}…, not ${#x}), here-documents
@@ -177,7 +177,7 @@ func rewriteExpansions(node syntax.Node) {
 		if lit, ok := w.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(lit.Value, "~") {
 			first = 1
 		}
-		args := []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: expandsCommand}}}}
+		args := []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: ExpandsCommand}}}}
 		for _, name := range names {
 			args = append(args, &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: name}}})
 		}
@@ -210,5 +210,5 @@ func isExpandsCall(part syntax.WordPart) bool {
 		return false
 	}
 	call, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
-	return ok && len(call.Args) > 0 && call.Args[0].Lit() == expandsCommand
+	return ok && len(call.Args) > 0 && call.Args[0].Lit() == ExpandsCommand
 }

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
@@ -56,7 +56,7 @@ const DefaultContainerMemory = 512 << 20
 // its memory limit (exit code 137), as containerd reports it.
 const ReasonOOMKilled = "OOMKilled"
 
-// maxStackFrames bounds how deep a script may nest (function calls, eval,
+// MaxStackFrames bounds how deep a script may nest (function calls, eval,
 // source, sh -c within sh -c), counted in Go stack frames of the script's
 // goroutine when a command starts. One shell function level takes about
 // eight frames and a nested sh -c about twenty, so 10,000 frames is about
@@ -64,24 +64,24 @@ const ReasonOOMKilled = "OOMKilled"
 // rarely nest beyond a few dozen), and the Go stack is then a few MB, far
 // from Go's fatal 1 GB. Without the bound, `f(){ f; }; f` ends the
 // runtime's process with a stack overflow, which no recover catches.
-const maxStackFrames = 10000
+const MaxStackFrames = 10000
 
-// errForkFailed is what a shell prints when fork fails.
-const errForkFailed = "sh: fork: retry: Resource temporarily unavailable"
+// ErrForkFailed is what a shell prints when fork fails.
+const ErrForkFailed = "sh: fork: retry: Resource temporarily unavailable"
 
-// limits are a container's: its pids.max and memory.max, and what its
+// Limits are a container's: its pids.max and memory.max, and what its
 // processes use now. The container's main script and its execs share one
 // (they are in procTable).
-type limits struct {
-	pidsMax int64 // < 0: unlimited; 0: DefaultPodPidsLimit
-	memMax  int64 // 0: DefaultContainerMemory
+type Limits struct {
+	PidsMax int64 // < 0: unlimited; 0: DefaultPodPidsLimit
+	MemMax  int64 // 0: DefaultContainerMemory
 
-	pids     atomic.Int64 // the processes running: scripts, utilities, background jobs
-	pidsPeak atomic.Int64 // the most that ran at once, as pids.peak
+	Pids     atomic.Int64 // the processes running: scripts, utilities, background jobs
+	PidsPeak atomic.Int64 // the most that ran at once, as pids.peak
 	stress   atomic.Int64 // the bytes stress holds
 	vars     atomic.Int64 // the shell variables of the last charge, as the stats report them
 	files    atomic.Int64 // bytes written to the writable layer since it was last measured, plus that measure
-	peak     atomic.Int64 // the highest usage seen, as memory.peak
+	Peak     atomic.Int64 // the highest usage seen, as memory.peak
 
 	once      sync.Once
 	oomCtx    context.Context // cancelled when the container is OOM-killed
@@ -89,54 +89,54 @@ type limits struct {
 	oomKilled atomic.Bool
 }
 
-// setLimits sets the container's limits: pids (-1: unlimited, 0: the
+// SetLimits sets the container's limits: pids (-1: unlimited, 0: the
 // default) and memory bytes (<= 0: the default).
-func (l *limits) setLimits(pids, memory int64) {
-	l.pidsMax, l.memMax = pids, memory
+func (l *Limits) SetLimits(pids, memory int64) {
+	l.PidsMax, l.MemMax = pids, memory
 }
 
-func (l *limits) memoryMax() int64 {
-	if l.memMax <= 0 {
+func (l *Limits) MemoryMax() int64 {
+	if l.MemMax <= 0 {
 		return DefaultContainerMemory
 	}
-	return l.memMax
+	return l.MemMax
 }
 
 // fork takes a process slot; false when the container has pids.max
 // processes already.
-func (l *limits) fork() bool {
-	limit := l.pidsMax
+func (l *Limits) fork() bool {
+	limit := l.PidsMax
 	if limit == 0 {
 		limit = DefaultPodPidsLimit
 	}
-	n := l.pids.Add(1)
+	n := l.Pids.Add(1)
 	if limit > 0 && n > limit {
-		l.pids.Add(-1)
+		l.Pids.Add(-1)
 		return false
 	}
-	for p := l.pidsPeak.Load(); n > p && !l.pidsPeak.CompareAndSwap(p, n); p = l.pidsPeak.Load() {
+	for p := l.PidsPeak.Load(); n > p && !l.PidsPeak.CompareAndSwap(p, n); p = l.PidsPeak.Load() {
 	}
 	return true
 }
 
 // exit gives back a slot taken by fork.
-func (l *limits) exit() { l.pids.Add(-1) }
+func (l *Limits) exit() { l.Pids.Add(-1) }
 
 // oom is the context the OOM killer cancels.
-func (l *limits) oom() context.Context {
+func (l *Limits) oom() context.Context {
 	l.once.Do(func() { l.oomCtx, l.oomKill = context.WithCancel(context.Background()) })
 	return l.oomCtx
 }
 
-// killed reports whether the container was OOM-killed.
-func (l *limits) killed() bool { return l.oomKilled.Load() }
+// Killed reports whether the container was OOM-killed.
+func (l *Limits) Killed() bool { return l.oomKilled.Load() }
 
 // charge checks the container's memory with vars bytes of the calling
 // shell's variables counted; over the limit, it kills the container (every
 // script of it: as the kubelet sets memory.oom.group, the kernel kills the
 // whole container) and reports it.
-func (l *limits) charge(root fsRoot, vars int64) bool {
-	limit := l.memoryMax()
+func (l *Limits) charge(root fsRoot, vars int64) bool {
+	limit := l.MemoryMax()
 	if vars > 0 { // a write to a file charges no variables: keep the shell's last
 		l.vars.Store(vars)
 	}
@@ -148,8 +148,8 @@ func (l *limits) charge(root fsRoot, vars int64) bool {
 		use = vars + l.stress.Load() + l.files.Load()
 	}
 	for {
-		p := l.peak.Load()
-		if use <= p || l.peak.CompareAndSwap(p, use) {
+		p := l.Peak.Load()
+		if use <= p || l.Peak.CompareAndSwap(p, use) {
 			break
 		}
 	}
@@ -212,11 +212,11 @@ func (p *proc) checkLimits(ctx context.Context, args []string) error {
 	// command, and background jobs of the same shell could make a
 	// recursion skip the counted ones.
 	var pc [1]uintptr
-	if runtime.Callers(maxStackFrames, pc[:]) != 0 {
-		return fmt.Errorf("maximum nesting depth (%d stack frames) exceeded", maxStackFrames)
+	if runtime.Callers(MaxStackFrames, pc[:]) != 0 {
+		return fmt.Errorf("maximum nesting depth (%d stack frames) exceeded", MaxStackFrames)
 	}
 	hc := interp.HandlerCtx(ctx)
-	if p.running.killed() || p.running.charge(p.rootUsage(), varsSize(hc)+predictedOutput(hc, args)) {
+	if p.running.Killed() || p.running.charge(p.rootUsage(), varsSize(hc)+predictedOutput(hc, args)) {
 		return errOOM // before the OOM context reaches this script (it runs its AfterFuncs on goroutines of their own)
 	}
 	return nil
@@ -224,7 +224,7 @@ func (p *proc) checkLimits(ctx context.Context, args []string) error {
 
 // rootUsage measures the writable layer only: the mounts are volumes,
 // which the container's memory does not count.
-func (p *proc) rootUsage() fsRoot { return rootUsage{p.fs.root.FS()} }
+func (p *proc) rootUsage() fsRoot { return rootUsage{p.fs.Root.FS()} }
 
 // meteredFile counts the bytes written to a file of the writable layer
 // against the container's memory.
@@ -317,10 +317,10 @@ func backgroundJob(st *syntax.Stmt) {
 	st.Coprocess, st.Disown, st.Background = false, false, true
 }
 
-// maxScriptBytes is the longest script the runtime parses (sh -c, eval,
+// MaxScriptBytes is the longest script the runtime parses (sh -c, eval,
 // source, a trap): 128 KiB, Linux's MAX_ARG_STRLEN, the longest argument,
 // so the longest script a real sh -c can get.
-const maxScriptBytes = 128 << 10
+const MaxScriptBytes = 128 << 10
 
 // maxParseFrames bounds how deep the parser may take the stack of the
 // goroutine it runs on, in Go stack frames counted from the goroutine's
@@ -330,8 +330,8 @@ const maxScriptBytes = 128 << 10
 // which no recover catches, and so would 128 KiB of "$((((", whose
 // length alone is not refused. 50,000 frames are a few MB of stack: room
 // for a thousand levels of any construct from a script nested
-// maxStackFrames deep (no real script nests beyond a few dozen).
-const maxParseFrames = 5 * maxStackFrames
+// MaxStackFrames deep (no real script nests beyond a few dozen).
+const maxParseFrames = 5 * MaxStackFrames
 
 // parseChunk is the most boundedInput hands the parser at once: between
 // two reads, it can recurse at most one level per byte (29 frames for an
@@ -358,15 +358,15 @@ type boundedInput struct {
 }
 
 func (b *boundedInput) Read(p []byte) (int, error) {
-	if b.n >= maxScriptBytes && !b.printed {
-		return 0, fmt.Errorf("command too long (more than %d bytes): Argument list too long", maxScriptBytes)
+	if b.n >= MaxScriptBytes && !b.printed {
+		return 0, fmt.Errorf("command too long (more than %d bytes): Argument list too long", MaxScriptBytes)
 	}
 	if parseTooDeep() {
 		return 0, errNestedTooDeep
 	}
 	p = p[:min(len(p), parseChunk)]
 	if !b.printed {
-		p = p[:min(len(p), maxScriptBytes-b.n)]
+		p = p[:min(len(p), MaxScriptBytes-b.n)]
 	}
 	n, err := b.r.Read(p)
 	b.n += n
@@ -383,15 +383,15 @@ func parseTooDeep() bool {
 // parseSource parses src as a POSIX shell script, bounded (boundedInput);
 // every parse of a whole script goes through here or parseScript.
 func parseSource(src string) (*syntax.File, error) {
-	if len(src) > maxScriptBytes {
-		return nil, fmt.Errorf("script too long (more than %d bytes): Argument list too long", maxScriptBytes)
+	if len(src) > MaxScriptBytes {
+		return nil, fmt.Errorf("script too long (more than %d bytes): Argument list too long", MaxScriptBytes)
 	}
 	return syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(&boundedInput{r: strings.NewReader(src)}, "")
 }
 
-// parseScript parses src as a POSIX shell script (parseSource), with its
+// ParseScript parses src as a POSIX shell script (parseSource), with its
 // background statements rewritten (rewriteJobs).
-func parseScript(src string) (*syntax.File, error) {
+func ParseScript(src string) (*syntax.File, error) {
 	f, err := parseSource(src)
 	if err != nil {
 		return nil, err
@@ -403,8 +403,8 @@ func parseScript(src string) (*syntax.File, error) {
 // checkWords checks that src parses as words within the bounds, as the
 // interpreter's alias parses its value (bash).
 func checkWords(src string) error {
-	if len(src) > maxScriptBytes {
-		return fmt.Errorf("value too long (%d bytes, at most %d): Argument list too long", len(src), maxScriptBytes)
+	if len(src) > MaxScriptBytes {
+		return fmt.Errorf("value too long (%d bytes, at most %d): Argument list too long", len(src), MaxScriptBytes)
 	}
 	for _, err := range syntax.NewParser().WordsSeq(&boundedInput{r: strings.NewReader(src)}) {
 		if errors.Is(err, errNestedTooDeep) {
@@ -420,8 +420,8 @@ func checkWords(src string) error {
 // checkArithmetic checks that src parses as an arithmetic expression
 // within the bounds, as the interpreter's unset parses an array subscript.
 func checkArithmetic(src string) error {
-	if len(src) > maxScriptBytes {
-		return fmt.Errorf("subscript too long (%d bytes, at most %d): Argument list too long", len(src), maxScriptBytes)
+	if len(src) > MaxScriptBytes {
+		return fmt.Errorf("subscript too long (%d bytes, at most %d): Argument list too long", len(src), MaxScriptBytes)
 	}
 	_, err := syntax.NewParser().Arithmetic(&boundedInput{r: strings.NewReader(src)})
 	if errors.Is(err, errNestedTooDeep) {
@@ -436,7 +436,7 @@ func checkArithmetic(src string) error {
 // it, which no bound reaches, nests no deeper than one that was bounded.
 // (Its length is not bounded: printing indents.)
 func printScriptChecked(f *syntax.File) (string, error) {
-	src := printScript(f)
+	src := PrintScript(f)
 	_, err := syntax.NewParser().Parse(&boundedInput{r: strings.NewReader(src), printed: true}, "")
 	if errors.Is(err, errNestedTooDeep) {
 		return "", err
@@ -444,8 +444,8 @@ func printScriptChecked(f *syntax.File) (string, error) {
 	return src, nil // parsed, or a syntax error that the interpreter's parse reports
 }
 
-// printScript is a parsed script as source text again.
-func printScript(f *syntax.File) string {
+// PrintScript is a parsed script as source text again.
+func PrintScript(f *syntax.File) string {
 	var b strings.Builder
 	_ = syntax.NewPrinter().Print(&b, f) // a strings.Builder never fails
 	return b.String()
@@ -455,7 +455,7 @@ func printScript(f *syntax.File) string {
 // slot it holds until src ends however it ends.
 func (p *proc) job(ctx context.Context, hc interp.HandlerContext, src string) (err error) {
 	if !p.running.fork() {
-		fmt.Fprintln(hc.Stderr, errForkFailed)
+		fmt.Fprintln(hc.Stderr, ErrForkFailed)
 		return interp.NewExitStatus(1)
 	}
 	defer p.running.exit()
@@ -469,7 +469,7 @@ func (p *proc) job(ctx context.Context, hc interp.HandlerContext, src string) (e
 			err = interp.NewExitStatus(2)
 		}
 	}()
-	f, err := parseScript(src)
+	f, err := ParseScript(src)
 	if err == nil {
 		src, err = printScriptChecked(f)
 	}
@@ -636,10 +636,10 @@ func (p *proc) agnhostStress(ctx context.Context, hc interp.HandlerContext, args
 		}
 		opts[name] = val
 	}
-	total, err1 := resource.ParseQuantity(opts["mem-total"])
-	step, err2 := resource.ParseQuantity(opts["mem-alloc-size"])
+	total, err1 := parseQuantity(opts["mem-total"])
+	step, err2 := parseQuantity(opts["mem-alloc-size"])
 	pause, err3 := time.ParseDuration(opts["mem-alloc-sleep"])
-	if err := errors.Join(err1, err2, err3); err != nil || total.Sign() < 0 || step.Sign() < 0 || pause < 0 {
+	if err := errors.Join(err1, err2, err3); err != nil || pause < 0 {
 		fmt.Fprintf(hc.Stderr, "Error: invalid argument: %v\n", err)
 		return interp.NewExitStatus(1)
 	}
@@ -650,7 +650,7 @@ func (p *proc) agnhostStress(ctx context.Context, hc interp.HandlerContext, args
 	logf := func(format string, a ...any) { // klog's header, as agnhost logs
 		fmt.Fprintf(hc.Stderr, "I%s       1 stress.go] %s\n", p.clock.Now().UTC().Format("0102 15:04:05.000000"), fmt.Sprintf(format, a...))
 	}
-	logf("Allocating %q memory, in %q chunks, with a %v sleep between allocations", total.String(), step.String(), pause)
+	logf("Allocating %q memory, in %q chunks, with a %v sleep between allocations", opts["mem-total"], opts["mem-alloc-size"], pause)
 	var held int64
 	defer func() { p.running.stress.Add(-held) }()
 	defer p.running.cpu.idle()() // it sleeps between steps, then waits
@@ -670,7 +670,7 @@ func (p *proc) agnhostStress(ctx context.Context, hc interp.HandlerContext, args
 			return nil
 		}
 	}
-	for n := step.Value(); n > 0 && held+n <= total.Value(); {
+	for n := step; n > 0 && held+n <= total; {
 		p.running.stress.Add(n)
 		held += n
 		if p.running.charge(p.rootUsage(), varsSize(hc)) {
@@ -680,6 +680,32 @@ func (p *proc) agnhostStress(ctx context.Context, hc interp.HandlerContext, args
 			return err
 		}
 	}
-	logf("Allocated %q memory", total.String())
+	logf("Allocated %q memory", opts["mem-total"])
 	return wait(-1) // select {}: until stopped
+}
+
+// parseQuantity parses a quantity of bytes as agnhost's flags take one
+// (resource.Quantity's forms: "100Mi", "1G", "1.5Gi", "512", "1e3"),
+// rounded up to a whole byte.
+func parseQuantity(s string) (int64, error) {
+	num, mult := s, 1.0
+	for _, u := range []struct {
+		suffix string
+		mult   float64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"Pi", 1 << 50}, {"Ei", 1 << 60},
+		{"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"E", 1e18}} {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || num == "" || strings.ContainsAny(num, "xXpPnNiI_") {
+		return 0, fmt.Errorf("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': %q", s)
+	}
+	v := math.Ceil(f * mult)
+	if v < 0 || v > math.MaxInt64/2 {
+		return 0, fmt.Errorf("quantity %q is out of range", s)
+	}
+	return int64(v), nil
 }

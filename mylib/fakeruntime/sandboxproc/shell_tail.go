@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"bytes"
@@ -15,9 +15,9 @@ import (
 	"mvdan.cc/sh/v3/interp"
 )
 
-// tailPollInterval is how often `tail -f` looks for new lines, as GNU
+// TailPollInterval is how often `tail -f` looks for new lines, as GNU
 // tail's default --sleep-interval.
-const tailPollInterval = time.Second
+const TailPollInterval = time.Second
 
 // tail prints the last lines of files (or of stdin), as GNU tail does for
 // the options pods use: `-n N` (also `-nN` and `-N`), `-f` (follow the
@@ -64,7 +64,7 @@ func (p *proc) tail(ctx context.Context, hc interp.HandlerContext, args []string
 		if hc.Stdin == nil {
 			return nil
 		}
-		_, _ = hc.Stdout.Write(lastLinesOf(hc.Stdin, n))
+		_, _ = hc.Stdout.Write(LastLinesOf(hc.Stdin, n))
 		return nil
 	}
 	if follow && len(files) > 1 {
@@ -120,7 +120,7 @@ func (p *proc) follow(ctx context.Context, hc interp.HandlerContext, name string
 	defer resume()
 	term := p.term
 	for {
-		timer := p.clock.NewTimer(tailPollInterval)
+		timer := p.clock.NewTimer(TailPollInterval)
 		select {
 		case <-timer.C():
 		case <-ctx.Done():
@@ -190,7 +190,7 @@ func (p *proc) openTail(ctx context.Context, name string) (tailFile, int64, erro
 	// Not a regular file (/dev/null): what it holds now, kept in
 	// memory, at most as much as tail keeps of its stdin.
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxTailBytes))
+	b, err := io.ReadAll(io.LimitReader(f, MaxTailBytes))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -230,22 +230,22 @@ func lastLinesOffset(f io.ReaderAt, size int64, n int) (int64, error) {
 	return 0, nil
 }
 
-// maxTailBytes is the most tail keeps of its stdin, which it cannot read
+// MaxTailBytes is the most tail keeps of its stdin, which it cannot read
 // backwards: the last n lines, or, when they are longer, their last 4 MiB.
-const maxTailBytes = 4 << 20
+const MaxTailBytes = 4 << 20
 
-// lastLinesOf reads r to its end and returns its last n lines, keeping no
+// LastLinesOf reads r to its end and returns its last n lines, keeping no
 // more than they need (at most maxTailBytes) as it reads.
-func lastLinesOf(r io.Reader, n int) []byte {
+func LastLinesOf(r io.Reader, n int) []byte {
 	var kept []byte
 	buf := make([]byte, 64<<10)
 	for {
 		k, err := r.Read(buf)
 		kept = append(kept, buf[:k]...)
-		if len(kept) > 2*maxTailBytes || err != nil {
+		if len(kept) > 2*MaxTailBytes || err != nil {
 			kept = lastLines(kept, n)
-			if len(kept) > maxTailBytes {
-				kept = kept[len(kept)-maxTailBytes:]
+			if len(kept) > MaxTailBytes {
+				kept = kept[len(kept)-MaxTailBytes:]
 			}
 			kept = append([]byte(nil), kept...) // let the dropped bytes go
 		}

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 // The sandbox process's own side: it walls itself in, then runs the
 // scripts the runtime sends (see sandboxproc.go).
@@ -20,26 +20,25 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/utils/clock"
 )
 
 // init turns the runtime's binary into the sandbox process when it was
 // started as one: before main, so that no flag, no client and no server of
 // the program it is part of ever starts.
 func init() {
-	if v, ok := os.LookupEnv(sandboxEnv); ok {
+	if v, ok := os.LookupEnv(SandboxEnv); ok {
 		os.Exit(sandboxMain(v))
 	}
 }
 
 // sandboxMain is the sandbox process: it returns its exit code.
 func sandboxMain(config string) int {
-	var cfg sandboxConfig
+	var cfg SandboxConfig
 	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox: config: %v\n", err)
 		return 2
 	}
-	os.Unsetenv(sandboxEnv) // nothing of it reaches a script
+	os.Unsetenv(SandboxEnv) // nothing of it reaches a script
 	f := os.NewFile(3, "runtime")
 	fc, err := net.FileConn(f)
 	f.Close()
@@ -52,16 +51,16 @@ func sandboxMain(config string) int {
 		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 		return 2
 	}
-	s := &sandboxServer{conn: conn, runs: map[string]*childRun{}, containers: map[string]*childContainer{}, noNet: cfg.NoNet}
-	s.exit(readyID, 0, "")
-	s.serve()
+	s := &SandboxServer{Conn: conn, Runs: map[string]*ChildRun{}, Containers: map[string]*ChildContainer{}, noNet: cfg.NoNet}
+	s.exit(ReadyID, 0, "")
+	s.Serve()
 	return 0
 }
 
 // wallIn puts the process behind its walls, in this order: what needs
 // root first (the pod network's low ports, the mount namespace and its
 // new root, the rlimits), then root itself is given up.
-func wallIn(cfg sandboxConfig) error {
+func wallIn(cfg SandboxConfig) error {
 	if cfg.Ports {
 		// As its own user, the servers of the images (nginx on 80) still
 		// bind their ports, in the pod network's namespace only.
@@ -100,7 +99,7 @@ func wallIn(cfg sandboxConfig) error {
 	if err := os.Remove("/.old"); err != nil {
 		return fmt.Errorf("the host's root: %w", err)
 	}
-	if err := os.Mkdir("/"+mountsDir, 0o711); err != nil {
+	if err := os.Mkdir("/"+MountsDir, 0o711); err != nil {
 		return err
 	}
 	// No core dumps on the host; open files capped (each running script
@@ -137,45 +136,45 @@ func wallIn(cfg sandboxConfig) error {
 	return nil
 }
 
-// sandboxServer runs the runtime's requests.
-type sandboxServer struct {
-	conn  *net.UnixConn
+// SandboxServer runs the runtime's requests.
+type SandboxServer struct {
+	Conn  *net.UnixConn
 	noNet bool
 
 	mu         sync.Mutex
-	runs       map[string]*childRun
-	containers map[string]*childContainer
+	Runs       map[string]*ChildRun
+	Containers map[string]*ChildContainer
 	pods       map[string]*podPIDNamespace // the pods' shared PID namespaces, by sandbox
 	sent       sync.Mutex
 }
 
-// childRun is a script running here.
-type childRun struct {
+// ChildRun is a script running here.
+type ChildRun struct {
 	p         *proc
 	cancel    context.CancelFunc
-	container *childContainer
+	container *ChildContainer
 }
 
-// childContainer is what the runs of one container share.
-type childContainer struct {
+// ChildContainer is what the runs of one container share.
+type ChildContainer struct {
 	id      string
 	runs    int
-	running procTable
-	fault   faultSwitch
+	Running ProcTable
+	fault   FaultSwitch
 	// mounts are the container's mounts, pinned at its first run and held
 	// until its last ended: its later runs (execs) use them as they are,
 	// never walking a host path again.
-	mounts []*fsMount
+	mounts []*FsMount
 	pinned bool
 	podPID string // the sandbox whose PID namespace it joined
 }
 
-// serve reads requests until the runtime closes its end, then exits.
-func (s *sandboxServer) serve() {
+// Serve reads requests until the runtime closes its end, then exits.
+func (s *SandboxServer) Serve() {
 	buf := make([]byte, 1<<20)
 	oob := make([]byte, unix.CmsgSpace(3*4))
 	for {
-		n, oobn, _, _, err := s.conn.ReadMsgUnix(buf, oob)
+		n, oobn, _, _, err := s.Conn.ReadMsgUnix(buf, oob)
 		if err != nil || n == 0 {
 			return // the runtime is gone: so are its containers
 		}
@@ -189,61 +188,61 @@ func (s *sandboxServer) serve() {
 				}
 			}
 		}
-		var spec runSpec
+		var spec RunSpec
 		if err := json.Unmarshal(buf[:n], &spec); err != nil {
-			closeFiles(files)
+			CloseFiles(files)
 			continue
 		}
 		s.handle(spec, files)
 	}
 }
 
-func (s *sandboxServer) handle(spec runSpec, files []*os.File) {
+func (s *SandboxServer) handle(spec RunSpec, files []*os.File) {
 	switch spec.Op {
-	case opRun:
+	case OpRun:
 		want := 1
 		if spec.Stdin {
 			want = 2
 		}
 		if len(files) != want {
-			closeFiles(files)
+			CloseFiles(files)
 			s.exit(spec.ID, 126, "")
 			return
 		}
 		s.run(spec, files) // the run closes them when it ends
 		return
-	case opTerm, opKill:
+	case OpTerm, OpKill:
 		s.mu.Lock()
-		r := s.runs[spec.ID]
+		r := s.Runs[spec.ID]
 		s.mu.Unlock()
-		if r != nil && spec.Op == opTerm {
-			r.p.sigterm()
+		if r != nil && spec.Op == OpTerm {
+			r.p.Sigterm()
 		} else if r != nil {
 			r.cancel()
 		}
-	case opFault:
+	case OpFault:
 		s.mu.Lock()
-		c := s.container(spec.Container)
+		c := s.Container(spec.Container)
 		s.mu.Unlock()
-		c.fault.set(spec.Fault)
-	case opUsage:
+		c.fault.Set(spec.Fault)
+	case OpUsage:
 		s.usages(spec.ID)
 	}
-	closeFiles(files)
+	CloseFiles(files)
 }
 
-// container returns the shared state of container id. Caller holds mu.
-func (s *sandboxServer) container(id string) *childContainer {
-	c := s.containers[id]
+// Container returns the shared state of container id. Caller holds mu.
+func (s *SandboxServer) Container(id string) *ChildContainer {
+	c := s.Containers[id]
 	if c == nil {
-		c = &childContainer{id: id}
-		s.containers[id] = c
+		c = &ChildContainer{id: id}
+		s.Containers[id] = c
 	}
 	return c
 }
 
 // run starts spec's script with files as its stdio.
-func (s *sandboxServer) run(spec runSpec, files []*os.File) {
+func (s *SandboxServer) run(spec RunSpec, files []*os.File) {
 	var stdin io.Reader
 	if spec.Stdin {
 		stdin, files = files[0], files[1:]
@@ -254,14 +253,14 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 		stdin = &stdinReport{f: f, w: frameWriter{mu: &mu, f: files[0], stream: 3}}
 	}
 	s.mu.Lock()
-	c := s.container(spec.Container)
+	c := s.Container(spec.Container)
 	view, err := c.openView(spec)
 	if err != nil {
 		c.runs++
 		s.ended(c)
 		s.mu.Unlock()
 		fmt.Fprintf(stderr, "sh: %v\n", err)
-		closeFiles(files)
+		CloseFiles(files)
 		if f, ok := stdin.(*stdinReport); ok {
 			f.f.Close()
 		}
@@ -269,47 +268,47 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 		return
 	}
 	if c.runs == 0 {
-		c.running.setLimits(spec.Limits.Pids, spec.Limits.Memory)
+		c.Running.SetLimits(spec.Limits.Pids, spec.Limits.Memory)
 		if spec.PIDTarget != "" && spec.PIDTarget != spec.Container {
-			c.running.joinPIDNamespace(&s.container(spec.PIDTarget).running)
+			c.Running.JoinPIDNamespace(&s.Container(spec.PIDTarget).Running)
 		} else if spec.PodPID != "" {
 			s.joinPodPIDNamespace(c, spec.PodPID)
 		}
 	}
 	c.runs++
-	p := newProc(clock.RealClock{}, view, spec.Hostname, spec.Env, stdout, stderr, &c.running)
-	p.workDir = spec.WorkDir
-	p.process = spec.Process
-	p.net = &containerNet{podIP: spec.PodIP, direct: !s.noNet, netErr: ErrNoPodNetwork, fault: &c.fault, traffic: &c.running.traffic}
+	p := NewProc(RealClock{}, view, spec.Hostname, spec.Env, stdout, stderr, &c.Running)
+	p.WorkDir = spec.WorkDir
+	p.Process = spec.Process
+	p.Net = &ContainerNet{PodIP: spec.PodIP, direct: !s.noNet, NetErr: ErrNoPodNetwork, Fault: &c.fault, Traffic: &c.Running.Traffic}
 	if !spec.Interactive {
-		p.stdin = stdin
+		p.Stdin = stdin
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s.runs[spec.ID] = &childRun{p: p, cancel: cancel, container: c}
+	s.Runs[spec.ID] = &ChildRun{p: p, cancel: cancel, container: c}
 	s.mu.Unlock()
 	go func() {
 		var code int
 		if spec.Interactive {
-			code = p.interactive(ctx, stdin, spec.Prompt)
+			code = p.Interactive(ctx, stdin, spec.Prompt)
 		} else {
-			code = p.run(ctx, spec.Script, spec.Params)
+			code = p.Run(ctx, spec.Script, spec.Params)
 		}
 		cancel()
-		view.close()
-		closeFiles(files)
+		view.Close()
+		CloseFiles(files)
 		if f, ok := stdin.(*stdinReport); ok {
 			f.f.Close()
 		}
 		s.mu.Lock()
-		delete(s.runs, spec.ID)
+		delete(s.Runs, spec.ID)
 		s.ended(c)
 		s.mu.Unlock()
 		reason := ""
-		if c.running.killed() {
+		if c.Running.Killed() {
 			code, reason = ExitCodeSIGKILL, ReasonOOMKilled
 		}
-		u := c.running.usage()
-		s.send(runExit{ID: spec.ID, Code: code, Reason: reason, Usage: &u})
+		u := c.Running.Usage()
+		s.send(RunExit{ID: spec.ID, Code: code, Reason: reason, Usage: &u})
 	}()
 }
 
@@ -317,50 +316,50 @@ func (s *sandboxServer) run(spec runSpec, files []*os.File) {
 // exited (its main script ended, and an exec needs a running container):
 // its pinned mounts are closed, and its record forgotten unless its
 // servers' fault is on. Caller holds mu.
-func (s *sandboxServer) ended(c *childContainer) {
+func (s *SandboxServer) ended(c *ChildContainer) {
 	if c.runs--; c.runs > 0 {
 		return
 	}
-	closeMounts(c.mounts)
+	CloseMounts(c.mounts)
 	c.mounts, c.pinned = nil, false
 	if on, _ := c.fault.state(); !on {
-		delete(s.containers, c.id)
+		delete(s.Containers, c.id)
 		s.leavePodPIDNamespace(c)
 	}
 }
 
 // exit tells the runtime that run id ended.
-func (s *sandboxServer) exit(id string, code int, reason string) {
-	s.send(runExit{ID: id, Code: code, Reason: reason})
+func (s *SandboxServer) exit(id string, code int, reason string) {
+	s.send(RunExit{ID: id, Code: code, Reason: reason})
 }
 
 // send writes one message to the runtime.
-func (s *sandboxServer) send(e runExit) {
+func (s *SandboxServer) send(e RunExit) {
 	b, _ := json.Marshal(e) // plain fields always marshal
 	s.sent.Lock()
 	defer s.sent.Unlock()
-	_, _, _ = s.conn.WriteMsgUnix(b, nil, nil) // a runtime that is gone reads no exits
+	_, _, _ = s.Conn.WriteMsgUnix(b, nil, nil) // a runtime that is gone reads no exits
 }
 
 // usages answers request id with what each of its containers uses now,
 // in parts (see usagesPerMessage).
-func (s *sandboxServer) usages(id string) {
+func (s *SandboxServer) usages(id string) {
 	s.mu.Lock()
-	all := make(map[string]scriptUsage, len(s.containers))
-	for cid, c := range s.containers {
-		all[cid] = c.running.usage()
+	all := make(map[string]ScriptUsage, len(s.Containers))
+	for cid, c := range s.Containers {
+		all[cid] = c.Running.Usage()
 	}
 	s.mu.Unlock()
-	part := map[string]scriptUsage{}
+	part := map[string]ScriptUsage{}
 	parts := 1
 	for cid, u := range all {
-		if len(part) == usagesPerMessage && parts < maxUsageParts {
-			s.send(runExit{ID: id, Usages: part, More: true})
-			part, parts = map[string]scriptUsage{}, parts+1
+		if len(part) == UsagesPerMessage && parts < MaxUsageParts {
+			s.send(RunExit{ID: id, Usages: part, More: true})
+			part, parts = map[string]ScriptUsage{}, parts+1
 		}
 		part[cid] = u
 	}
-	s.send(runExit{ID: id, Usages: part})
+	s.send(RunExit{ID: id, Usages: part})
 }
 
 // openView opens the view of a run of c: its root, and its mounts, which
@@ -368,23 +367,23 @@ func (s *sandboxServer) usages(id string) {
 // root (/.mounts/<container>/<i>), each the very directory or file the
 // runtime pinned at CreateContainer (checked again: the same device and
 // inode). Caller holds mu.
-func (c *childContainer) openView(spec runSpec) (*containerFS, error) {
+func (c *ChildContainer) openView(spec RunSpec) (*ContainerFS, error) {
 	if !c.pinned {
 		specs := slices.Clone(spec.Mounts)
 		for i := range specs {
 			specs[i].Rel = strconv.Itoa(i)
 		}
-		mounts, err := pinMounts(specs, func(mountSpec) string { return boundMounts(path.Clean("/" + spec.Container)[1:]) })
+		mounts, err := pinMounts(specs, func(MountSpec) string { return BoundMounts(path.Clean("/" + spec.Container)[1:]) })
 		if err != nil {
 			return nil, err
 		}
 		c.mounts, c.pinned = mounts, true
 	}
-	root, err := os.OpenRoot(boundRootfs(path.Clean("/" + spec.Container)[1:]))
+	root, err := os.OpenRoot(BoundRootfs(path.Clean("/" + spec.Container)[1:]))
 	if err != nil {
 		return nil, fmt.Errorf("container root: %w", err)
 	}
-	v := newContainerFS(root, c.mounts)
+	v := NewContainerFS(root, c.mounts)
 	v.borrowed = true
 	return v, nil
 }

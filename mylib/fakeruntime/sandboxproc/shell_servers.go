@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 // Server commands: the images of the Kubernetes documentation's probe
 // examples serve something a probe checks. Each is a utility (see
@@ -34,29 +34,27 @@ import (
 	"google.golang.org/grpc/health"
 	grpchealth "google.golang.org/grpc/health/grpc_health_v1"
 	"mvdan.cc/sh/v3/interp"
-
-	"mykubelet/mylib/fakeruntime/podnet"
 )
 
 // serverUtilities are the server commands, by name.
 var serverUtilities = []string{"agnhost", "goproxy", "nginx", "etcd"}
 
-// faultSwitch is whether the control API makes a container's servers fail;
+// FaultSwitch is whether the control API makes a container's servers fail;
 // changed is closed at each change.
-type faultSwitch struct {
+type FaultSwitch struct {
 	mu      sync.Mutex
 	on      bool
 	changed chan struct{}
-	// notify, if set, hears every set: the sandbox process's servers
+	// Notify, if set, hears every set: the sandbox process's servers
 	// keep their own switch.
-	notify func(on bool)
+	Notify func(on bool)
 }
 
-func (f *faultSwitch) set(on bool) {
+func (f *FaultSwitch) Set(on bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.notify != nil {
-		f.notify(on)
+	if f.Notify != nil {
+		f.Notify(on)
 	}
 	if f.changed == nil {
 		f.changed = make(chan struct{})
@@ -69,7 +67,7 @@ func (f *faultSwitch) set(on bool) {
 }
 
 // state is whether it fails now, and a channel closed at the next change.
-func (f *faultSwitch) state() (bool, <-chan struct{}) {
+func (f *FaultSwitch) state() (bool, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.changed == nil {
@@ -78,56 +76,53 @@ func (f *faultSwitch) state() (bool, <-chan struct{}) {
 	return f.on, f.changed
 }
 
-// containerNet is what a container's servers need: where to listen, and
-// whether to fail.
-type containerNet struct {
-	podIP  string
-	direct bool            // this process is in the pod network: listen without setns (the sandbox process)
-	net    *podnet.Network // nil: no pod network
-	netErr error
-	fault  *faultSwitch
-	// traffic counts the bytes of the connections its servers accept
-	// (nil: not counted).
-	traffic *netCounters
+// Listener listens in the pod network from the runtime's own process
+// (mylib/fakeruntime/podnet's Network: in the network's namespace).
+type Listener interface {
+	Listen(addr string) (net.Listener, error)
 }
 
-// containerNet is c's. Caller holds mu.
-func (r *Runtime) containerNet(c *container) *containerNet {
-	ip := ""
-	if s := r.sandboxes[c.sandboxID]; s != nil {
-		ip = s.ip
-	}
-	return &containerNet{podIP: ip, net: r.net, netErr: r.netErr, fault: &c.fault, traffic: &c.running.traffic}
+// ContainerNet is what a container's servers need: where to listen, and
+// whether to fail.
+type ContainerNet struct {
+	PodIP  string
+	direct bool     // this process is in the pod network: listen without setns (the sandbox process)
+	Net    Listener // nil: no pod network
+	NetErr error
+	Fault  *FaultSwitch
+	// Traffic counts the bytes of the connections its servers accept
+	// (nil: not counted).
+	Traffic *netCounters
 }
 
 // listen listens on the pod IP's port; the connections it accepts count
 // their bytes in the container's traffic.
-func (n *containerNet) listen(port int) (net.Listener, error) {
+func (n *ContainerNet) listen(port int) (net.Listener, error) {
 	l, err := n.listenRaw(port)
-	if err != nil || n.traffic == nil {
+	if err != nil || n.Traffic == nil {
 		return l, err
 	}
-	return countingListener{Listener: l, c: n.traffic}, nil
+	return countingListener{Listener: l, c: n.Traffic}, nil
 }
 
-func (n *containerNet) listenRaw(port int) (net.Listener, error) {
+func (n *ContainerNet) listenRaw(port int) (net.Listener, error) {
 	if n != nil && n.direct {
-		return net.Listen("tcp", net.JoinHostPort(n.podIP, strconv.Itoa(port)))
+		return net.Listen("tcp", net.JoinHostPort(n.PodIP, strconv.Itoa(port)))
 	}
-	if n == nil || n.net == nil {
+	if n == nil || n.Net == nil {
 		err := ErrNoPodNetwork
-		if n != nil && n.netErr != nil {
-			err = n.netErr
+		if n != nil && n.NetErr != nil {
+			err = n.NetErr
 		}
 		return nil, err
 	}
-	return n.net.Listen(net.JoinHostPort(n.podIP, strconv.Itoa(port)))
+	return n.Net.Listen(net.JoinHostPort(n.PodIP, strconv.Itoa(port)))
 }
 
 // server runs one of serverUtilities; ok is false for any other name.
 func (p *proc) server(ctx context.Context, hc interp.HandlerContext, name string, args []string) (err error, ok bool) {
-	if p.net == nil {
-		p.net = &containerNet{netErr: ErrNoPodNetwork, fault: &faultSwitch{}}
+	if p.Net == nil {
+		p.Net = &ContainerNet{NetErr: ErrNoPodNetwork, Fault: &FaultSwitch{}}
 	}
 	switch name {
 	case "agnhost":
@@ -205,7 +200,7 @@ func exitStatus(code int) error {
 // probe's target), the listening socket is closed: connections are refused.
 func (p *proc) serveHTTP(ctx context.Context, hc interp.HandlerContext, name string, port int, h http.Handler, termCode int, refuse bool) error {
 	defer p.running.cpu.idle()() // it waits; its requests are served on net/http's goroutines
-	fault := p.net.fault
+	fault := p.Net.Fault
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if on, _ := fault.state(); on {
 			http.Error(w, "failing: the mock runtime's control API made this container fail", http.StatusInternalServerError)
@@ -223,7 +218,7 @@ func (p *proc) serveHTTP(ctx context.Context, hc interp.HandlerContext, name str
 		if on && refuse {
 			close(done) // no socket while failing
 		} else {
-			l, err := p.net.listen(port)
+			l, err := p.Net.listen(port)
 			if err != nil {
 				fmt.Fprintf(hc.Stderr, "%s: cannot listen on port %d: %v\n", name, port, err)
 				return p.stopped(ctx, termCode) // runs on, serving nothing: its probes fail
@@ -257,7 +252,7 @@ func (p *proc) serveHTTP(ctx context.Context, hc interp.HandlerContext, name str
 // until stopped: SERVING, or NOT_SERVING while the container is made to fail.
 func (p *proc) serveGRPCHealth(ctx context.Context, hc interp.HandlerContext, port int) error {
 	defer p.running.cpu.idle()()
-	l, err := p.net.listen(port)
+	l, err := p.Net.listen(port)
 	if err != nil {
 		fmt.Fprintf(hc.Stderr, "etcd: cannot listen on port %d: %v\n", port, err)
 		return p.stopped(ctx, 0)
@@ -271,7 +266,7 @@ func (p *proc) serveGRPCHealth(ctx context.Context, hc interp.HandlerContext, po
 	stop := make(chan struct{})
 	wg.Go(func() {
 		for {
-			on, changed := p.net.fault.state()
+			on, changed := p.Net.Fault.state()
 			st := grpchealth.HealthCheckResponse_SERVING
 			if on {
 				st = grpchealth.HealthCheckResponse_NOT_SERVING

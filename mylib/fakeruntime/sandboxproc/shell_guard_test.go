@@ -1,11 +1,13 @@
-package fakeruntime
+package sandboxproc
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,7 +22,7 @@ import (
 // command or a call ends the script with an internal error; one of a file
 // operation fails that operation.
 func TestAPanicInAHandlerOnAPipelinesGoroutineEndsOnlyItsScript(t *testing.T) {
-	var stdout, stderr lockedBuffer
+	var stdout, stderr guardBuffer
 	exec := guardExec(func(ctx context.Context, args []string) error {
 		if args[0] == "boom" {
 			panic("boom")
@@ -43,7 +45,7 @@ func TestAPanicInAHandlerOnAPipelinesGoroutineEndsOnlyItsScript(t *testing.T) {
 		return r
 	}
 	run := func(script string) error {
-		stdout, stderr = lockedBuffer{}, lockedBuffer{}
+		stdout, stderr = guardBuffer{}, guardBuffer{}
 		file, err := syntax.NewParser().Parse(strings.NewReader(script), "")
 		require.NoError(t, err)
 		return newRunner().Run(context.Background(), file)
@@ -93,23 +95,23 @@ func TestBoundedInputStopsTheParserBeforeItsStackGrows(t *testing.T) {
 				}
 				return open + "true" + close
 			}
-			n := (maxScriptBytes - 32) / (len(c.open) + len(c.close))
-			_, err := parseScript(nest(n))
+			n := (MaxScriptBytes - 32) / (len(c.open) + len(c.close))
+			_, err := ParseScript(nest(n))
 			if c.deep {
 				assert.ErrorIs(t, err, errNestedTooDeep, "%d levels", n)
 			} else {
 				assert.NoError(t, err, "%d levels: within the frames", n)
 			}
-			_, err = parseScript(nest(1000))
+			_, err = ParseScript(nest(1000))
 			assert.NoError(t, err, "a thousand levels")
 		})
 	}
-	_, err := parseScript(strings.Repeat("(", 327680))
+	_, err := ParseScript(strings.Repeat("(", 327680))
 	assert.ErrorContains(t, err, "script too long (more than 131072 bytes): Argument list too long")
 	// A long script that does not nest parses in full.
-	f, err := parseScript(strings.Repeat("true | true && echo $((1+2*3)) \"$(true)\"\n", maxScriptBytes/45))
+	f, err := ParseScript(strings.Repeat("true | true && echo $((1+2*3)) \"$(true)\"\n", MaxScriptBytes/45))
 	require.NoError(t, err)
-	assert.Len(t, f.Stmts, maxScriptBytes/45)
+	assert.Len(t, f.Stmts, MaxScriptBytes/45)
 	assert.ErrorIs(t, checkWords(strings.Repeat("$(", 60000)), errNestedTooDeep)
 	assert.NoError(t, checkWords("'a' \"b\" $(c)"))
 	assert.ErrorIs(t, checkArithmetic(strings.Repeat("(", 60000)), errNestedTooDeep)
@@ -158,11 +160,11 @@ func FuzzParseBounded(f *testing.F) {
 		f.Add(piece, uint32(100000))
 	}
 	f.Fuzz(func(t *testing.T, piece string, n uint32) {
-		if len(piece) == 0 || int(n)*len(piece) > 2*maxScriptBytes {
+		if len(piece) == 0 || int(n)*len(piece) > 2*MaxScriptBytes {
 			return
 		}
 		src := strings.Repeat(piece, int(n))
-		if _, err := parseScript(src); err == nil && len(src) > maxScriptBytes {
+		if _, err := ParseScript(src); err == nil && len(src) > MaxScriptBytes {
 			t.Fatalf("a %d-byte script parsed", len(src))
 		}
 		_ = checkWords(src)
@@ -170,4 +172,22 @@ func FuzzParseBounded(f *testing.F) {
 		wrappers, call := builtinCall(strings.Fields(src))
 		assert.Equal(t, len(strings.Fields(src)), len(wrappers)+len(call))
 	})
+}
+
+// guardBuffer is a buffer the interpreter's goroutines write into at once.
+type guardBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *guardBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *guardBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
 }

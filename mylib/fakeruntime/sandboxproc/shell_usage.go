@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"net"
@@ -170,7 +170,7 @@ func (m *cpuMeter) total() int64 {
 
 // netCounters are the bytes a container's servers read (rx) and wrote (tx).
 type netCounters struct {
-	rx, tx atomic.Int64
+	Rx, tx atomic.Int64
 }
 
 // countingListener counts the bytes of each connection it accepts.
@@ -194,7 +194,7 @@ type countingConn struct {
 
 func (c countingConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	c.c.rx.Add(int64(n))
+	c.c.Rx.Add(int64(n))
 	return n, err
 }
 
@@ -204,10 +204,10 @@ func (c countingConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// scriptUsage is what a container's scripts use now; the sandbox process
+// ScriptUsage is what a container's scripts use now; the sandbox process
 // reports it for its containers. The writable layer is not in it: the
 // runtime measures it on disk.
-type scriptUsage struct {
+type ScriptUsage struct {
 	CPU  int64 `json:"cpu"`            // nanoseconds, cumulative
 	Mem  int64 `json:"mem,omitempty"`  // shell variables and stress's bytes
 	Pids int64 `json:"pids,omitempty"` // processes running
@@ -215,13 +215,13 @@ type scriptUsage struct {
 	Tx   int64 `json:"tx,omitempty"`   // bytes its servers wrote
 }
 
-// usage is what t's container uses now.
-func (t *procTable) usage() scriptUsage {
-	return scriptUsage{
+// Usage is what t's container uses now.
+func (t *ProcTable) Usage() ScriptUsage {
+	return ScriptUsage{
 		CPU:  t.cpu.total(),
 		Mem:  t.vars.Load() + t.stress.Load(),
-		Pids: t.pids.Load(),
-		Rx:   t.traffic.rx.Load(),
-		Tx:   t.traffic.tx.Load(),
+		Pids: t.Pids.Load(),
+		Rx:   t.Traffic.Rx.Load(),
+		Tx:   t.Traffic.tx.Load(),
 	}
 }

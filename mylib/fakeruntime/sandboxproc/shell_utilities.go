@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"context"
@@ -165,14 +165,14 @@ func (p *proc) cat(ctx context.Context, hc interp.HandlerContext, files []string
 	for _, f := range files {
 		r, err := p.open(ctx, f, os.O_RDONLY, 0)
 		if err != nil {
-			fmt.Fprintf(hc.Stderr, "cat: %s: %v\n", f, cause(err))
+			fmt.Fprintf(hc.Stderr, "cat: %s: %v\n", f, Cause(err))
 			failed = true
 			continue
 		}
 		_, err = io.Copy(hc.Stdout, r)
 		r.Close()
 		if err != nil {
-			fmt.Fprintf(hc.Stderr, "cat: %s: %v\n", f, cause(err))
+			fmt.Fprintf(hc.Stderr, "cat: %s: %v\n", f, Cause(err))
 			failed = true
 		}
 	}
@@ -201,14 +201,14 @@ func (p *proc) ls(hc interp.HandlerContext, args []string) error {
 		rel := p.rel(hc.Dir, name)
 		fi, err := p.fs.Stat(rel)
 		if err != nil {
-			fmt.Fprintf(hc.Stderr, "ls: %s: %v\n", name, cause(err))
+			fmt.Fprintf(hc.Stderr, "ls: %s: %v\n", name, Cause(err))
 			failed = true
 			continue
 		}
 		infos := []fs.FileInfo{fi}
 		if fi.IsDir() {
 			if infos, err = p.readInfos(rel); err != nil {
-				fmt.Fprintf(hc.Stderr, "ls: %s: %v\n", name, cause(err))
+				fmt.Fprintf(hc.Stderr, "ls: %s: %v\n", name, Cause(err))
 				failed = true
 				continue
 			}
@@ -244,7 +244,7 @@ func (p *proc) each(hc interp.HandlerContext, args []string, fn func(rel string)
 	failed := false
 	for _, a := range args[1:] {
 		if err := fn(p.rel(hc.Dir, a)); err != nil {
-			fmt.Fprintf(hc.Stderr, "%s: %s: %v\n", args[0], a, cause(err))
+			fmt.Fprintf(hc.Stderr, "%s: %s: %v\n", args[0], a, Cause(err))
 			failed = true
 		}
 	}

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"context"
@@ -34,9 +34,9 @@ import (
 // is "stale file handle". A read-only mount refuses every write, create,
 // remove and mkdir with EROFS, as a read-only bind mount does.
 
-// cause is the reason of a file error without the path, which would show
+// Cause is the reason of a file error without the path, which would show
 // the root-relative name.
-func cause(err error) error {
+func Cause(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
@@ -44,54 +44,54 @@ func cause(err error) error {
 	return err
 }
 
-// containerFS is a container's view of files: its root and its mounts.
-type containerFS struct {
-	root     *os.Root   // the container's "/": its writable layer
-	mounts   []*fsMount // longest path first
+// ContainerFS is a container's view of files: its root and its mounts.
+type ContainerFS struct {
+	Root     *os.Root   // the container's "/": its writable layer
+	Mounts   []*FsMount // longest path first
 	borrowed bool       // the mounts are someone else's to close
 }
 
-// fsMount is one mount of the view, pinned (see pinMount).
-type fsMount struct {
-	path     string   // where it is in the container, relative to "/": "etc/config"
-	dir      *os.Root // a directory mount: its directory; a file mount: the file's directory
+// FsMount is one mount of the view, pinned (see pinMount).
+type FsMount struct {
+	Path     string   // where it is in the container, relative to "/": "etc/config"
+	Dir      *os.Root // a directory mount: its directory; a file mount: the file's directory
 	name     string   // a directory mount: "."; a file mount: the file's name in dir
 	readOnly bool
 	id       fileID   // the directory's or the file's identity
-	pin      *os.File // a file mount: the file itself (O_PATH), held open
+	Pin      *os.File // a file mount: the file itself (O_PATH), held open
 }
 
-// close closes what m holds.
-func (m *fsMount) close() {
-	if m.dir != nil {
-		m.dir.Close()
+// Close closes what m holds.
+func (m *FsMount) Close() {
+	if m.Dir != nil {
+		m.Dir.Close()
 	}
-	if m.pin != nil {
-		m.pin.Close()
+	if m.Pin != nil {
+		m.Pin.Close()
 	}
 }
 
-// isFile says whether m is a file mount.
-func (m *fsMount) isFile() bool { return m.name != "." }
+// IsFile says whether m is a file mount.
+func (m *FsMount) IsFile() bool { return m.name != "." }
 
-// newContainerFS is the view of root with mounts; it owns them (close).
-func newContainerFS(root *os.Root, mounts []*fsMount) *containerFS {
+// NewContainerFS is the view of root with mounts; it owns them (close).
+func NewContainerFS(root *os.Root, mounts []*FsMount) *ContainerFS {
 	mounts = slices.Clone(mounts)
-	slices.SortStableFunc(mounts, func(a, b *fsMount) int { return len(b.path) - len(a.path) })
-	return &containerFS{root: root, mounts: mounts}
+	slices.SortStableFunc(mounts, func(a, b *FsMount) int { return len(b.Path) - len(a.Path) })
+	return &ContainerFS{Root: root, Mounts: mounts}
 }
 
-// close closes the root and, unless they are borrowed, the mounts.
-func (v *containerFS) close() {
-	v.root.Close()
+// Close closes the root and, unless they are borrowed, the mounts.
+func (v *ContainerFS) Close() {
+	v.Root.Close()
 	if !v.borrowed {
-		closeMounts(v.mounts)
+		CloseMounts(v.Mounts)
 	}
 }
 
 // stale checks that a file mount's name still is its pinned file.
-func (m *fsMount) stale(op, name string) error {
-	fi, err := m.dir.Lstat(m.name)
+func (m *FsMount) stale(op, name string) error {
+	fi, err := m.Dir.Lstat(m.name)
 	if err == nil && idOf(fi) == m.id {
 		return nil
 	}
@@ -100,42 +100,42 @@ func (m *fsMount) stale(op, name string) error {
 
 // covers reports whether the mount holds name (relative to "/"); sub is
 // the name inside it ("" for the mount point itself).
-func (m *fsMount) covers(name string) (sub string, ok bool) {
-	if name == m.path {
+func (m *FsMount) covers(name string) (sub string, ok bool) {
+	if name == m.Path {
 		return "", true
 	}
-	sub, ok = strings.CutPrefix(name, m.path+"/")
+	sub, ok = strings.CutPrefix(name, m.Path+"/")
 	return sub, ok
 }
 
 // resolve finds where name (relative to "/", clean) lives: the os.Root and
 // the name in it, and its mount (nil: the writable layer).
-func (v *containerFS) resolve(op, name string) (*os.Root, string, *fsMount, error) {
-	for _, m := range v.mounts {
+func (v *ContainerFS) resolve(op, name string) (*os.Root, string, *FsMount, error) {
+	for _, m := range v.Mounts {
 		sub, ok := m.covers(name)
 		if !ok {
 			continue
 		}
-		if m.isFile() { // nothing is under it
+		if m.IsFile() { // nothing is under it
 			if sub != "" {
 				return nil, "", m, &fs.PathError{Op: op, Path: name, Err: syscall.ENOTDIR}
 			}
 			if err := m.stale(op, name); err != nil {
 				return nil, "", m, err
 			}
-			return m.dir, m.name, m, nil
+			return m.Dir, m.name, m, nil
 		}
 		if sub == "" {
 			sub = "."
 		}
-		return m.dir, sub, m, nil
+		return m.Dir, sub, m, nil
 	}
-	return v.root, name, nil, nil
+	return v.Root, name, nil, nil
 }
 
 // writable is resolve for an operation that changes name: a read-only
 // mount refuses it.
-func (v *containerFS) writable(op, name string) (*os.Root, string, *fsMount, error) {
+func (v *ContainerFS) writable(op, name string) (*os.Root, string, *FsMount, error) {
 	r, n, m, err := v.resolve(op, name)
 	if err == nil && m != nil && m.readOnly {
 		err = &fs.PathError{Op: op, Path: name, Err: syscall.EROFS}
@@ -145,9 +145,9 @@ func (v *containerFS) writable(op, name string) (*os.Root, string, *fsMount, err
 
 // busy refuses to remove a mount point or a directory holding one, as the
 // kernel does (EBUSY): removing it would not remove the mount.
-func (v *containerFS) busy(op, name string, all bool) error {
-	for _, m := range v.mounts {
-		if m.path == name || (all && (name == "." || strings.HasPrefix(m.path, name+"/"))) {
+func (v *ContainerFS) busy(op, name string, all bool) error {
+	for _, m := range v.Mounts {
+		if m.Path == name || (all && (name == "." || strings.HasPrefix(m.Path, name+"/"))) {
 			return &fs.PathError{Op: op, Path: name, Err: syscall.EBUSY}
 		}
 	}
@@ -156,7 +156,7 @@ func (v *containerFS) busy(op, name string, all bool) error {
 
 // OpenFile opens name; inLayer says whether it is a file of the writable
 // layer (what it writes counts against the container's memory).
-func (v *containerFS) OpenFile(name string, flag int, perm os.FileMode) (f *os.File, inLayer bool, err error) {
+func (v *ContainerFS) OpenFile(name string, flag int, perm os.FileMode) (f *os.File, inLayer bool, err error) {
 	resolve := v.resolve
 	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
 		resolve = v.writable
@@ -165,7 +165,7 @@ func (v *containerFS) OpenFile(name string, flag int, perm os.FileMode) (f *os.F
 	if err != nil {
 		return nil, false, err
 	}
-	if m != nil && m.isFile() {
+	if m != nil && m.IsFile() {
 		f, err := m.openFile(name, flag)
 		return f, false, err
 	}
@@ -176,11 +176,11 @@ func (v *containerFS) OpenFile(name string, flag int, perm os.FileMode) (f *os.F
 // openFile opens a file mount's file: by its name, never through a
 // symlink, and only if it is the pinned file (checked before anything is
 // truncated); it exists, so create is open, and exclusive create fails.
-func (m *fsMount) openFile(name string, flag int) (*os.File, error) {
+func (m *FsMount) openFile(name string, flag int) (*os.File, error) {
 	if flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0 {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EEXIST}
 	}
-	f, err := m.dir.OpenFile(m.name, flag&^(os.O_CREATE|os.O_EXCL|os.O_TRUNC)|syscall.O_NOFOLLOW, 0)
+	f, err := m.Dir.OpenFile(m.name, flag&^(os.O_CREATE|os.O_EXCL|os.O_TRUNC)|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -198,13 +198,13 @@ func (m *fsMount) openFile(name string, flag int) (*os.File, error) {
 }
 
 // Open opens name for reading.
-func (v *containerFS) Open(name string) (*os.File, error) {
+func (v *ContainerFS) Open(name string) (*os.File, error) {
 	f, _, err := v.OpenFile(name, os.O_RDONLY, 0)
 	return f, err
 }
 
 // ReadFile reads name whole.
-func (v *containerFS) ReadFile(name string) ([]byte, error) {
+func (v *ContainerFS) ReadFile(name string) ([]byte, error) {
 	f, _, err := v.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -214,7 +214,7 @@ func (v *containerFS) ReadFile(name string) ([]byte, error) {
 }
 
 // Stat is os.Stat in the view.
-func (v *containerFS) Stat(name string) (fs.FileInfo, error) {
+func (v *ContainerFS) Stat(name string) (fs.FileInfo, error) {
 	r, n, _, err := v.resolve("stat", name)
 	if err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func (v *containerFS) Stat(name string) (fs.FileInfo, error) {
 }
 
 // Lstat is os.Lstat in the view.
-func (v *containerFS) Lstat(name string) (fs.FileInfo, error) {
+func (v *ContainerFS) Lstat(name string) (fs.FileInfo, error) {
 	r, n, _, err := v.resolve("lstat", name)
 	if err != nil {
 		return nil, err
@@ -257,7 +257,7 @@ type namedInfo struct {
 func (i namedInfo) Name() string { return i.name }
 
 // Readlink is os.Readlink in the view.
-func (v *containerFS) Readlink(name string) (string, error) {
+func (v *ContainerFS) Readlink(name string) (string, error) {
 	r, n, _, err := v.resolve("readlink", name)
 	if err != nil {
 		return "", err
@@ -266,7 +266,7 @@ func (v *containerFS) Readlink(name string) (string, error) {
 }
 
 // Mkdir is os.Mkdir in the view.
-func (v *containerFS) Mkdir(name string, perm os.FileMode) error {
+func (v *ContainerFS) Mkdir(name string, perm os.FileMode) error {
 	r, n, _, err := v.writable("mkdir", name)
 	if err != nil {
 		return err
@@ -276,7 +276,7 @@ func (v *containerFS) Mkdir(name string, perm os.FileMode) error {
 
 // MkdirAll is os.MkdirAll in the view: a directory that exists is
 // success, even in a read-only mount (as mkdir -p).
-func (v *containerFS) MkdirAll(name string, perm os.FileMode) error {
+func (v *ContainerFS) MkdirAll(name string, perm os.FileMode) error {
 	if fi, err := v.Stat(name); err == nil && fi.IsDir() {
 		return nil
 	}
@@ -288,7 +288,7 @@ func (v *containerFS) MkdirAll(name string, perm os.FileMode) error {
 }
 
 // Remove is os.Remove in the view.
-func (v *containerFS) Remove(name string) error {
+func (v *ContainerFS) Remove(name string) error {
 	if err := v.busy("remove", name, false); err != nil {
 		return err
 	}
@@ -301,7 +301,7 @@ func (v *containerFS) Remove(name string) error {
 
 // RemoveAll is os.RemoveAll in the view; a directory that holds a mount
 // point is busy, and nothing of it is removed.
-func (v *containerFS) RemoveAll(name string) error {
+func (v *ContainerFS) RemoveAll(name string) error {
 	if err := v.busy("remove", name, true); err != nil {
 		return err
 	}
@@ -313,7 +313,7 @@ func (v *containerFS) RemoveAll(name string) error {
 }
 
 // Chtimes is os.Chtimes in the view.
-func (v *containerFS) Chtimes(name string, atime, mtime time.Time) error {
+func (v *ContainerFS) Chtimes(name string, atime, mtime time.Time) error {
 	r, n, _, err := v.writable("chtimes", name)
 	if err != nil {
 		return err
@@ -324,7 +324,7 @@ func (v *containerFS) Chtimes(name string, atime, mtime time.Time) error {
 // ReadDir lists the directory name, sorted by name. A mount point in it
 // shows what is mounted there (as the kernel shows the mounted directory),
 // even if no mount point exists underneath (a mount inside a mount).
-func (v *containerFS) ReadDir(name string) ([]fs.FileInfo, error) {
+func (v *ContainerFS) ReadDir(name string) ([]fs.FileInfo, error) {
 	r, n, _, err := v.resolve("readdir", name)
 	if err != nil {
 		return nil, err
@@ -338,20 +338,20 @@ func (v *containerFS) ReadDir(name string) ([]fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range v.mounts {
-		if path.Dir(m.path) != name {
+	for _, m := range v.Mounts {
+		if path.Dir(m.Path) != name {
 			continue
 		}
 		var fi fs.FileInfo
-		if m.pin != nil {
-			fi, err = m.pin.Stat() // the pinned file, whatever its name holds now
+		if m.Pin != nil {
+			fi, err = m.Pin.Stat() // the pinned file, whatever its name holds now
 		} else {
-			fi, err = m.dir.Stat(m.name)
+			fi, err = m.Dir.Stat(m.name)
 		}
 		if err != nil {
 			continue // shows its mount point, if any
 		}
-		mi := namedInfo{fi, path.Base(m.path)}
+		mi := namedInfo{fi, path.Base(m.Path)}
 		if i := slices.IndexFunc(infos, func(i fs.FileInfo) bool { return i.Name() == mi.name }); i >= 0 {
 			infos[i] = mi
 		} else {
@@ -390,7 +390,7 @@ func (p *proc) open(ctx context.Context, name string, flag int, perm os.FileMode
 	}
 	f, inLayer, err := p.fs.OpenFile(p.rel(p.dir(ctx), name), flag, perm)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: cause(err)}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: Cause(err)}
 	}
 	// What a script writes into a mount is the volume's, not the
 	// container's: it does not count against the container's memory. (An

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"path"
@@ -31,67 +31,67 @@ import (
 // is listed as that program, and the utilities of its script are not
 // listed: they are how the mock plays it, not processes of the image.
 
-// pidNamespace is one PID namespace's processes.
-type pidNamespace struct {
+// PidNamespace is one PID namespace's processes.
+type PidNamespace struct {
 	mu    sync.Mutex
 	last  int // the last PID given
-	procs map[int]psEntry
+	procs map[int]PsEntry
 }
 
-// psEntry is one process as ps shows it.
-type psEntry struct {
+// PsEntry is one process as ps shows it.
+type PsEntry struct {
 	pid  int
 	user string // "root", or a uid
 	comm string // its program's base name, which pgrep matches
-	args string // its command line
+	Args string // its command line
 }
 
-func newPIDNamespace() *pidNamespace { return &pidNamespace{procs: map[int]psEntry{}} }
+func newPIDNamespace() *PidNamespace { return &PidNamespace{procs: map[int]PsEntry{}} }
 
 // pauseUID is the pause image's user (its Dockerfile says USER
 // 65535:65535), which busybox's ps shows as a number.
 const pauseUID = "65535"
 
-// newPodPIDNamespace returns a pod's shared PID namespace, whose PID 1 is
+// NewPodPIDNamespace returns a pod's shared PID namespace, whose PID 1 is
 // the sandbox's pause process.
-func newPodPIDNamespace() *pidNamespace {
+func NewPodPIDNamespace() *PidNamespace {
 	ns := newPIDNamespace()
 	ns.enter(pauseUID, []string{"/pause"})
 	return ns
 }
 
 // enter adds a process running argv and returns its PID.
-func (ns *pidNamespace) enter(user string, argv []string) int {
+func (ns *PidNamespace) enter(user string, argv []string) int {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	ns.last++
-	ns.procs[ns.last] = psEntry{pid: ns.last, user: user, comm: path.Base(argv[0]), args: strings.Join(argv, " ")}
+	ns.procs[ns.last] = PsEntry{pid: ns.last, user: user, comm: path.Base(argv[0]), Args: strings.Join(argv, " ")}
 	return ns.last
 }
 
 // leave removes the process pid: it exited.
-func (ns *pidNamespace) leave(pid int) {
+func (ns *PidNamespace) leave(pid int) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	delete(ns.procs, pid)
 }
 
-// list returns the processes, by PID.
-func (ns *pidNamespace) list() []psEntry {
+// List returns the processes, by PID.
+func (ns *PidNamespace) List() []PsEntry {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	out := make([]psEntry, 0, len(ns.procs))
+	out := make([]PsEntry, 0, len(ns.procs))
 	for _, e := range ns.procs {
 		out = append(out, e)
 	}
-	slices.SortFunc(out, func(a, b psEntry) int { return a.pid - b.pid })
+	slices.SortFunc(out, func(a, b PsEntry) int { return a.pid - b.pid })
 	return out
 }
 
 // pids returns the PIDs of the processes whose program is comm, in order.
-func (ns *pidNamespace) pids(comm string) []int {
+func (ns *PidNamespace) pids(comm string) []int {
 	var out []int
-	for _, e := range ns.list() {
+	for _, e := range ns.List() {
 		if e.comm == comm {
 			out = append(out, e.pid)
 		}
@@ -99,9 +99,9 @@ func (ns *pidNamespace) pids(comm string) []int {
 	return out
 }
 
-// namespace returns the PID namespace t's processes run in: its own, made
+// Namespace returns the PID namespace t's processes run in: its own, made
 // on first use, unless it joined another.
-func (t *procTable) namespace() *pidNamespace {
+func (t *ProcTable) Namespace() *PidNamespace {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.pidns == nil {
@@ -110,89 +110,80 @@ func (t *procTable) namespace() *pidNamespace {
 	return t.pidns
 }
 
-// joinPIDNamespace makes t's processes run in target's PID namespace
+// JoinPIDNamespace makes t's processes run in target's PID namespace
 // (NamespaceMode TARGET).
-func (t *procTable) joinPIDNamespace(target *procTable) {
-	t.usePIDNamespace(target.namespace())
+func (t *ProcTable) JoinPIDNamespace(target *ProcTable) {
+	t.UsePIDNamespace(target.Namespace())
 }
 
-// usePIDNamespace makes t's processes run in ns (a pod's, NamespaceMode
+// UsePIDNamespace makes t's processes run in ns (a pod's, NamespaceMode
 // POD). It is called before the container's first process runs.
-func (t *procTable) usePIDNamespace(ns *pidNamespace) {
+func (t *ProcTable) UsePIDNamespace(ns *PidNamespace) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.pidns = ns
 }
 
 // enter adds a process of t running argv, as root, and returns its PID.
-func (t *procTable) enter(argv []string) int { return t.namespace().enter("root", argv) }
+func (t *ProcTable) enter(argv []string) int { return t.Namespace().enter("root", argv) }
 
 // leave removes t's process pid.
-func (t *procTable) leave(pid int) { t.namespace().leave(pid) }
+func (t *ProcTable) leave(pid int) { t.Namespace().leave(pid) }
 
-// count returns how many processes of t's PID namespace run program name.
-func (t *procTable) count(name string) int { return len(t.namespace().pids(name)) }
+// Count returns how many processes of t's PID namespace run program name.
+func (t *ProcTable) Count(name string) int { return len(t.Namespace().pids(name)) }
 
 // enterProcess lists p as its process command line, if it has one, until
 // the returned func is called. A process that is not a shell is quiet: the
 // utilities of its script are not listed.
 func (p *proc) enterProcess() (leave func()) {
-	if len(p.process) == 0 {
+	if len(p.Process) == 0 {
 		return func() {}
 	}
-	if !isShell(p.process[0]) {
+	if !IsShell(p.Process[0]) {
 		p.quiet = true
 	}
-	pid := p.running.enter(p.process)
+	pid := p.running.enter(p.Process)
 	return func() { p.running.leave(pid) }
 }
 
-// processOf returns the command line ps lists a script started for argv
+// ProcessOf returns the command line ps lists a script started for argv
 // as: argv if it is a shell's; nil for a single command, which lists
 // itself as it runs (the utility or server that it is).
-func processOf(argv []string) []string {
-	if len(argv) > 0 && isShell(argv[0]) {
+func ProcessOf(argv []string) []string {
+	if len(argv) > 0 && IsShell(argv[0]) {
 		return slices.Clone(argv)
 	}
 	return nil
-}
-
-// podPIDNamespace returns the PID namespace name of the pod whose
-// namespace c shares, for the sandbox process: its sandbox's ID, or "".
-func (c *container) podPIDNamespace() string {
-	if c.podPID {
-		return c.sandboxID
-	}
-	return ""
 }
 
 // podPIDNamespace is a pod's shared PID namespace in the sandbox process,
 // with the number of its containers the process knows: it is forgotten
 // with the last.
 type podPIDNamespace struct {
-	ns         *pidNamespace
+	ns         *PidNamespace
 	containers int
 }
 
 // joinPodPIDNamespace makes c's processes run in the PID namespace of
 // sandbox id, made on its first container's first run. Caller holds mu.
-func (s *sandboxServer) joinPodPIDNamespace(c *childContainer, id string) {
+func (s *SandboxServer) joinPodPIDNamespace(c *ChildContainer, id string) {
 	if s.pods == nil {
 		s.pods = map[string]*podPIDNamespace{}
 	}
 	pod := s.pods[id]
 	if pod == nil {
-		pod = &podPIDNamespace{ns: newPodPIDNamespace()}
+		pod = &podPIDNamespace{ns: NewPodPIDNamespace()}
 		s.pods[id] = pod
 	}
 	pod.containers++
 	c.podPID = id
-	c.running.usePIDNamespace(pod.ns)
+	c.Running.UsePIDNamespace(pod.ns)
 }
 
 // leavePodPIDNamespace counts forgotten container c out of its pod's PID
 // namespace, if it shares one. Caller holds mu.
-func (s *sandboxServer) leavePodPIDNamespace(c *childContainer) {
+func (s *SandboxServer) leavePodPIDNamespace(c *ChildContainer) {
 	pod := s.pods[c.podPID]
 	if pod == nil {
 		return

@@ -1,4 +1,4 @@
-package fakeruntime
+package sandboxproc
 
 import (
 	"archive/tar"
@@ -206,7 +206,7 @@ func (p *proc) tar(ctx context.Context, hc interp.HandlerContext, args []string)
 // errText is an error as tar prints it: the system's words, capitalised
 // ("No such file or directory").
 func errText(err error) string {
-	s := cause(err).Error()
+	s := Cause(err).Error()
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		s = errno.Error()
@@ -515,7 +515,7 @@ func (t *tarRun) extract(tr *tar.Reader, hdr *tar.Header, name string) (dirAttrs
 		if err == nil && leavesRoot(n, hdr.Linkname) {
 			where := "the container's files"
 			if m != nil {
-				where = "its mount /" + m.path
+				where = "its mount /" + m.Path
 			}
 			t.fail("%s: Cannot create symlink to '%s': it would lead out of %s", name, hdr.Linkname, where)
 			return dirAttrs{}, false

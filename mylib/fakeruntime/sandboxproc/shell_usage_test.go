@@ -1,0 +1,115 @@
+package sandboxproc
+
+// TestCPUMeterCountsOnlyWhileMeasuring: the meter of a goroutine that
+// burns counts it; idle stops it; another goroutine's work is not
+// counted.
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestCPUMeterCountsOnlyWhileMeasuring(t *testing.T) {
+	var m cpuMeter
+	burn := func(d time.Duration) { // d of this thread's CPU
+		var ts unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) // cannot fail: the calling thread's clock
+		start := ts.Nano()
+		for {
+			_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+			if time.Duration(ts.Nano()-start) >= d {
+				return
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stop := m.start()
+		defer stop()
+		assert.True(t, m.measuring())
+		nested := m.start() // a nested sh: counted once
+		burn(50 * time.Millisecond)
+		nested()
+		live := time.Duration(m.total())
+		assert.GreaterOrEqual(t, live, 50*time.Millisecond, "read while it runs")
+		resume := m.idle()
+		assert.False(t, m.measuring())
+		burn(50 * time.Millisecond) // not counted: idle
+		resume()
+		resume() // idempotent
+		burn(10 * time.Millisecond)
+	}()
+	<-done
+	got := time.Duration(m.total())
+	assert.GreaterOrEqual(t, got, 60*time.Millisecond)
+	assert.Less(t, got, 100*time.Millisecond, "the idle burn was not counted")
+	assert.False(t, m.measuring(), "this goroutine is not")
+	assert.Empty(t, m.live)
+}
+
+// TestServersCountTheirBytes: a container's servers count what their
+// connections read and wrote, on loopback here.
+func TestServersCountTheirBytes(t *testing.T) {
+	var c netCounters
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "0123456789")
+	})}
+	go func() { _ = srv.Serve(countingListener{Listener: l, c: &c}) }()
+	t.Cleanup(func() { srv.Close() })
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + l.Addr().String() + "/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, "0123456789", string(body))
+	assert.Eventually(t, func() bool { return c.tx.Load() > 0 }, 10*time.Second, time.Millisecond, "a write counts once it returned")
+	assert.Greater(t, c.Rx.Load(), int64(len("GET / HTTP/1.1\r\n")), "the request")
+	assert.Greater(t, c.tx.Load(), int64(len(body)), "the response, headers and body")
+}
+
+// At most maxMeteredThreads goroutines are metered at once, each on an OS
+// thread of its own: past that, a goroutine runs unlocked and uncounted,
+// so busy jobs cannot make the thousands of threads that end a Go process.
+func TestMeteredThreadsAreBounded(t *testing.T) {
+	taken := 0
+	for full := false; !full; {
+		select {
+		case meteredThreads <- struct{}{}:
+			taken++
+		default:
+			full = true
+		}
+	}
+	t.Cleanup(func() {
+		for ; taken > 0; taken-- {
+			<-meteredThreads
+		}
+	})
+	var m cpuMeter
+	stop := m.start()
+	assert.False(t, m.measuring(), "every metered thread taken: not counted")
+	stop()
+
+	<-meteredThreads // one is free again
+	taken--
+	stop = m.start()
+	assert.True(t, m.measuring(), "a free metered thread: counted")
+	resume := m.idle()
+	assert.False(t, m.measuring(), "idle gives the thread back")
+	assert.Len(t, meteredThreads, maxMeteredThreads-1, "and its token")
+	resume()
+	assert.True(t, m.measuring(), "resumed on a free one")
+	stop()
+	assert.False(t, m.measuring())
+	assert.Len(t, meteredThreads, maxMeteredThreads-1, "stop gives the token back")
+}

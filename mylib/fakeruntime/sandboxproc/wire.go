@@ -1,0 +1,149 @@
+package sandboxproc
+
+// sandboxEnv is the variable that makes the runtime's binary a sandbox
+// process (see child.go); its value is the child's config.
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"sync"
+)
+
+const SandboxEnv = "MYKUBELET_FAKERUNTIME_SANDBOX"
+
+// RunSpec is one script to run in a container: its main process or an
+// exec. It travels as JSON to the sandbox process.
+type RunSpec struct {
+	Op          string      `json:"op"`        // opRun, opTerm, opKill, opFault, opUsage
+	ID          string      `json:"id"`        // the run
+	Container   string      `json:"container"` // its container; the root is /<Container>/rootfs
+	Script      string      `json:"script,omitempty"`
+	Params      []string    `json:"params,omitempty"`
+	Env         []string    `json:"env,omitempty"`
+	WorkDir     string      `json:"workDir,omitempty"`
+	Hostname    string      `json:"hostname,omitempty"`
+	PodIP       string      `json:"podIP,omitempty"`
+	Stdin       bool        `json:"stdin,omitempty"`       // two descriptors come with it (stdin, output), not one
+	Interactive bool        `json:"interactive,omitempty"` // a shell reading commands from stdin
+	Prompt      string      `json:"prompt,omitempty"`
+	Mounts      []MountSpec `json:"mounts,omitempty"` // its container's, pinned at its first run from /.mounts/<root>
+	Fault       bool        `json:"fault,omitempty"`  // opFault: on or off
+	Limits      RunLimits   `json:"limits"`
+	PIDTarget   string      `json:"pidTarget,omitempty"` // the container whose PID namespace it shares
+	PodPID      string      `json:"podPID,omitempty"`    // the sandbox whose PID namespace it shares (pid_namespace.go)
+	Process     []string    `json:"process,omitempty"`   // the command line ps lists the run as
+}
+
+// The requests; an exit comes back as a runExit.
+const (
+	OpRun   = "run"
+	OpTerm  = "term"
+	OpKill  = "kill"
+	OpFault = "fault"
+	OpUsage = "usage" // answered by runExits with Usages, the last with More false
+)
+
+// RunLimits are the container's limits (see shell_limits.go), which the sandbox
+// process enforces on its scripts.
+type RunLimits struct {
+	Pids   int64 `json:"pids"`
+	Memory int64 `json:"memory"`
+}
+
+// RunExit is the sandbox process's answer: run ID ended with Code, its
+// container having used Usage; or, to an opUsage request ID, some of its
+// containers' usages, by container ID.
+type RunExit struct {
+	ID     string                 `json:"id"`
+	Code   int                    `json:"code"`
+	Reason string                 `json:"reason,omitempty"` // "" or ReasonOOMKilled
+	Usage  *ScriptUsage           `json:"usage,omitempty"`
+	Usages map[string]ScriptUsage `json:"usages,omitempty"`
+	More   bool                   `json:"more,omitempty"` // more usages follow
+}
+
+// SandboxConfig is the sandbox process's start-up configuration.
+type SandboxConfig struct {
+	Dir   string `json:"dir"`   // an empty directory of the host it mounts its root on (the containers' directory)
+	NoNet bool   `json:"noNet"` // it has a network namespace of its own, empty
+	Ports bool   `json:"ports"` // let its user bind ports below 1024 in the pod network
+	UID   int    `json:"uid"`   // its user and group: its pod's (sandboxproc_uid.go)
+}
+
+// ReadyID is the sandbox process's first message: walled in, ready.
+const ReadyID = "ready"
+
+// An answer to opUsage comes in parts of at most usagesPerMessage
+// containers (a part is one socket message, read into a 64 KiB buffer),
+// and at most maxUsageParts of them.
+const (
+	UsagesPerMessage = 200
+	MaxUsageParts    = 64
+)
+
+// A script's stdout and stderr share one pipe to the runtime, in frames:
+// one byte for the stream (1 or 2), two for the length, then the bytes.
+// Two pipes would lose the order of `echo one; echo two >&2; echo three`,
+// which the log and kubectl logs keep.
+const (
+	FrameHeader = 3
+	MaxFrame    = 4<<10 - FrameHeader // a frame is one atomic pipe write
+)
+
+// frameWriter writes one stream of a script into the shared pipe.
+type frameWriter struct {
+	mu     *sync.Mutex // shared by the two streams
+	f      *os.File
+	stream byte
+}
+
+func (w frameWriter) Write(p []byte) (int, error) {
+	n := 0
+	buf := make([]byte, 0, FrameHeader+min(len(p), MaxFrame))
+	for len(p) > 0 {
+		chunk := p[:min(len(p), MaxFrame)]
+		buf = append(buf[:0], w.stream, byte(len(chunk)>>8), byte(len(chunk)))
+		buf = append(buf, chunk...)
+		w.mu.Lock()
+		_, err := w.f.Write(buf)
+		w.mu.Unlock()
+		if err != nil {
+			return n, err
+		}
+		n += len(chunk)
+		p = p[len(chunk):]
+	}
+	return n, nil
+}
+
+// CloseFiles closes each file that is not nil.
+func CloseFiles(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// Where the runtime binds a container's files in its pod's sandbox
+// process: its rootfs at /<id>/rootfs, its mount i at /.mounts/<id>/<i>
+// (a directory, or a file for a file mount). The process's root is a
+// tmpfs of its own (child.go) that holds nothing else.
+func BoundRootfs(id string) string { return "/" + id + "/rootfs" }
+
+func BoundMounts(id string) string { return "/" + MountsDir + "/" + id }
+
+func BoundMount(id string, i int) string { return BoundMounts(id) + "/" + strconv.Itoa(i) }
+
+const (
+	// SandboxUIDBase is the first user (and group) a pod's sandbox
+	// process may run as.
+	SandboxUIDBase = 200000
+	// SandboxUIDCount is how many there are: as many pods at once on
+	// every mock runtime of the machine together.
+	SandboxUIDCount = 50000
+)
+
+// ErrNoPodNetwork: the runtime was not asked for a pod network.
+var ErrNoPodNetwork = errors.New("the runtime has no pod network (Config.PodNetwork is off)")

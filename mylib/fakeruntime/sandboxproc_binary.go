@@ -1,0 +1,115 @@
+package fakeruntime
+
+// The binary the sandbox processes start from: the sandboxproc package's
+// own (cmd/sandbox), built once per runtime process with the go
+// toolchain from this module's source, which links no package of the
+// kubelet; or, where the toolchain or the source is not there, the
+// runtime's own binary started again (its sandboxproc init becomes the
+// sandbox process before its main runs).
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// sandboxBinaryPackage is the sandbox process's main package.
+const sandboxBinaryPackage = "./mylib/fakeruntime/sandboxproc/cmd/sandbox"
+
+// sandboxBuildTimeout bounds the build: with Go's build cache a link of a
+// second or two, from nothing some 40 s.
+const sandboxBuildTimeout = 20 * time.Second
+
+var sandboxBinaryOnce struct {
+	sync.Once
+	exe *os.File
+	err error
+}
+
+// sandboxBinary is the binary every sandbox process of this runtime
+// process starts from, opened once: a binary rebuilt (or replaced) since
+// is never one.
+func sandboxBinary() (*os.File, error) {
+	sandboxBinaryOnce.Do(func() {
+		sandboxBinaryOnce.exe, sandboxBinaryOnce.err = openSandboxBinary(moduleDir())
+	})
+	return sandboxBinaryOnce.exe, sandboxBinaryOnce.err
+}
+
+// openSandboxBinary builds the sandbox binary from the module at dir and
+// opens it, else opens the runtime's own binary, saying why in one line.
+func openSandboxBinary(dir string) (*os.File, error) {
+	f, err := buildSandboxBinary(dir)
+	if err == nil {
+		return f, nil
+	}
+	klog.InfoS("The mock runtime starts its sandbox processes from its own binary, not from the small one of mylib/fakeruntime/sandboxproc", "reason", err)
+	return openExe("/proc/self/exe")
+}
+
+// moduleDir is where this file's module was when it was built ("" if
+// its path is not known, as with -trimpath).
+func moduleDir() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return ""
+	}
+	return filepath.Dir(filepath.Dir(filepath.Dir(file))) // <module>/mylib/fakeruntime/this.go
+}
+
+// buildSandboxBinary builds the sandbox binary of the module at dir into
+// a file of its own (never over one a runtime holds open) in the user's
+// cache, opens it and removes its name: the open descriptor is the
+// binary. Go's build cache makes the build after the first one a link.
+func buildSandboxBinary(dir string) (*os.File, error) {
+	if dir == "" {
+		return nil, errors.New("the runtime's source directory is unknown (built with -trimpath?)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(sandboxBinaryPackage), "main.go")); err != nil {
+		return nil, fmt.Errorf("no source of the sandbox binary: %w", err)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		// sudo's secure_path drops Go's directory; the toolchain this
+		// binary was built with may still be where it was.
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, serr := os.Stat(goBin); runtime.GOROOT() == "" || serr != nil {
+			return nil, fmt.Errorf("no go toolchain: %w", err)
+		}
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil, err
+	}
+	cache = filepath.Join(cache, "mykubelet", "sandboxproc")
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails
+	out := filepath.Join(cache, "mykubelet-sandbox-"+hex.EncodeToString(b[:]))
+	// Never a download, and not long: with no module cache or build cache
+	// of its user (a HOME of its own), the runtime's own binary serves.
+	ctx, cancel := context.WithTimeout(context.Background(), sandboxBuildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, sandboxBinaryPackage)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOPROXY=off", "GOTOOLCHAIN=local")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(out)
+		return nil, fmt.Errorf("go build %s: %v: %s", sandboxBinaryPackage, err, msg)
+	}
+	f, err := openExe(out)
+	os.Remove(out) // the descriptor holds it
+	return f, err
+}
