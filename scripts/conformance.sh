@@ -23,9 +23,11 @@
 # go.sum and sources says when to build again): e2e.test (`go test -c` of
 # ./e2e, the specs and the e2e framework's flags), the ginkgo CLI (its
 # version from the module graph), and the static programs of the e2e images
-# (agnhost, nnp). The images are built offline (scripts/containerd.sh images
+# (agnhost, nnp, and scripts/tools/images/curl: the options of curl the
+# specs use). The images are built offline (scripts/containerd.sh images
 # --e2e, scripts/tools/images) under the names the specs ask for: agnhost
-# 2.66.1 (a static agnhost with busybox's applets beside it), busybox
+# 2.66.1 (a static agnhost with busybox's applets and our curl beside it,
+# and a certificate for localhost), busybox
 # 1.37.0-2 (and, from the same glibc busybox, glibc-dns-testing 2.1.1),
 # nonroot 1.5, nonewprivs 1.4, pause 3.10.2. The others cannot be
 # built here (below); the specs that need them fail for that reason.
@@ -76,6 +78,8 @@ for p in \
   'Secrets should be consumable from pods in volume \[' \
   'Probing container with readiness probe should not be ready before initial delay' \
   'should execute poststart http hook properly' \
+  'should execute poststart exec hook properly' \
+  'should execute prestop https hook properly' \
   'Probing container should be restarted with a exec "cat /tmp/health" liveness probe' \
   'KubeletManagedEtcHosts' \
   'override the image.s default command \(container entrypoint\)' \
@@ -126,14 +130,15 @@ command -v unshare >/dev/null || die "unshare (util-linux) is not installed"
 CONF_DIR="$CACHE_DIR/conformance-$KUBE_VERSION"
 CONF_MODULE="$REPO_ROOT/scripts/tools/conformance"
 
-# build_conformance: e2e.test, ginkgo, agnhost and nnp into $CONF_DIR, once
+# build_conformance: e2e.test, ginkgo, agnhost, nnp and our curl (for the
+# agnhost image) into $CONF_DIR, once
 # (the e2e framework shares most packages with the control plane: minutes
 # with its build cache warm, more without).
 build_conformance() {
   local stamp_want agn_ldflags="-s -w -X main.Version=2.66.1" started
   stamp_want="$(printf '%s\n' "CGO_ENABLED=0 go test -c -trimpath" "$agn_ldflags" |
-    cat - "$CONF_MODULE/go.mod" "$CONF_MODULE/go.sum" "$CONF_MODULE"/e2e/*.go | sha256sum | cut -c1-16)"
-  if [[ -x "$CONF_DIR/e2e.test" && -x "$CONF_DIR/ginkgo" && -x "$CONF_DIR/agnhost" && -x "$CONF_DIR/nnp" &&
+    cat - "$CONF_MODULE/go.mod" "$CONF_MODULE/go.sum" "$CONF_MODULE"/e2e/*.go "$REPO_ROOT"/scripts/tools/images/curl/*.go | sha256sum | cut -c1-16)"
+  if [[ -x "$CONF_DIR/e2e.test" && -x "$CONF_DIR/ginkgo" && -x "$CONF_DIR/agnhost" && -x "$CONF_DIR/nnp" && -x "$CONF_DIR/curl" &&
     "$(cat "$CONF_DIR/.build-stamp" 2>/dev/null)" == "$stamp_want" ]]; then
     return 0
   fi
@@ -144,7 +149,9 @@ build_conformance() {
     CGO_ENABLED=0 go test -c -trimpath -o "$CONF_DIR/e2e.test" ./e2e &&
     CGO_ENABLED=0 go build -trimpath -o "$CONF_DIR/ginkgo" github.com/onsi/ginkgo/v2/ginkgo &&
     CGO_ENABLED=0 go build -trimpath -ldflags "$agn_ldflags" -o "$CONF_DIR/agnhost" k8s.io/kubernetes/test/images/agnhost &&
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$CONF_DIR/nnp" k8s.io/kubernetes/test/images/nonewprivs) ||
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$CONF_DIR/nnp" k8s.io/kubernetes/test/images/nonewprivs &&
+    cd "$REPO_ROOT/scripts/tools/images" &&
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$CONF_DIR/curl" ./curl) ||
     die "building the conformance binaries failed (see the go output above)"
   echo "$stamp_want" >"$CONF_DIR/.build-stamp"
   say "built in $((SECONDS - started)) s"

@@ -9,7 +9,7 @@
 #   scripts/containerd.sh images   build the offline images (pause, busybox)
 #                                  and import them (no registry needed);
 #                                  with --e2e DIR also the e2e specs' images
-#                                  from DIR/agnhost and DIR/nnp (scripts/conformance.sh)
+#                                  from DIR/agnhost, DIR/nnp and DIR/curl (scripts/conformance.sh)
 #   scripts/containerd.sh down     remove every pod it runs, stop it, unmount
 #                                  what it mounted, delete its bridge
 #   scripts/containerd.sh status   whether it runs, its version, socket, network
@@ -284,8 +284,8 @@ cmd_images() {
   local e2e=() e2e_dir="${1:-}"
   need_root images
   if [[ -n "$e2e_dir" ]]; then
-    [[ -x "$e2e_dir/agnhost" && -x "$e2e_dir/nnp" ]] || die "--e2e $e2e_dir: no agnhost and nnp there (scripts/conformance.sh builds them)"
-    e2e=(-agnhost "$e2e_dir/agnhost" -nonewprivs "$e2e_dir/nnp")
+    [[ -x "$e2e_dir/agnhost" && -x "$e2e_dir/nnp" && -x "$e2e_dir/curl" ]] || die "--e2e $e2e_dir: no agnhost, nnp and curl there (scripts/conformance.sh builds them)"
+    e2e=(-agnhost "$e2e_dir/agnhost" -nonewprivs "$e2e_dir/nnp" -curl "$e2e_dir/curl")
   fi
   running_pid >/dev/null || die "containerd is not running: scripts/containerd.sh up"
   # Debian's busybox package is linked dynamically; busybox-static is not.

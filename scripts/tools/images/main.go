@@ -25,11 +25,19 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"debug/elf"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -38,6 +46,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -63,19 +72,20 @@ func main() {
 	busyboxBin := flag.String("busybox", "/bin/busybox", "a static busybox (Debian: apt-get install busybox-static)")
 	agnhost := flag.String("agnhost", "", "a static agnhost (CGO_ENABLED=0 go build k8s.io/kubernetes/test/images/agnhost): build the e2e images too")
 	nnp := flag.String("nonewprivs", "", "a static nnp (k8s.io/kubernetes/test/images/nonewprivs) for the e2e nonewprivs image (needs -agnhost)")
+	curl := flag.String("curl", "", "a static curl (go build ./curl, the options the e2e specs use) for the agnhost image (needs -agnhost)")
 	flag.Parse()
-	if *nnp != "" && *agnhost == "" {
-		fmt.Fprintln(os.Stderr, "images: -nonewprivs needs -agnhost (it is one of the e2e images)")
+	if (*nnp != "" || *curl != "") && *agnhost == "" {
+		fmt.Fprintln(os.Stderr, "images: -nonewprivs and -curl need -agnhost (they are for the e2e images)")
 		os.Exit(2)
 	}
-	if err := run(*out, *address, *ctr, *snapshotter, *pauseName, *busyboxBin, e2eBins{*agnhost, *nnp}); err != nil {
+	if err := run(*out, *address, *ctr, *snapshotter, *pauseName, *busyboxBin, e2eBins{*agnhost, *nnp, *curl}); err != nil {
 		fmt.Fprintf(os.Stderr, "images: %v\n", err)
 		os.Exit(1)
 	}
 }
 
 // e2eBins are the static programs of the e2e images; agnhost empty: none.
-type e2eBins struct{ agnhost, nonewprivs string }
+type e2eBins struct{ agnhost, nonewprivs, curl string }
 
 type namedImage struct {
 	name string
@@ -271,7 +281,8 @@ const (
 // e2eImages are the e2e specs' images that build from what is here.
 // agnhost is upstream's layout on busybox instead of Alpine: /agnhost (its
 // entrypoint, "pause" by default), the link /agnhost-2, /uploads, /bin/bash
-// (busybox's ash under bash's name), and the
+// (busybox's ash under bash's name), /usr/bin/curl (ours, with -curl), a
+// certificate and key for localhost (/localhost.crt, /localhost.key), and the
 // image's own user and group (user-defined-in-image 1000, a member of
 // group-defined-in-image 50000).
 func e2eImages(bb *busybox, pause v1.Image, bins e2eBins) ([]namedImage, error) {
@@ -281,7 +292,25 @@ func e2eImages(bb *busybox, pause v1.Image, bins e2eBins) ([]namedImage, error) 
 	}
 	entries := bb.entries("user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n",
 		"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n")
+	if bins.curl != "" {
+		// Upstream's image has Alpine's curl, which the lifecycle hooks'
+		// exec handlers and the network specs run; busybox has none.
+		c, err := readStatic(bins.curl)
+		if err != nil {
+			return nil, fmt.Errorf("curl: %w", err)
+		}
+		entries = append(entries, entry{name: "usr/bin/curl", mode: 0o755, data: c})
+	}
+	// netexec --tls-cert-file /localhost.crt --tls-private-key-file
+	// /localhost.key: the HTTPS hooks' sidecar (upstream's image has
+	// porter's pair; this one is made at each build, for localhost).
+	crt, key, err := localhostPair()
+	if err != nil {
+		return nil, err
+	}
 	entries = append(entries,
+		entry{name: "localhost.crt", mode: 0o644, data: crt},
+		entry{name: "localhost.key", mode: 0o644, data: key},
 		// Upstream's agnhost (Alpine) has bash, which specs run scripts
 		// with; busybox has none: its ash runs them, under bash's name.
 		entry{name: "bin/bash", mode: 0o755, data: []byte("#!/bin/sh\n# bash is busybox's ash in this image\nexec /bin/sh \"$@\"\n")},
@@ -447,4 +476,35 @@ func newImage(layer v1.Layer, cfg v1.Config) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS, cf.Config = runtime.GOARCH, "linux", cfg
 	return mutate.ConfigFile(img, cf)
+}
+
+// localhostPair is a self-signed certificate for localhost and its key, in
+// PEM: what netexec serves HTTPS with in the lifecycle hooks' specs (the
+// kubelet checks no certificate of a hook's or a probe's).
+func localhostPair() (crt, key []byte, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(now.UnixNano()),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.AddDate(10, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		return nil, nil, fmt.Errorf("localhost certificate: %w", err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return nil, nil, fmt.Errorf("localhost key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), nil
 }

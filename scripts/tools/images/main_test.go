@@ -2,6 +2,8 @@ package main
 
 import (
 	"archive/tar"
+	"crypto/tls"
+	"crypto/x509"
 	"debug/elf"
 	"errors"
 	"io"
@@ -54,7 +56,7 @@ func TestE2EImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := e2eImages(bb, pause, e2eBins{agnhost: bin, nonewprivs: bin})
+	images, err := e2eImages(bb, pause, e2eBins{agnhost: bin, nonewprivs: bin, curl: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +95,17 @@ func TestE2EImages(t *testing.T) {
 	}
 	if h := files["bin/bash"]; h == nil || h.Mode != 0o755 || !strings.Contains(string(contentOf(t, agn, "bin/bash")), "exec /bin/sh \"$@\"") {
 		t.Errorf("agnhost's /bin/bash: %+v, want a script that runs sh (the specs run scripts with bash)", h)
+	}
+	if h := files["usr/bin/curl"]; h == nil || h.Size != int64(len(want)) || h.Mode != 0o755 {
+		t.Errorf("agnhost's /usr/bin/curl: %+v, want the -curl program, mode 0755 (the exec hooks run curl)", h)
+	}
+	// The HTTPS hooks' sidecar serves with /localhost.crt and .key: a pair
+	// that crypto/tls accepts, for localhost.
+	pair, err := tls.X509KeyPair(contentOf(t, agn, "localhost.crt"), contentOf(t, agn, "localhost.key"))
+	if err != nil {
+		t.Errorf("agnhost's /localhost.crt and /localhost.key: %v", err)
+	} else if c, err := x509.ParseCertificate(pair.Certificate[0]); err != nil || c.VerifyHostname("localhost") != nil {
+		t.Errorf("agnhost's /localhost.crt is not for localhost: %v", err)
 	}
 	if !strings.Contains(string(contentOf(t, agn, "etc/passwd")), "user-defined-in-image:x:1000:") ||
 		!strings.Contains(string(contentOf(t, agn, "etc/group")), "group-defined-in-image:x:50000:user-defined-in-image") {
