@@ -757,11 +757,19 @@ func (kl *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 
 // HandlePodReconcile handles pods whose status alone changed in the API
 // server: the pod manager takes the new copy; the kubelet owns the status,
-// so there is nothing to run (a mirror pod's static pod is synced).
+// so there is nothing to run unless a readiness gate's condition changed
+// what Ready is to say (a mirror pod's static pod is synced).
 func (kl *Kubelet) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
 		kl.podManager.UpdatePod(pod)
-		kl.handleMirrorPod(ctx, pod)
+		if kl.handleMirrorPod(ctx, pod) {
+			continue
+		}
+		// A readiness gate's condition changed: Ready is to be written
+		// again (upstream's NeedToReconcilePodReadiness).
+		if status.NeedToReconcilePodReadiness(pod) {
+			kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
+		}
 	}
 }
 

@@ -164,3 +164,21 @@ func GeneratePodReadyToStartContainersCondition(pod *v1.Pod, podStatus *kubecont
 	}
 	return v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}
 }
+
+// NeedToReconcilePodReadiness reports whether pod's Ready condition, as the
+// API server has it, is no longer what its readiness gates and containers
+// say: someone else (a controller, kubectl patch) set a gate's condition,
+// which reaches the kubelet as a change of status alone (RECONCILE), and
+// the kubelet syncs the pod to write Ready again.
+func NeedToReconcilePodReadiness(pod *v1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	want := GeneratePodReadyCondition(pod, pod.Status.Conditions, pod.Status.ContainerStatuses, pod.Status.Phase)
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status != want.Status || c.Message != want.Message
+		}
+	}
+	return false
+}
