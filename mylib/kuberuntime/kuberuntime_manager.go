@@ -170,9 +170,15 @@ func (m *Manager) computeInitContainerActions(pod *v1.Pod, podStatus *kubecontai
 	isPreviouslyInitialized := podHasInitialized
 	restartOnFailure := shouldRestartOnFailure(pod)
 	var toStart []int // collected last to first
-	kill := func(c *v1.Container, cs *kubecontainer.Status, message string) {
-		changes.ContainersToKill[cs.ID] = containerToKillInfo{
-			container: &kubecontainer.Container{ID: cs.ID, Name: cs.Name}, name: c.Name, message: message}
+	// kill kills a sidecar whose probe failed, within that probe's
+	// terminationGracePeriodSeconds when it sets one (as for a regular
+	// container).
+	kill := func(c *v1.Container, cs *kubecontainer.Status, message string, probe *v1.Probe) {
+		info := containerToKillInfo{container: &kubecontainer.Container{ID: cs.ID, Name: cs.Name}, name: c.Name, message: message}
+		if probe != nil && probe.TerminationGracePeriodSeconds != nil && pod.DeletionGracePeriodSeconds == nil {
+			info.gracePeriodOverride = probe.TerminationGracePeriodSeconds
+		}
+		changes.ContainersToKill[cs.ID] = info
 	}
 
 	for i := len(inits) - 1; i >= 0; i-- {
@@ -206,7 +212,7 @@ func (m *Manager) computeInitContainerActions(pod *v1.Pod, podStatus *kubecontai
 			}
 			if result != proberesults.Success {
 				if result == proberesults.Failure {
-					kill(c, cs, fmt.Sprintf("Init container %s failed startup probe", c.Name))
+					kill(c, cs, fmt.Sprintf("Init container %s failed startup probe", c.Name), c.StartupProbe)
 					toStart = append(toStart, i)
 				}
 				break
@@ -221,7 +227,7 @@ func (m *Manager) computeInitContainerActions(pod *v1.Pod, podStatus *kubecontai
 			// a failed one restarts the sidecar.
 			if c.LivenessProbe != nil && m.livenessManager != nil {
 				if r, ok := m.livenessManager.Get(cs.ID); ok && r == proberesults.Failure {
-					kill(c, cs, fmt.Sprintf("Init container %s failed liveness probe", c.Name))
+					kill(c, cs, fmt.Sprintf("Init container %s failed liveness probe", c.Name), c.LivenessProbe)
 					toStart = append(toStart, i)
 				}
 			}
@@ -252,7 +258,7 @@ func (m *Manager) computeInitContainerActions(pod *v1.Pod, podStatus *kubecontai
 				changes.InitContainersToStart = nil
 				return false
 			}
-			kill(c, cs, fmt.Sprintf("Init container is in %q state, try killing it before restart", cs.State))
+			kill(c, cs, fmt.Sprintf("Init container is in %q state, try killing it before restart", cs.State), nil)
 			toStart = append(toStart, i)
 		}
 		isPreviouslyInitialized = true

@@ -38,8 +38,12 @@ func TestComputePodActionsWithSidecars(t *testing.T) {
 	never := sidecarPod(v1.RestartPolicyNever, []string{"s0", "s1", "i2"}, "a")
 	onFailure := sidecarPod(v1.RestartPolicyOnFailure, []string{"s0"}, "a")
 	probed := sidecarPod(v1.RestartPolicyAlways, []string{"s0", "s1"}, "a")
-	probed.Spec.InitContainers[0].StartupProbe = &v1.Probe{}
-	probed.Spec.InitContainers[0].LivenessProbe = &v1.Probe{}
+	// Each probe's own grace period is the kill's, as for a regular
+	// container (the e2e specs "Probing restartable init container should
+	// override timeoutGracePeriodSeconds when … Probe field is set").
+	startupGrace, livenessGrace := int64(7), int64(5)
+	probed.Spec.InitContainers[0].StartupProbe = &v1.Probe{TerminationGracePeriodSeconds: &startupGrace}
+	probed.Spec.InitContainers[0].LivenessProbe = &v1.Probe{TerminationGracePeriodSeconds: &livenessGrace}
 	ps0 := running(probed, "s0")
 
 	for _, tc := range []struct {
@@ -88,12 +92,12 @@ func TestComputePodActionsWithSidecars(t *testing.T) {
 		{name: "startup probe failed: the sidecar is killed and started again", pod: probed,
 			status: podStatusOf(ready(), ps0), startup: probeResults{ps0.ID: proberesults.Failure}, live: probeResults{},
 			want: podActions{SandboxID: "s1", InitContainersToStart: []int{0}, ContainersToKill: map[kubecontainer.ContainerID]containerToKillInfo{
-				ps0.ID: {container: &kubecontainer.Container{ID: ps0.ID, Name: "s0"}, name: "s0", message: "Init container s0 failed startup probe"}}}},
+				ps0.ID: {container: &kubecontainer.Container{ID: ps0.ID, Name: "s0"}, name: "s0", message: "Init container s0 failed startup probe", gracePeriodOverride: &startupGrace}}}},
 		{name: "liveness failed after initialization: the sidecar is restarted", pod: probed,
 			status:  podStatusOf(ready(), running(probed, "a"), running(probed, "s1"), ps0),
 			startup: probeResults{ps0.ID: proberesults.Success}, live: probeResults{ps0.ID: proberesults.Failure},
 			want: podActions{SandboxID: "s1", InitContainersToStart: []int{0}, ContainersToKill: map[kubecontainer.ContainerID]containerToKillInfo{
-				ps0.ID: {container: &kubecontainer.Container{ID: ps0.ID, Name: "s0"}, name: "s0", message: "Init container s0 failed liveness probe"}}}},
+				ps0.ID: {container: &kubecontainer.Container{ID: ps0.ID, Name: "s0"}, name: "s0", message: "Init container s0 failed liveness probe", gracePeriodOverride: &livenessGrace}}}},
 		{name: "Never: the regular container finished, the sidecars still run: kill the pod", pod: never,
 			status: podStatusOf(ready(), exited(never, "a", 0), exited(never, "i2", 0), running(never, "s1"), running(never, "s0")),
 			want:   podActions{KillPod: true, SandboxID: "s1"}},
