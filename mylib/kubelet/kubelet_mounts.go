@@ -209,12 +209,15 @@ func prepareSubPath(podDir, containerName, volumeName string, index int, volumeP
 
 // safeMakeDir makes the directories of subPath under base that are
 // missing, one component at a time, never following a symlink out of
-// base (upstream's subpath SafeMakeDir).
+// base (upstream's subpath SafeMakeDir), each with base's mode, its
+// setgid and sticky bits included (an emptyDir on tmpfs with an fsGroup is
+// drwxrwsrwt: its subPath too).
 func safeMakeDir(base, subPath string) error {
 	bi, err := os.Stat(base)
 	if err != nil {
 		return err
 	}
+	mode := bi.Mode() & (os.ModePerm | os.ModeSetgid | os.ModeSticky)
 	cur := base
 	for _, part := range strings.Split(filepath.Clean(subPath), string(filepath.Separator)) {
 		if part == "" || part == "." {
@@ -224,10 +227,10 @@ func safeMakeDir(base, subPath string) error {
 		fi, err := os.Lstat(next)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			if err := os.Mkdir(next, bi.Mode().Perm()); err != nil && !errors.Is(err, os.ErrExist) {
+			if err := os.Mkdir(next, mode.Perm()); err != nil && !errors.Is(err, os.ErrExist) {
 				return err
 			}
-			if err := os.Chmod(next, bi.Mode().Perm()); err != nil { // past the umask
+			if err := os.Chmod(next, mode); err != nil { // past the umask, with the bits mkdir leaves out
 				return err
 			}
 			cur = next

@@ -159,6 +159,17 @@ func TestMakeMountsSubPathDirAndSubPathExpr(t *testing.T) {
 	assert.True(t, fi.IsDir())
 	assert.Equal(t, os.FileMode(0o777), fi.Mode().Perm(), "made with the volume's mode")
 
+	// An emptyDir on tmpfs with an fsGroup is drwxrwsrwt: a subPath made
+	// in it too (the e2e spec "nonexistent volume subPath should have the
+	// correct mode and owner using FSGroup" reads dgtrwxrwxrwx).
+	require.NoError(t, os.Chmod(dir, 0o777|os.ModeSetgid|os.ModeSticky))
+	c2 := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "logs", MountPath: "/test-volume", SubPath: "test-sub"}}}
+	_, err = makeMounts(mountsPod(c2), f.podDir, &c2, "web", "", nil, f.vols, nil)
+	require.NoError(t, err)
+	fi, err = os.Stat(filepath.Join(dir, "test-sub"))
+	require.NoError(t, err)
+	assert.Equal(t, "dgtrwxrwxrwx", fi.Mode().String())
+
 	// A variable that is not set is an error.
 	_, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil)
 	assert.EqualError(t, err, "missing value for POD_NAME")
