@@ -267,8 +267,11 @@ start_capstone() {
     echo "$EVICTION_HARD"; } >"$d/config.yaml"
   # The capstone maps a hostPath to <root-dir>/host/<path>, never the
   # machine's own files (chapter 15): the node's /etc/hosts there is a copy
-  # of the machine's, for the spec that mounts it (KubeletManagedEtcHosts).
+  # of the machine's, for the spec that mounts it (KubeletManagedEtcHosts),
+  # and its /tmp has the machine's mode, 1777 (HostPath "should give a
+  # volume the correct mode" mounts /tmp and reads the sticky bit).
   mkdir -p "$d/host/etc" && cp /etc/hosts "$d/host/etc/hosts"
+  install -d -m "$(stat -c %a /tmp)" "$d/host/tmp"
   "$work/mykubelet" --config "$d/config.yaml" --hostname-override "$node" --port "$kubelet_port" --node-ip 127.0.0.1 \
     --bootstrap-kubeconfig "$bootstrap" --kubeconfig "$d/kubelet.kubeconfig" --cert-dir "$d/pki" \
     --state-dir "$d" --root-dir "$d" \
