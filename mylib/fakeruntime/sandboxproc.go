@@ -14,8 +14,10 @@ package fakeruntime
 //	runtime at each container's first run   (/<id>/rootfs, /.mounts/<id>/<i>: nosuid, nodev, noexec, read-only
 //	                                        when the mount is; each a clone of what the runtime pinned at
 //	                                        CreateContainer; os.Root each; sandboxproc_pod.go)
-//	a uid and gid of its own, no groups     every privilege of root, and signalling, tracing or writing as
-//	(SandboxUIDBase+, sandboxproc_uid.go)   another pod's process; any other local user signalling it
+//	a uid and gid of its own, no groups,    every privilege of root but reading any file (CAP_DAC_READ_SEARCH,
+//	(SandboxUIDBase+, sandboxproc_uid.go)   kept: a container's root reads its 0400 Secret), and signalling,
+//	started a second time as that user      tracing or writing as another pod's process; any other local user
+//	                                        signalling it
 //	no_new_privs                            gaining privileges back through exec
 //	rlimits (core 0, open files)            core dumps on the host; a runaway of file descriptors
 //	its pod's cgroup (<CgroupParent>/<id>)  more memory, CPU and processes than the pod's limits (the kernel's

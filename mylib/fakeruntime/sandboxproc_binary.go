@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"mykubelet/mylib/fakeruntime/sandboxproc"
 )
 
 // sandboxBinaryPackage is the sandbox process's main package.
@@ -53,8 +55,18 @@ func openSandboxBinary(dir string) (*os.File, error) {
 	if err == nil {
 		return f, nil
 	}
-	klog.InfoS("The mock runtime starts its sandbox processes from its own binary, not from the small one of mylib/fakeruntime/sandboxproc", "reason", err)
-	return openExe("/proc/self/exe")
+	exe, oerr := openExe("/proc/self/exe")
+	if oerr != nil {
+		return nil, oerr
+	}
+	readsAll := "yes"
+	if !sandboxproc.LinkedStatically(exe) {
+		// Its loader is the host's: the process cannot start again behind
+		// its walls, where it would keep root's reading of any file.
+		readsAll = "no: the binary is linked dynamically, so a container's root reads only what the modes let the pod's user read (a Secret file of mode 0400 is refused)"
+	}
+	klog.InfoS("The mock runtime starts its sandbox processes from its own binary, not from the small one of mylib/fakeruntime/sandboxproc", "reason", err, "rootReadsEveryFileOfItsPod", readsAll)
+	return exe, nil
 }
 
 // moduleDir is where this file's module was when it was built ("" if

@@ -112,6 +112,35 @@ func TestSandboxProcessWritesOnlyWhereTheModesAllow(t *testing.T) {
 	assert.Equal(t, "rootfs", entries[0].Name())
 }
 
+// TestSandboxProcessReadsA0400SecretAsRoot: a Secret volume with
+// defaultMode 0400 (files root's, readable by their owner alone): the
+// container, root in its image, reads them, as on a real node, and still
+// writes nothing the modes keep from its user.
+func TestSandboxProcessReadsA0400SecretAsRoot(t *testing.T) {
+	d := newKubeletDirs(t)
+	r := sandboxMountRuntime(t, d)
+	sb := mountPod(t, r)
+	writeMode(t, filepath.Join(d.secret, "password"), "s3cr3t\n", 0o400)
+	private := filepath.Join(d.plain, "private")
+	mkdirMode(t, private, 0o700)
+	writeMode(t, filepath.Join(private, "key"), "root's alone\n", 0o600)
+	c, err := createMounted(r, sb, "app", []*runtimeapi.Mount{
+		{ContainerPath: "/etc/secret", HostPath: d.secret, Readonly: true},
+		{ContainerPath: "/plain", HostPath: d.plain},
+	}, "sleep", "3600")
+	require.NoError(t, err)
+	startContainer(t, r, c)
+
+	out, errOut, code := sh(t, r, c, `cat /etc/secret/password; ls /plain/private; cat /plain/private/key`)
+	assert.Zero(t, code, errOut)
+	assert.Equal(t, "s3cr3t\nkey\nroot's alone\n", out, "root in the container reads its pod's 0400, 0600 and 0700")
+	for _, script := range []string{`echo x >> /plain/private/key`, `echo x > /plain/private/new`, `echo x >> /plain/file`} {
+		_, errOut, code := sh(t, r, c, script)
+		assert.NotZero(t, code, script)
+		assert.Contains(t, errOut, "permission denied", script+": reading is all it was given")
+	}
+}
+
 // TestSandboxProcessSeesAnUpdateWhileRunning: a container's main script,
 // running, reads a configMap volume the kubelet's atomic writer updated.
 func TestSandboxProcessSeesAnUpdateWhileRunning(t *testing.T) {

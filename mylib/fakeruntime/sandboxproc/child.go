@@ -5,6 +5,7 @@ package sandboxproc
 
 import (
 	"context"
+	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -13,11 +14,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,14 +34,45 @@ func init() {
 	}
 }
 
-// sandboxMain is the sandbox process: it returns its exit code.
+// sandboxMain is the sandbox process: it returns its exit code. It starts
+// twice. First as root, started by the runtime: it walls itself in and
+// then, as its last act as root, executes its own binary again as the
+// pod's user (becomeItsUser). The second start finds its walls standing
+// (walledEnv) and serves the runtime.
 func sandboxMain(config string) int {
 	var cfg SandboxConfig
 	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox: config: %v\n", err)
 		return 2
 	}
+	kept := uint32(1) << keptCapability
+	if _, walled := os.LookupEnv(walledEnv); !walled {
+		exe, err := wallIn(cfg)
+		if err == nil && LinkedStatically(exe) {
+			err = becomeItsUser(cfg.UID, exe, config) // returns only if it failed
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+			return 2
+		}
+		// A binary linked dynamically cannot start again behind the
+		// walls: its loader is a file of the host's. It gives root up in
+		// place, all of it (Go sets the user of every thread).
+		if err := giveRootUp(cfg.UID); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+			return 2
+		}
+		kept = 0
+	}
+	if err := checkWalls(cfg.UID, kept); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+		return 2
+	}
 	os.Unsetenv(SandboxEnv) // nothing of it reaches a script
+	os.Unsetenv(walledEnv)
+	// A script's runaway recursion is an error in its container (the
+	// interpreter bounds it); this is the process's last line.
+	debug.SetMaxStack(256 << 20)
 	f := os.NewFile(3, "runtime")
 	fc, err := net.FileConn(f)
 	f.Close()
@@ -47,32 +81,33 @@ func sandboxMain(config string) int {
 		return 2
 	}
 	conn := fc.(*net.UnixConn)
-	if err := wallIn(cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
-		return 2
-	}
 	s := &SandboxServer{Conn: conn, Runs: map[string]*ChildRun{}, Containers: map[string]*ChildContainer{}, noNet: cfg.NoNet}
 	s.exit(ReadyID, 0, "")
 	s.Serve()
 	return 0
 }
 
-// wallIn puts the process behind its walls, in this order: what needs
-// root first (the pod network's low ports, the mount namespace and its
-// new root, the rlimits), then root itself is given up.
-func wallIn(cfg SandboxConfig) error {
+// wallIn puts the process behind its walls, all of which need root: the
+// pod network's low ports, the mount namespace and its new root, the
+// rlimits. It returns its own binary, opened while the host's /proc was
+// still there, for the second start.
+func wallIn(cfg SandboxConfig) (*os.File, error) {
 	if cfg.Ports {
 		// As its own user, the servers of the images (nginx on 80) still
 		// bind their ports, in the pod network's namespace only.
 		if err := os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("0"), 0); err != nil {
-			return fmt.Errorf("unprivileged ports: %w", err)
+			return nil, fmt.Errorf("unprivileged ports: %w", err)
 		}
 	}
 	if cfg.UID < SandboxUIDBase || cfg.UID >= SandboxUIDBase+SandboxUIDCount {
-		return fmt.Errorf("uid %d is not one of the sandbox users", cfg.UID)
+		return nil, fmt.Errorf("uid %d is not one of the sandbox users", cfg.UID)
+	}
+	exe, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return nil, fmt.Errorf("its own binary: %w", err)
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("private mounts: %w", err)
+		return nil, fmt.Errorf("private mounts: %w", err)
 	}
 	// Its root: an empty tmpfs of its own (the host sees nothing of it:
 	// the mount is in this namespace only), root's, into which the runtime
@@ -81,26 +116,26 @@ func wallIn(cfg SandboxConfig) error {
 	// root detached, so that no file of the host, no /proc, nothing of
 	// another pod is reachable by any path or any "..".
 	if err := unix.Mount("tmpfs", cfg.Dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0711,size=1m,nr_inodes=16384"); err != nil {
-		return fmt.Errorf("root: %w", err)
+		return nil, fmt.Errorf("root: %w", err)
 	}
 	old := filepath.Join(cfg.Dir, ".old")
 	if err := os.Mkdir(old, 0o700); err != nil {
-		return fmt.Errorf("root: %w", err)
+		return nil, fmt.Errorf("root: %w", err)
 	}
 	if err := unix.PivotRoot(cfg.Dir, old); err != nil {
-		return fmt.Errorf("pivot_root %s: %w", cfg.Dir, err)
+		return nil, fmt.Errorf("pivot_root %s: %w", cfg.Dir, err)
 	}
 	if err := os.Chdir("/"); err != nil {
-		return err
+		return nil, err
 	}
 	if err := unix.Unmount("/.old", unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("the host's root: %w", err)
+		return nil, fmt.Errorf("the host's root: %w", err)
 	}
 	if err := os.Remove("/.old"); err != nil {
-		return fmt.Errorf("the host's root: %w", err)
+		return nil, fmt.Errorf("the host's root: %w", err)
 	}
 	if err := os.Mkdir("/"+MountsDir, 0o711); err != nil {
-		return err
+		return nil, err
 	}
 	// No core dumps on the host; open files capped (each running script
 	// holds a few: its root and its stdio), hard limit included, so that
@@ -114,25 +149,134 @@ func wallIn(cfg SandboxConfig) error {
 	} {
 		var cur unix.Rlimit
 		if err := unix.Getrlimit(l.res, &cur); err != nil {
-			return fmt.Errorf("rlimit %d: %w", l.res, err)
+			return nil, fmt.Errorf("rlimit %d: %w", l.res, err)
 		}
 		v := min(l.val, cur.Max)
 		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("rlimit %d: %w", l.res, err)
+			return nil, fmt.Errorf("rlimit %d: %w", l.res, err)
 		}
 	}
+	return exe, nil
+}
+
+// walledEnv tells the second start that its walls stand (checkWalls
+// verifies it: an environment variable proves nothing).
+const walledEnv = "MYKUBELET_FAKERUNTIME_SANDBOX_WALLED"
+
+// keptCapability is the one privilege of root the sandbox process keeps:
+// reading any file (CAP_DAC_READ_SEARCH), as a container's root reads a
+// Secret file of mode 0400 that the kubelet wrote as root (defaultMode:
+// 0400). Behind its walls the only files are its own pod's; it writes
+// only where the modes let its user write.
+const keptCapability = unix.CAP_DAC_READ_SEARCH
+
+// becomeItsUser gives root up for the pod's user, keeping keptCapability,
+// and starts the process's own binary again. Go cannot do it in place: a
+// process's user and capabilities belong to each of its threads, and Go
+// runs many. So, on one thread, with the kernel's calls themselves: the
+// capabilities' bounding set down to the one kept, no groups, the user's
+// group and user (keeping the capabilities across, PR_SET_KEEPCAPS), the
+// kept one made ambient, then execveat of the binary: the new program has
+// one thread, the user, and the ambient capability alone. It returns only
+// if a step failed.
+func becomeItsUser(uid int, exe *os.File, config string) error {
+	runtime.LockOSThread() // never unlocked: the thread is spoiled, and the exec ends it
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if c == keptCapability {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("bounding set: %w", err)
+		}
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("setgroups: %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+		return fmt.Errorf("setresgid: %w", e)
+	}
+	if err := unix.Prctl(unix.PR_SET_KEEPCAPS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("keepcaps: %w", err)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+		return fmt.Errorf("setresuid: %w", e)
+	}
+	one := uint32(1) << keptCapability
+	data := [2]unix.CapUserData{{Effective: one, Permitted: one, Inheritable: one}}
+	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_RAISE, keptCapability, 0, 0); err != nil {
+		return fmt.Errorf("ambient capability: %w", err)
+	}
+	argv, err := syscall.SlicePtrFromStrings([]string{"mykubelet-sandbox"})
+	if err != nil {
+		return err
+	}
+	envv, err := syscall.SlicePtrFromStrings([]string{SandboxEnv + "=" + config, walledEnv + "=1"})
+	if err != nil {
+		return err
+	}
+	empty := []byte{0}
+	// fd 3, the runtime's socket, is open across it: the runtime passed it
+	// so, and the first start never touched it.
+	_, _, e := unix.Syscall6(unix.SYS_EXECVEAT, exe.Fd(), uintptr(unsafe.Pointer(&empty[0])),
+		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])), unix.AT_EMPTY_PATH, 0)
+	return fmt.Errorf("execveat of its own binary: %w", e)
+}
+
+// giveRootUp makes every thread of the process the pod's user, with no
+// groups and no capability.
+func giveRootUp(uid int) error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("setgroups: %w", err)
 	}
-	if err := syscall.Setgid(cfg.UID); err != nil {
+	if err := syscall.Setgid(uid); err != nil {
 		return fmt.Errorf("setgid: %w", err)
 	}
-	if err := syscall.Setuid(cfg.UID); err != nil {
+	if err := syscall.Setuid(uid); err != nil {
 		return fmt.Errorf("setuid: %w", err)
 	}
-	// A script's runaway recursion is an error in its container (the
-	// interpreter bounds it); this is the process's last line.
-	debug.SetMaxStack(256 << 20)
+	return nil
+}
+
+// LinkedStatically reports whether the ELF binary f names no program
+// interpreter (the dynamic loader): it can be started where no file of the
+// host is. Read through ReadAt: f's offset is left alone.
+func LinkedStatically(f *os.File) bool {
+	e, err := elf.NewFile(f)
+	if err != nil {
+		return false
+	}
+	for _, p := range e.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
+}
+
+// checkWalls is the sandbox process's look at itself before it serves:
+// the pod's user, in every one of its ids, no groups, and no capability
+// but the ones kept (a mask of the first 32), in no set; anything else
+// (the binary started with walledEnv by someone else, as root) refuses to
+// serve.
+func checkWalls(uid int, kept uint32) error {
+	ruid, euid, suid := unix.Getresuid()
+	rgid, egid, sgid := unix.Getresgid()
+	if uid < SandboxUIDBase || uid >= SandboxUIDBase+SandboxUIDCount || ruid != uid || euid != uid || suid != uid || rgid != uid || egid != uid || sgid != uid {
+		return fmt.Errorf("walls: runs as %d/%d/%d (groups %d/%d/%d), not as the pod's user %d", ruid, euid, suid, rgid, egid, sgid, uid)
+	}
+	if groups, err := unix.Getgroups(); err != nil || len(groups) != 0 {
+		return fmt.Errorf("walls: groups %v (%v), want none", groups, err)
+	}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+		return fmt.Errorf("walls: capget: %w", err)
+	}
+	if data[0].Effective != kept || data[0].Permitted != kept || data[1] != (unix.CapUserData{}) {
+		return fmt.Errorf("walls: capabilities %+v, want %#x alone", data, kept)
+	}
 	return nil
 }
 
