@@ -150,6 +150,10 @@ func (r *Runtime) newContainer(req *runtimeapi.CreateContainerRequest, script st
 		memory = r.memory // the node's memory, when the runtime knows it
 	}
 	c.running.SetLimits(r.podPidsLimit, memory)
+	// limits.cpu, which the kubelet gives as a CFS quota and period: the
+	// interpreter's meter enforces it where no cgroup does (sandboxproc's
+	// shell_usage.go; see sandboxProcess.start).
+	c.running.SetCPULimit(cfg.GetLinux().GetResources().GetCpuQuota(), cfg.GetLinux().GetResources().GetCpuPeriod())
 	for _, kv := range cfg.GetEnvs() {
 		c.env = append(c.env, kv.GetKey()+"="+string(kv.GetValue()))
 	}

@@ -45,7 +45,9 @@
 // the node's Config.MemoryCapacity, else DefaultContainerMemory), counted
 // from its shell variables, its writable layer and what the stress
 // utilities hold (stress --vm; agnhost stress, which grows step by step),
-// and may nest only so deep
+// is throttled to its CPU limit (CpuQuota every CpuPeriod, as the kernel's
+// CFS bandwidth control does it) where no pod cgroup does it (sandboxproc's
+// shell_usage.go), and may nest only so deep
 // (maxStackFrames); every input of the parser, whichever builtin or
 // wrapper (builtin, command) hands it over, is bounded before the parser
 // recurses past a few MB of stack (boundedInput: maxScriptBytes,

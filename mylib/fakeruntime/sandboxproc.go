@@ -181,6 +181,12 @@ func (s *sandboxProcess) start(spec runSpec, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return nil, err
 	}
+	if child.cgroup != nil {
+		// The pod's cgroup has its cpu.max: the kernel throttles the
+		// process, the interpreter need not (the CPU limit comes only to a
+		// process in no cgroup: sandboxproc's shell_usage.go).
+		spec.Limits.CPUQuota, spec.Limits.CPUPeriod = 0, 0
+	}
 	spec.Op = sandboxproc.OpRun
 	spec.Stdin = stdin != nil
 	var theirs []*os.File
@@ -655,9 +661,10 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 	if s := r.sandboxes[c.sandboxID]; s != nil {
 		ip = s.ip
 	}
+	quota, period := c.running.CPUQuota()
 	spec := runSpec{RunSpec: sandboxproc.RunSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
 		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip, Mounts: c.mapped,
-		Limits: sandboxproc.RunLimits{Pids: c.running.PidsMax, Memory: c.running.MemMax}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace()},
+		Limits: sandboxproc.RunLimits{Pids: c.running.PidsMax, Memory: c.running.MemMax, CPUQuota: quota, CPUPeriod: period}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace()},
 		pod: c.sandboxID}
 	if c.dir != "" && c.fs != nil {
 		spec.rootfs, spec.pinned = filepath.Join(c.dir, "rootfs"), c.fs.Mounts

@@ -413,6 +413,7 @@ func (s *SandboxServer) run(spec RunSpec, files []*os.File) {
 	}
 	if c.runs == 0 {
 		c.Running.SetLimits(spec.Limits.Pids, spec.Limits.Memory)
+		c.Running.SetCPULimit(spec.Limits.CPUQuota, spec.Limits.CPUPeriod)
 		if spec.PIDTarget != "" && spec.PIDTarget != spec.Container {
 			c.Running.JoinPIDNamespace(&s.Container(spec.PIDTarget).Running)
 		} else if spec.PodPID != "" {

@@ -265,7 +265,8 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 	return runner, nil
 }
 
-// call runs before every simple command. It keeps the TERM trap, which
+// call runs before every simple command. It throttles a container over
+// its CPU limit (shell_usage.go). It keeps the TERM trap, which
 // the interpreter does not implement (it knows EXIT and ERR only), and runs
 // it before the next command once SIGTERM has arrived.
 //
@@ -275,6 +276,9 @@ func (p *proc) newRunner(params []string) (*interp.Runner, error) {
 // `builtin` and `command` as the interpreter dispatches them, so that
 // `builtin eval "$p"` meets the same bounds (boundedInput) as `eval "$p"`.
 func (p *proc) call(ctx context.Context, args []string) ([]string, error) {
+	// Every command, builtins too, passes here: where a container over its
+	// CPU quota waits for its next period (shell_usage.go).
+	p.running.cpu.throttle(ctx.Done())
 	if err := p.checkLimits(ctx, args); err != nil {
 		return nil, err
 	}

@@ -265,11 +265,23 @@ const jobCommand = "fakeruntime-job"
 //     handler, is followed by tickCommand, which does, so that a loop of
 //     assignments cannot grow the variables past the memory limit
 //     unchecked. The tick keeps $? as the assignment left it;
+//   - each loop's body (while, until, for) begins with tickCommand, so
+//     that every turn of a loop passes the call handler, where the limits
+//     are checked and the CPU limit throttles: a loop of commands that run
+//     no handler (`while 2>&1; do 2>&1; done`, function definitions, an
+//     empty case) would spin unchecked. The tick keeps $? as the
+//     condition left it;
 //   - each word that names variables more than once is charged before it
 //     expands (rewriteExpansions).
 func rewriteJobs(node syntax.Node) {
 	rewriteExpansions(node)
 	syntax.Walk(node, func(n syntax.Node) bool {
+		switch loop := n.(type) {
+		case *syntax.WhileClause:
+			loop.Do = tickFirst(loop.Do)
+		case *syntax.ForClause:
+			loop.Do = tickFirst(loop.Do)
+		}
 		st, ok := n.(*syntax.Stmt)
 		if !ok {
 			return true
@@ -293,6 +305,18 @@ func rewriteJobs(node syntax.Node) {
 // tickCommand follows each statement of assignments only (rewriteJobs);
 // it does nothing but let the call handler check the limits.
 const tickCommand = "fakeruntime-tick"
+
+// tickFirst is a loop's body with tickCommand first, once: a body that
+// begins with it already (a script printed and parsed again) is kept.
+func tickFirst(body []*syntax.Stmt) []*syntax.Stmt {
+	if len(body) > 0 {
+		if call, ok := body[0].Cmd.(*syntax.CallExpr); ok && len(call.Args) == 1 && call.Args[0].Lit() == tickCommand {
+			return body
+		}
+	}
+	tick := &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: tickCommand}}}}}}
+	return append([]*syntax.Stmt{tick}, body...)
+}
 
 // backgroundJob rewrites the background statement st (see rewriteJobs).
 func backgroundJob(st *syntax.Stmt) {
@@ -538,16 +562,21 @@ func (p *proc) stress(ctx context.Context, hc interp.HandlerContext, args []stri
 		return errOOM
 	}
 	var stop atomic.Bool
+	stopped := make(chan struct{})
 	var hogs sync.WaitGroup
 	for range cpus {
 		hogs.Go(func() {
 			defer p.running.cpu.start()()
-			for !stop.Load() { // spins: what a cpu hog does
+			for i := 0; !stop.Load(); i++ { // spins: what a cpu hog does
+				if i%hogCheck == 0 {
+					p.running.cpu.throttle(stopped) // its CPU limit (shell_usage.go)
+				}
 			}
 		})
 	}
 	defer func() {
 		stop.Store(true)
+		close(stopped)
 		hogs.Wait()
 	}()
 	var expired <-chan time.Time
@@ -566,6 +595,11 @@ func (p *proc) stress(ctx context.Context, hc interp.HandlerContext, args []stri
 		return nil
 	}
 }
+
+// hogCheck is how many turns of its spin loop a cpu hog runs between two
+// checks of its container's CPU limit: a few microseconds of spinning,
+// so a check (a clock read and a lock) costs it a few per cent.
+const hogCheck = 1 << 14
 
 // maxStressCPUs bounds stress --cpu: each hog is a thread that burns a
 // core, so more than a few dozen only slow down every other container.

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,13 +32,34 @@ import (
 //     variables of the last command checked, what stress holds, and the
 //     bytes of the writable layer.
 //   - Network: the bytes its servers' connections read and wrote.
+//
+// The CPU limit (limits.cpu): where no cgroup holds the container's
+// scripts, the meter enforces it itself, as the kernel's CFS bandwidth
+// control enforces a cgroup's cpu.max (throttle below). Where it does:
+// the runtime sends a run the quota (RunLimits.CPUQuota) only when no
+// cgroup will enforce it: always to its own scripts (a runtime not root,
+// or on a fake clock), to a sandbox process only when its pod got no
+// cgroup (no CgroupParent: a runtime driven by crictl). A pod's cgroup
+// has the kubelet's cpu.max already: the kernel throttles its process.
 
 // cpuMeter is a container's CPU time: the segments that ended, and the
-// ones running now, each on an OS thread locked to its goroutine.
+// ones running now, each on an OS thread locked to its goroutine; and its
+// CPU limit, which it enforces (throttle).
 type cpuMeter struct {
 	mu   sync.Mutex
 	done int64         // nanoseconds of the segments that ended
 	live map[int]int64 // thread ID -> its CPU clock when its segment began
+
+	// CFS bandwidth: quota nanoseconds of CPU in each period of wall
+	// time; a quota of 0 is no limit. The rest is guarded by mu.
+	quota, period  atomic.Int64
+	periodEnd      time.Time // when the current period ends (zero: none began)
+	periodStart    int64     // the CPU time (total) the period started with, less its debt
+	nextCheck      time.Time // the meter reads the threads' clocks again then
+	throttledUntil time.Time // the end of the period the container is throttled in
+	// As cpu.stat counts them: periods that began, periods in which the
+	// container was throttled, and how long it was (nanoseconds).
+	nrPeriods, nrThrottled, throttledTime int64
 }
 
 // threadClock is the CPU clock ID of thread tid of this process:
@@ -157,6 +179,11 @@ func (m *cpuMeter) idle() (resume func()) {
 func (m *cpuMeter) total() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.totalLocked()
+}
+
+// totalLocked is total; the caller holds m.mu.
+func (m *cpuMeter) totalLocked() int64 {
 	n := m.done
 	for tid, at := range m.live {
 		// The thread is alive: its goroutine takes it out of live, under
@@ -166,6 +193,112 @@ func (m *cpuMeter) total() int64 {
 		}
 	}
 	return n
+}
+
+// setLimit sets the container's CPU limit, as the CRI gives it (the
+// kubelet's quota = milliCPU*period/1000, period 100,000 µs): quota µs of
+// CPU every period µs. A quota <= 0 is no limit; a period <= 0 is the
+// kernel's default, 100 ms.
+func (m *cpuMeter) setLimit(quotaUs, periodUs int64) {
+	if periodUs <= 0 {
+		periodUs = defaultCFSPeriod
+	}
+	m.period.Store(periodUs * 1000)
+	m.quota.Store(max(quotaUs, 0) * 1000)
+}
+
+// defaultCFSPeriod is the kernel's (and the kubelet's) CFS period, in µs.
+const defaultCFSPeriod = 100000
+
+// bandwidthSlice is how often, in wall time, a check reads the
+// container's thread clocks (the kernel hands a CPU its quota in slices of
+// 5 ms, sched_cfs_bandwidth_slice_us): between two reads, each busy thread
+// may run at most that much past the quota, which the next period repays.
+const bandwidthSlice = time.Millisecond
+
+// throttle is the CFS bandwidth control of a container with a CPU limit,
+// called where its scripts pass (each command, stress's spin loop): in
+// each period of wall time its threads may run for quota; once they did,
+// the container is throttled, and every goroutine of it that checks
+// waits, idle (its thread given back, nothing counted), until the next
+// period starts (or done is closed: the container is killed). Time is the
+// real one, never the runtime's clock: CPU time is real even on a fake
+// clock. A goroutine not metered (a pipeline's left side) waits too while
+// the container is throttled, but what it runs is not counted.
+func (m *cpuMeter) throttle(done <-chan struct{}) {
+	if m.quota.Load() <= 0 {
+		return // no limit: one atomic read per check
+	}
+	for {
+		wait := m.throttled()
+		if wait <= 0 {
+			return
+		}
+		resume := m.idle()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-done:
+		}
+		t.Stop()
+		resume()
+		select {
+		case <-done:
+			return
+		default:
+		}
+	}
+}
+
+// throttled is how long a goroutine of the container must wait now: 0
+// while the current period's quota lasts. A period that ends refills the
+// quota, less what the container ran past it (its debt, as the kernel
+// carries a negative runtime_remaining into the next period).
+func (m *cpuMeter) throttled() time.Duration {
+	quota, period := m.quota.Load(), m.period.Load()
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if now.Before(m.throttledUntil) {
+		return m.throttledUntil.Sub(now)
+	}
+	if now.Before(m.nextCheck) {
+		return 0
+	}
+	m.nextCheck = now.Add(bandwidthSlice)
+	used := m.totalLocked()
+	switch {
+	case m.periodEnd.IsZero(): // the first check: the first period begins
+		m.periodEnd, m.periodStart = now.Add(time.Duration(period)), used
+		m.nrPeriods++
+	case !now.Before(m.periodEnd): // n periods ended: n quotas refilled
+		n := 1 + int64(now.Sub(m.periodEnd))/period
+		debt := max(used-m.periodStart-n*quota, 0)
+		m.periodEnd = m.periodEnd.Add(time.Duration(n * period))
+		m.periodStart = used - debt
+		m.nrPeriods += n
+	}
+	if used-m.periodStart < quota {
+		return 0
+	}
+	m.throttledUntil = m.periodEnd
+	wait := m.periodEnd.Sub(now)
+	m.nrThrottled++
+	m.throttledTime += int64(wait)
+	return wait
+}
+
+// CPUStat is what cpu.stat says of the throttling: nr_periods,
+// nr_throttled, throttled_time (nanoseconds).
+type CPUStat struct {
+	NrPeriods, NrThrottled, ThrottledTime int64
+}
+
+// stat is the meter's throttling so far.
+func (m *cpuMeter) stat() CPUStat {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return CPUStat{m.nrPeriods, m.nrThrottled, m.throttledTime}
 }
 
 // netCounters are the bytes a container's servers read (rx) and wrote (tx).
@@ -225,3 +358,16 @@ func (t *ProcTable) Usage() ScriptUsage {
 		Tx:   t.Traffic.tx.Load(),
 	}
 }
+
+// SetCPULimit sets the container's CPU limit, which its scripts' meter
+// enforces (throttle): quota µs of CPU every period µs, as the CRI's
+// CpuQuota and CpuPeriod; a quota <= 0 is none.
+func (t *ProcTable) SetCPULimit(quotaUs, periodUs int64) { t.cpu.setLimit(quotaUs, periodUs) }
+
+// CPUQuota is the container's CPU limit, as SetCPULimit took it (µs).
+func (t *ProcTable) CPUQuota() (quotaUs, periodUs int64) {
+	return t.cpu.quota.Load() / 1000, t.cpu.period.Load() / 1000
+}
+
+// CPUStat is how often, and how long, the container was throttled.
+func (t *ProcTable) CPUStat() CPUStat { return t.cpu.stat() }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +113,45 @@ func TestMeteredThreadsAreBounded(t *testing.T) {
 	stop()
 	assert.False(t, m.measuring())
 	assert.Len(t, meteredThreads, maxMeteredThreads-1, "stop gives the token back")
+}
+
+// TestThrottleHoldsAMeterToItsQuota: a metered goroutine that burns and
+// checks, with a quota of 10 ms every 100 ms, runs about 10 ms a period
+// (its thread idle, uncounted, while throttled) and says it was
+// throttled, as cpu.stat's nr_throttled; with no quota it is never held.
+func TestThrottleHoldsAMeterToItsQuota(t *testing.T) {
+	spin := func(m *cpuMeter, d time.Duration) {
+		defer m.start()()
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			for i := 0; i < 1000; i++ {
+			}
+			m.throttle(nil)
+		}
+	}
+	var limited, free cpuMeter
+	limited.setLimit(10000, 100000)
+	const wall = time.Second
+	spin(&limited, wall)
+	spin(&free, 100*time.Millisecond)
+	got := time.Duration(limited.total())
+	t.Logf("a second with 10 ms every 100 ms: %v of CPU, %+v", got, limited.stat())
+	assert.LessOrEqual(t, got, 150*time.Millisecond, "about a tenth of its wall time")
+	assert.Positive(t, got)
+	assert.GreaterOrEqual(t, limited.stat().NrThrottled, int64(5), "throttled in most of its periods")
+	assert.Zero(t, free.stat().NrThrottled, "no quota: never throttled")
+	assert.Empty(t, limited.live, "its thread given back")
+}
+
+// TestEachLoopTicksOnce: each turn of a loop passes the call handler
+// (tickCommand first in its body), and a script printed and parsed again
+// (eval, a background job) gets no second tick.
+func TestEachLoopTicksOnce(t *testing.T) {
+	src := "while 2>&1; do 2>&1; done; until :; do f() { :; }; done; for i in 1 2; do case x in esac; done"
+	f, err := ParseScript(src)
+	require.NoError(t, err)
+	once := PrintScript(f)
+	assert.Equal(t, 3, strings.Count(once, tickCommand), once)
+	f, err = ParseScript(once)
+	require.NoError(t, err)
+	assert.Equal(t, once, PrintScript(f), "printed and parsed again: the same")
 }

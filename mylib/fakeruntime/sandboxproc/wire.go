@@ -45,10 +45,14 @@ const (
 )
 
 // RunLimits are the container's limits (see shell_limits.go), which the sandbox
-// process enforces on its scripts.
+// process enforces on its scripts. The CPU limit comes only to a sandbox
+// process in no cgroup (see shell_usage.go): in its pod's cgroup, the
+// kernel enforces it.
 type RunLimits struct {
-	Pids   int64 `json:"pids"`
-	Memory int64 `json:"memory"`
+	Pids      int64 `json:"pids"`
+	Memory    int64 `json:"memory"`
+	CPUQuota  int64 `json:"cpuQuota,omitempty"`  // µs of CPU every CPUPeriod, as the CRI's CpuQuota; 0: none
+	CPUPeriod int64 `json:"cpuPeriod,omitempty"` // µs, as the CRI's CpuPeriod
 }
 
 // RunExit is the sandbox process's answer: run ID ended with Code, its
