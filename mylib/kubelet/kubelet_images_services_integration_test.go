@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,8 @@ import (
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/secret"
+	secretvolume "mykubelet/mylib/volume/secret"
 	"mykubelet/scripts/testkit/testcluster"
 )
 
@@ -31,6 +34,13 @@ import (
 // over an in-process mock runtime against c, with the node's credentials,
 // until the test ends; it returns the runtime.
 func runKubeletOnMock(t *testing.T, c *testcluster.Cluster, name string) *fakeruntime.Runtime {
+	return runKubeletOnMockWith(t, c, name, false)
+}
+
+// runKubeletOnMockWith is runKubeletOnMock, with volumes: the volume
+// manager, the secret plugin and a Secret manager, the mock mapping mounts
+// from the pods' directory.
+func runKubeletOnMockWith(t *testing.T, c *testcluster.Cluster, name string, volumes bool) *fakeruntime.Runtime {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -38,7 +48,13 @@ func runKubeletOnMock(t *testing.T, c *testcluster.Cluster, name string) *fakeru
 	client, eventClient, err := NewClients(c.UserConfig(t, "system:node:"+name, "system:nodes"))
 	require.NoError(t, err)
 	clk := clock.RealClock{}
-	rt := fakeruntime.New(clk)
+	root := t.TempDir()
+	rtConfig := fakeruntime.Config{Clock: clk}
+	if volumes {
+		rtConfig.MountRoots = []string{filepath.Join(root, "pods")}
+	}
+	rt, err := fakeruntime.NewRuntime(rtConfig)
+	require.NoError(t, err)
 	runtime, err := kuberuntime.Connect(ctx, "unix://"+fakeruntimetest.Serve(t, rt), clk)
 	require.NoError(t, err)
 	t.Cleanup(func() { runtime.Close() })
@@ -46,10 +62,15 @@ func runKubeletOnMock(t *testing.T, c *testcluster.Cluster, name string) *fakeru
 	require.NoError(t, err)
 	recorder, stopEvents := events.NewRecorder(ctx, eventClient, name)
 	t.Cleanup(stopEvents)
+	pods := &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: runtime.RuntimeService(),
+		RemoteImageService: runtime.ImageService(), RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir()}
+	if volumes {
+		pods.Volumes, pods.RootDirectory = true, root
+		pods.VolumePlugins = secretvolume.ProbeVolumePlugins()
+		pods.SecretManager = secret.NewWatchingSecretManager(client, time.Minute)
+	}
 	kl, err := New(Config{Client: client, NodeName: name, Clock: clk,
-		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: t.TempDir()}, NodeStatusUpdateFrequency: time.Second},
-		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: runtime.RuntimeService(),
-			RemoteImageService: runtime.ImageService(), RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir()}})
+		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: root}, NodeStatusUpdateFrequency: time.Second}, Pods: pods})
 	require.NoError(t, err)
 	wg.Go(func() { _ = kl.Run(ctx) })
 	return rt

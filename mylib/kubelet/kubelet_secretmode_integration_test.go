@@ -2,58 +2,17 @@ package kubelet
 
 import (
 	"context"
-	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	"mykubelet/mylib/events"
-	"mykubelet/mylib/fakeruntime"
-	"mykubelet/mylib/fakeruntime/fakeruntimetest"
-	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/secret"
-	secretvolume "mykubelet/mylib/volume/secret"
 	"mykubelet/scripts/testkit/testcluster"
 )
-
-// runKubeletWithSecretVolumes is runKubeletOnMock with the volume manager
-// and the secret plugin, the mock mapping mounts from the pods' directory.
-func runKubeletWithSecretVolumes(t *testing.T, c *testcluster.Cluster, name string) *fakeruntime.Runtime {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	client, eventClient, err := NewClients(c.UserConfig(t, "system:node:"+name, "system:nodes"))
-	require.NoError(t, err)
-	clk := clock.RealClock{}
-	root := t.TempDir()
-	rt, err := fakeruntime.NewRuntime(fakeruntime.Config{Clock: clk, MountRoots: []string{filepath.Join(root, "pods")}})
-	require.NoError(t, err)
-	runtime, err := kuberuntime.Connect(ctx, "unix://"+fakeruntimetest.Serve(t, rt), clk)
-	require.NoError(t, err)
-	t.Cleanup(func() { runtime.Close() })
-	podConfig, err := MakePodSourceConfig(ctx, &wg, PodSources{Client: client, NodeName: name, Clock: clk})
-	require.NoError(t, err)
-	recorder, stopEvents := events.NewRecorder(ctx, eventClient, name)
-	t.Cleanup(stopEvents)
-	kl, err := New(Config{Client: client, NodeName: name, Clock: clk,
-		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: root}, NodeStatusUpdateFrequency: time.Second},
-		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: runtime.RuntimeService(),
-			RemoteImageService: runtime.ImageService(), RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir(),
-			Volumes: true, RootDirectory: root, VolumePlugins: secretvolume.ProbeVolumePlugins(),
-			SecretManager: secret.NewWatchingSecretManager(client, time.Minute)}})
-	require.NoError(t, err)
-	wg.Go(func() { _ = kl.Run(ctx) })
-	return rt
-}
 
 // TestSecretDefaultMode0400OnARealControlPlane: the documentation's Secret
 // volume with defaultMode 0400 ("Distribute Credentials Securely Using
@@ -68,7 +27,7 @@ func TestSecretDefaultMode0400OnARealControlPlane(t *testing.T) {
 	ctx := context.Background()
 	c := testcluster.Start(t)
 	admin := c.Clientset(t)
-	rt := runKubeletWithSecretVolumes(t, c, "secretmode-node")
+	rt := runKubeletOnMockWith(t, c, "secretmode-node", true)
 	_, err := admin.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "test-secret"},
 		StringData: map[string]string{"username": "my-app", "password": "39528$vdg7Jb"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
