@@ -28,8 +28,11 @@ type sandboxProcess struct {
 	net *podnet.Network // nil: no pod network
 
 	// exe is the sandbox binary (sandboxproc_binary.go), opened once per
-	// runtime process: every sandbox process is started from it, so that
+	// runtime process, when its first sandbox process starts (binary): a
+	// runtime that runs no pod, or fails before it does, never builds it
+	// nor logs about it. Every sandbox process is started from it, so that
 	// a binary rebuilt (or replaced) since is never one.
+	exeMu  sync.Mutex // held while the binary is built: the pods' map stays free
 	exe    *os.File
 	exeErr error
 
@@ -51,12 +54,19 @@ type podProcess struct {
 	removed bool          // RemovePodSandbox: no process any more
 }
 
-// newSandboxProcess opens the binary of the sandbox processes it will
-// start.
+// newSandboxProcess makes the runtime's side of the sandbox processes.
 func newSandboxProcess(pn *podnet.Network) *sandboxProcess {
-	s := &sandboxProcess{net: pn, pods: map[string]*podProcess{}}
-	s.exe, s.exeErr = sandboxBinary()
-	return s
+	return &sandboxProcess{net: pn, pods: map[string]*podProcess{}}
+}
+
+// binary is the sandbox binary, opened at the first call.
+func (s *sandboxProcess) binary() (*os.File, error) {
+	s.exeMu.Lock()
+	defer s.exeMu.Unlock()
+	if s.exe == nil && s.exeErr == nil {
+		s.exe, s.exeErr = sandboxBinary()
+	}
+	return s.exe, s.exeErr
 }
 
 // openExe opens the binary at name for the sandbox processes, on a
@@ -201,8 +211,9 @@ func (s *sandboxProcess) startChild(p *podProcess) (*sandboxChild, error) {
 	s.mu.Lock()
 	dir := s.dir
 	s.mu.Unlock()
-	if s.exeErr != nil {
-		return nil, s.exeErr
+	exe, err := s.binary()
+	if err != nil {
+		return nil, err
 	}
 	if p.cgroup == nil {
 		cg, err := newPodCgroup(p.cgroupParent, p.id)
@@ -217,7 +228,7 @@ func (s *sandboxProcess) startChild(p *podProcess) (*sandboxChild, error) {
 			return nil, err
 		}
 	}
-	return startSandboxChild(s.exe, dir, p.id, p.uid.uid, p.cgroup, s.net)
+	return startSandboxChild(exe, dir, p.id, p.uid.uid, p.cgroup, s.net)
 }
 
 // bind binds spec's container's rootfs and mounts into the sandbox
