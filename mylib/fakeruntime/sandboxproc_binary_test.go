@@ -26,9 +26,8 @@ func sandboxExeIs(t *testing.T, r *Runtime, sb string, want os.FileInfo) {
 // process runs, not the runtime's own binary (here the test binary).
 func TestSandboxProcessStartsFromTheSmallBinary(t *testing.T) {
 	r := sandboxRuntime(t)
-	exe, err := r.sandbox.binary()
-	require.NoError(t, err)
-	want, err := exe.Stat()
+	require.NoError(t, r.sandbox.exeErr)
+	want, err := r.sandbox.exe.Stat()
 	require.NoError(t, err)
 	self, err := os.Stat("/proc/self/exe")
 	require.NoError(t, err)

@@ -28,11 +28,8 @@ type sandboxProcess struct {
 	net *podnet.Network // nil: no pod network
 
 	// exe is the sandbox binary (sandboxproc_binary.go), opened once per
-	// runtime process, when its first sandbox process starts (binary): a
-	// runtime that runs no pod, or fails before it does, never builds it
-	// nor logs about it. Every sandbox process is started from it, so that
+	// runtime process: every sandbox process is started from it, so that
 	// a binary rebuilt (or replaced) since is never one.
-	exeMu  sync.Mutex // held while the binary is built: the pods' map stays free
 	exe    *os.File
 	exeErr error
 
@@ -54,19 +51,12 @@ type podProcess struct {
 	removed bool          // RemovePodSandbox: no process any more
 }
 
-// newSandboxProcess makes the runtime's side of the sandbox processes.
+// newSandboxProcess opens the binary of the sandbox processes it will
+// start.
 func newSandboxProcess(pn *podnet.Network) *sandboxProcess {
-	return &sandboxProcess{net: pn, pods: map[string]*podProcess{}}
-}
-
-// binary is the sandbox binary, opened at the first call.
-func (s *sandboxProcess) binary() (*os.File, error) {
-	s.exeMu.Lock()
-	defer s.exeMu.Unlock()
-	if s.exe == nil && s.exeErr == nil {
-		s.exe, s.exeErr = sandboxBinary()
-	}
-	return s.exe, s.exeErr
+	s := &sandboxProcess{net: pn, pods: map[string]*podProcess{}}
+	s.exe, s.exeErr = sandboxBinary()
+	return s
 }
 
 // openExe opens the binary at name for the sandbox processes, on a
@@ -211,9 +201,8 @@ func (s *sandboxProcess) startChild(p *podProcess) (*sandboxChild, error) {
 	s.mu.Lock()
 	dir := s.dir
 	s.mu.Unlock()
-	exe, err := s.binary()
-	if err != nil {
-		return nil, err
+	if s.exeErr != nil {
+		return nil, s.exeErr
 	}
 	if p.cgroup == nil {
 		cg, err := newPodCgroup(p.cgroupParent, p.id)
@@ -228,7 +217,7 @@ func (s *sandboxProcess) startChild(p *podProcess) (*sandboxChild, error) {
 			return nil, err
 		}
 	}
-	return startSandboxChild(exe, dir, p.id, p.uid.uid, p.cgroup, s.net)
+	return startSandboxChild(s.exe, dir, p.id, p.uid.uid, p.cgroup, s.net)
 }
 
 // bind binds spec's container's rootfs and mounts into the sandbox
