@@ -65,7 +65,7 @@ func openSandboxBinary(dir string) (*os.File, error) {
 		// its walls, where it would keep root's reading of any file.
 		readsAll = "no: the binary is linked dynamically, so a container's root reads only what the modes let the pod's user read (a Secret file of mode 0400 is refused)"
 	}
-	klog.InfoS("The mock runtime starts its sandbox processes from its own binary, not from the small one of mylib/fakeruntime/sandboxproc", "reason", err, "rootReadsEveryFileOfItsPod", readsAll)
+	klog.V(2).InfoS("The mock runtime starts its sandbox processes from its own binary, not from the small one of mylib/fakeruntime/sandboxproc", "reason", err, "rootReadsEveryFileOfItsPod", readsAll)
 	return exe, nil
 }
 
