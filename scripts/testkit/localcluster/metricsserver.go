@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // metrics-server runs beside the control plane when Config.MetricsServer is
@@ -204,15 +205,20 @@ func (c *Cluster) applyMetricsServerObjects(ctx context.Context, cs kubernetes.I
 			"versionPriority":      int64(100),
 		},
 	}}
+	// The aggregator writes the old APIService's status meanwhile (it
+	// finds the old port unavailable): on a conflict, read it and try again.
 	apis := dyn.Resource(apiServiceGVR)
-	old, err := apis.Get(ctx, MetricsAPIService, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = apis.Create(ctx, apiSvc, metav1.CreateOptions{})
-	case err == nil:
-		apiSvc.SetResourceVersion(old.GetResourceVersion())
-		_, err = apis.Update(ctx, apiSvc, metav1.UpdateOptions{})
-	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		old, err := apis.Get(ctx, MetricsAPIService, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = apis.Create(ctx, apiSvc, metav1.CreateOptions{})
+		case err == nil:
+			apiSvc.SetResourceVersion(old.GetResourceVersion())
+			_, err = apis.Update(ctx, apiSvc, metav1.UpdateOptions{})
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("apiservice %s: %w", MetricsAPIService, err)
 	}
