@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,6 +80,9 @@ func run(args []string) int {
 			fmt.Fprintf(os.Stderr, "\ntour: %v\n", err)
 			_ = w.StopAll()
 			fmt.Fprintf(os.Stderr, "tour: failed; the commands, their output and the background programs' logs are in %s\n", scratch)
+			// Stopping the background programs prints their logs, which
+			// can be long: the failure's first and last lines again, last.
+			fmt.Fprintf(os.Stderr, "tour: failed in %s: %s\n", r, ends(err.Error(), 300))
 			return 1
 		}
 		fmt.Printf("=== %s walked in %s\n", r, time.Since(t0).Round(time.Second))
@@ -99,4 +103,20 @@ func run(args []string) int {
 		fmt.Println("The local cluster is still running, for you to explore; stop it with: scripts/cluster.sh down")
 	}
 	return 0
+}
+
+// ends returns s's first line and, when s has more, its last, each cut
+// to at most n bytes.
+func ends(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	cut := func(l string) string {
+		if len(l) > n {
+			return l[:n] + "…"
+		}
+		return l
+	}
+	if len(lines) == 1 {
+		return cut(lines[0])
+	}
+	return cut(lines[0]) + " … " + cut(lines[len(lines)-1])
 }
