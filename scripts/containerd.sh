@@ -75,13 +75,13 @@ running_pid() {
   local pid p
   pid="$(cat "$PID_FILE" 2>/dev/null)" || pid=""
   # The pid is ours only while it is still containerd with our config.
-  if [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "--config $CONFIG "; then
+  if [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -F -- "--config $CONFIG " >/dev/null; then
     echo "$pid"
     return 0
   fi
   # The pid file lost (a state directory half removed): ours by its command line.
   for p in /proc/[0-9]*; do
-    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "containerd --config $CONFIG "; then
+    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -F -- "containerd --config $CONFIG " >/dev/null; then
       echo "${p#/proc/}"
       return 0
     fi
@@ -228,7 +228,9 @@ bridge_up() {
   if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
     ip link add "$BRIDGE" type bridge || die "could not create the bridge $BRIDGE"
   fi
-  ip addr show dev "$BRIDGE" | grep -qF " $gw " || ip addr add "$gw" dev "$BRIDGE" ||
+  # grep reads all of ip's output (no -q): under pipefail, a grep that
+  # quits at its match can make ip die of SIGPIPE, and the pipe fail.
+  ip addr show dev "$BRIDGE" | grep -F " $gw " >/dev/null || ip addr add "$gw" dev "$BRIDGE" ||
     die "could not give $BRIDGE the address $gw (is $SUBNET already in use here? set MYKUBELET_CNI_SUBNET)"
   ip link set "$BRIDGE" up
 }
@@ -289,7 +291,7 @@ cmd_images() {
   fi
   running_pid >/dev/null || die "containerd is not running: scripts/containerd.sh up"
   # Debian's busybox package is linked dynamically; busybox-static is not.
-  if command -v apt-get >/dev/null && ! dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep -q '^install ok installed'; then
+  if command -v apt-get >/dev/null && ! dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep '^install ok installed' >/dev/null; then
     say "installing busybox-static (apt-get)"
     export DEBIAN_FRONTEND=noninteractive
     { apt-get -o DPkg::Lock::Timeout=300 install -y -q busybox-static ||
@@ -338,7 +340,7 @@ cmd_down() {
   # ours when their command line names our socket.
   local p
   for p in /proc/[0-9]*; do
-    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "-address $SOCK "; then
+    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -F -- "-address $SOCK " >/dev/null; then
       say "stopping the shim ${p#/proc/} left behind"
       kill -KILL "${p#/proc/}" 2>/dev/null || true
     fi

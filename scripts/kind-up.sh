@@ -32,7 +32,7 @@ case "${1:-}" in
   *) die "usage: scripts/kind-up.sh [--delete]" ;;
 esac
 
-if kind get clusters 2>/dev/null | grep -qx "$name"; then
+if kind get clusters 2>/dev/null | grep -x "$name" >/dev/null; then
   say "kind cluster '$name' exists already"
 else
   kind create cluster --name "$name" --image "$image" --config "$REPO_ROOT/yaml/kind.yaml" --wait 120s

@@ -107,6 +107,9 @@ func (r *Runtime) Status() (string, error) { return r.script("status") }
 // the test ends).
 func (r *Runtime) Down() (string, error) { return r.script("down") }
 
+// Up runs scripts/containerd.sh up again.
+func (r *Runtime) Up() (string, error) { return r.script("up") }
+
 func (r *Runtime) script(arg string) (string, error) {
 	cmd := exec.Command(filepath.Join(r.root, "scripts", "containerd.sh"), arg)
 	cmd.Env = r.env
