@@ -82,9 +82,8 @@ cleanup() {
 trap cleanup EXIT
 
 # A control plane on ports of its own (and the nodes' ports).
-read -r MYKUBELET_ETCD_PORT MYKUBELET_ETCD_PEER_PORT MYKUBELET_APISERVER_PORT MYKUBELET_CONTROLLER_MANAGER_PORT MYKUBELET_SCHEDULER_PORT kubelet_port <<<"$(free_ports 6)"
-[[ -n "$MYKUBELET_SCHEDULER_PORT" ]] || exit 1 # free_ports said why
-export MYKUBELET_ETCD_PORT MYKUBELET_ETCD_PEER_PORT MYKUBELET_APISERVER_PORT MYKUBELET_CONTROLLER_MANAGER_PORT MYKUBELET_SCHEDULER_PORT
+own_control_plane_ports 1
+kubelet_port="${OWN_PORTS[0]}"
 
 say "building (the node binary, chapter 03 if needed, the measuring helper)"
 if [[ -z "$binary" ]]; then

@@ -33,3 +33,17 @@ free_ports() {
   out="${out# }"
   echo "${out% }"
 }
+
+# own_control_plane_ports N: free ports for a control plane of a script's
+# own, exported as scripts/cluster.sh reads them, metrics-server's too (one
+# already in the environment is another cluster's: a README walk's, whose
+# step runs the script), and N more in the array OWN_PORTS for its kubelets.
+own_control_plane_ports() {
+  local ports=()
+  read -ra ports <<<"$(free_ports $((6 + $1)))"
+  ((${#ports[@]} == 6 + $1)) || exit 1 # free_ports said why
+  export MYKUBELET_ETCD_PORT="${ports[0]}" MYKUBELET_ETCD_PEER_PORT="${ports[1]}" MYKUBELET_APISERVER_PORT="${ports[2]}" \
+    MYKUBELET_CONTROLLER_MANAGER_PORT="${ports[3]}" MYKUBELET_SCHEDULER_PORT="${ports[4]}" MYKUBELET_METRICS_SERVER_PORT="${ports[5]}"
+  # shellcheck disable=SC2034 # read by the scripts that source this file
+  OWN_PORTS=("${ports[@]:6}")
+}

@@ -127,9 +127,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-read -r MYKUBELET_ETCD_PORT MYKUBELET_ETCD_PEER_PORT MYKUBELET_APISERVER_PORT MYKUBELET_CONTROLLER_MANAGER_PORT MYKUBELET_SCHEDULER_PORT kubelet_port <<<"$(free_ports 6)"
-[[ -n "$kubelet_port" ]] || exit 1 # free_ports said why
-export MYKUBELET_ETCD_PORT MYKUBELET_ETCD_PEER_PORT MYKUBELET_APISERVER_PORT MYKUBELET_CONTROLLER_MANAGER_PORT MYKUBELET_SCHEDULER_PORT
+own_control_plane_ports 1
+kubelet_port="${OWN_PORTS[0]}"
 
 say "building the capstone and the measuring helper"
 go build -o "$work/mykubelet" ./chapters/13-mykubelet

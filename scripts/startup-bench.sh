@@ -89,9 +89,8 @@ cleanup() {
 trap cleanup EXIT
 
 # A control plane on ports of its own (and the nodes' ports).
-read -r MYKUBELET_ETCD_PORT MYKUBELET_ETCD_PEER_PORT MYKUBELET_APISERVER_PORT MYKUBELET_CONTROLLER_MANAGER_PORT MYKUBELET_SCHEDULER_PORT kwok_port kubemark_port capstone_port <<<"$(free_ports 8)"
-[[ -n "$MYKUBELET_SCHEDULER_PORT" ]] || exit 1 # free_ports said why
-export MYKUBELET_ETCD_PORT MYKUBELET_ETCD_PEER_PORT MYKUBELET_APISERVER_PORT MYKUBELET_CONTROLLER_MANAGER_PORT MYKUBELET_SCHEDULER_PORT
+own_control_plane_ports 3
+kwok_port="${OWN_PORTS[0]}" kubemark_port="${OWN_PORTS[1]}" capstone_port="${OWN_PORTS[2]}"
 
 say "building the nodes and the measuring helper"
 go build -o "$work/capstone-bench" ./scripts/capstone-bench
