@@ -72,7 +72,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -377,24 +376,19 @@ const sandboxStartTimeout = 30 * time.Second
 // the pod network's namespace (the child is born in it: once it is nobody
 // it could not join it) and sets no_new_privs (which the child inherits:
 // Go cannot set it on all of its own threads). The thread is spoiled for
-// anything else, so it ends with its goroutine.
+// anything else, so it ends with cmd's start (podnet.OnOwnThread).
 func startWalledIn(cmd *exec.Cmd, pn *podnet.Network) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+	return podnet.OnOwnThread(func() error {
 		if pn != nil {
 			if err := pn.Enter(); err != nil {
-				errc <- err
-				return
+				return err
 			}
 		}
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			errc <- fmt.Errorf("no_new_privs: %w", err)
-			return
+			return fmt.Errorf("no_new_privs: %w", err)
 		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
+		return cmd.Start()
+	})
 }
 
 // send writes one message, with files passed as descriptors.

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -377,21 +376,16 @@ func (c *sandboxChild) unbind(id string) {
 
 // inNamespace runs f on an OS thread of its own in the sandbox process's
 // mount namespace, with its root as "/". The thread is spoiled for
-// anything else (its file system attributes are its own): it ends with
-// its goroutine.
+// anything else (its file system attributes are its own): it ends with f
+// (podnet.OnOwnThread).
 func (c *sandboxChild) inNamespace(f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+	return podnet.OnOwnThread(func() error {
 		if err := unix.Unshare(unix.CLONE_FS); err != nil {
-			errc <- fmt.Errorf("unshare: %w", err)
-			return
+			return fmt.Errorf("unshare: %w", err)
 		}
 		if err := unix.Setns(int(c.mntns.Fd()), unix.CLONE_NEWNS); err != nil {
-			errc <- fmt.Errorf("setns: %w", err)
-			return
+			return fmt.Errorf("setns: %w", err)
 		}
-		errc <- f()
-	}()
-	return <-errc
+		return f()
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,16 +138,13 @@ func (n *Network) setUp() error {
 // that joins it (/proc/sys/net shows the namespace of the thread that opens
 // it) and ends with its goroutine, never given back.
 func (n *Network) setSysctl(key, value string) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
+	err := OnOwnThread(func() error {
 		if err := n.Enter(); err != nil {
-			errc <- err
-			return
+			return err
 		}
-		errc <- os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644)
-	}()
-	if err := <-errc; err != nil {
+		return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644)
+	})
+	if err != nil {
 		return fmt.Errorf("sysctl %s in %s: %w", key, n.name, err)
 	}
 	return nil
@@ -168,23 +164,18 @@ func addNamedNetns(name string) (*os.File, error) {
 		return nil, fmt.Errorf("network namespace %s: %w", name, err)
 	}
 	f.Close()
-	errc := make(chan error, 1)
-	go func() {
-		// This thread leaves the host's namespace for a new one, and is
-		// never given back: when the goroutine ends, the Go runtime ends
-		// the thread, so no other goroutine ever runs there.
-		runtime.LockOSThread()
+	// The thread leaves the host's namespace for a new one, and is never
+	// given back (OnOwnThread).
+	err = OnOwnThread(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("unshare: %w", err)
-			return
+			return fmt.Errorf("unshare: %w", err)
 		}
 		if err := unix.Mount("/proc/thread-self/ns/net", path, "none", unix.MS_BIND, ""); err != nil {
-			errc <- fmt.Errorf("bind mount on %s: %w", path, err)
-			return
+			return fmt.Errorf("bind mount on %s: %w", path, err)
 		}
-		errc <- nil
-	}()
-	if err := <-errc; err != nil {
+		return nil
+	})
+	if err != nil {
 		_ = os.Remove(path) // the mount point we made, empty
 		return nil, fmt.Errorf("network namespace %s: %w", name, err)
 	}
@@ -432,30 +423,24 @@ func (n *Network) Listen(addr string) (net.Listener, error) {
 	return l, err
 }
 
-// inNamespace runs fn on a goroutine whose OS thread has joined the
-// namespace with setns, and waits for it. The thread is never given back:
-// when the goroutine ends, the Go runtime ends the thread, so no other
-// goroutine ever runs in the namespace. The sockets fn makes stay in the
-// namespace (a socket keeps the namespace it was made in), so the caller
-// uses them from any thread.
+// inNamespace runs fn on an OS thread of its own (OnOwnThread) that has
+// joined the namespace with setns, and waits for it: no other goroutine
+// ever runs in the namespace. The sockets fn makes stay in the namespace
+// (a socket keeps the namespace it was made in), so the caller uses them
+// from any thread.
 func (n *Network) inNamespace(fn func() error) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // and never unlocked: see above
+	return OnOwnThread(func() error {
 		n.mu.Lock()
 		closed := n.closed
 		n.mu.Unlock()
 		if closed {
-			done <- errors.New("the pod network is gone")
-			return
+			return errors.New("the pod network is gone")
 		}
 		if err := n.Enter(); err != nil {
-			done <- err
-			return
+			return err
 		}
-		done <- fn()
-	}()
-	return <-done
+		return fn()
+	})
 }
 
 // Close removes the namespace, which takes the veth pair with it.
