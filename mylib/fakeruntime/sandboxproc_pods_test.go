@@ -291,6 +291,15 @@ func TestASandboxProcessStartsFromTheBinaryTheRuntimeStartedFrom(t *testing.T) {
 	st, out := runLogged(t, r, "after-rebuild", `echo fine`)
 	require.EqualValues(t, 0, st.ExitCode, out)
 	require.Equal(t, "fine\n", out)
+
+	// Started from a binary named "runtime", it still names itself as
+	// every sandbox process does, for ps -e and top.
+	pods, err := r.ListPodSandbox(context.Background(), &runtimeapi.ListPodSandboxRequest{})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 1)
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", sandboxPID(t, r, pods.Items[0].Id)))
+	require.NoError(t, err)
+	require.Equal(t, "mykubelet-sandb\n", string(comm))
 }
 
 // copyFile copies src to dst, executable.

@@ -40,6 +40,7 @@ func init() {
 // pod's user (becomeItsUser). The second start finds its walls standing
 // (walledEnv) and serves the runtime.
 func sandboxMain(config string) int {
+	nameItself()
 	var cfg SandboxConfig
 	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox: config: %v\n", err)
@@ -223,6 +224,15 @@ func becomeItsUser(uid int, exe *os.File, config string) error {
 	_, _, e := unix.Syscall6(unix.SYS_EXECVEAT, exe.Fd(), uintptr(unsafe.Pointer(&empty[0])),
 		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])), unix.AT_EMPTY_PATH, 0)
 	return fmt.Errorf("execveat of its own binary: %w", e)
+}
+
+// nameItself sets the name `ps -e` and `top` show (the kernel keeps its first
+// 15 bytes: mykubelet-sandb). A program started from a descriptor, as the
+// second start is (execveat), is otherwise named by the descriptor's
+// number. init runs on the main thread, whose name is the process's.
+func nameItself() {
+	name := []byte("mykubelet-sandbox\x00")
+	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
 }
 
 // giveRootUp makes every thread of the process the pod's user, with no
