@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,11 +80,14 @@ func TestAgnhostStressGrowsItsWorkingSetStepByStep(t *testing.T) {
 	require.Len(t, sst.Stats, 1)
 	assert.GreaterOrEqual(t, sst.Stats[0].Linux.Memory.WorkingSetBytes.Value, uint64(30<<20))
 
-	raw, err := os.ReadFile(filepath.Join(logDir, "hog", "0.log"))
-	require.NoError(t, err)
-	logs := string(raw)
+	// The last line follows the last step's memory: wait for it.
+	var logs string
+	require.Eventually(t, func() bool {
+		raw, err := os.ReadFile(filepath.Join(logDir, "hog", "0.log"))
+		logs = string(raw)
+		return err == nil && strings.Contains(logs, `Allocated "30Mi" memory`)
+	}, 30*time.Second, 10*time.Millisecond, "the hog's log: %s", logs)
 	assert.Contains(t, logs, `Allocating "30Mi" memory, in "10Mi" chunks, with a 10s sleep between allocations`)
-	assert.Contains(t, logs, `Allocated "30Mi" memory`)
 
 	// It is stopped as a Go program is: SIGTERM ends it.
 	_, err = r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 30})
