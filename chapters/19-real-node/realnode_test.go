@@ -43,9 +43,10 @@ const (
 	node    = "real-node"
 	busybox = "docker.io/library/busybox:1.35.0"
 	// The test's own CNI network: neither the README walk's (10.22.0.0/16
-	// on mykubelet0) nor testcontainerd's own test's (10.24.0.0/24 on
-	// mykubelet-test), so that all three can run at once.
-	subnet = "10.26.0.0/24"
+	// on mykubelet0, and 10.26.0.0/16 on mkconf0 for its conformance
+	// step) nor testcontainerd's own tests' (10.24.0.0/24, 10.25.0.0/24),
+	// so that all of them can run at once.
+	subnet = "10.27.0.0/24"
 	bridge = "mykubelet-c19"
 	v1Root = "/sys/fs/cgroup"
 )
@@ -402,9 +403,10 @@ cgroupRoot: %s
 }
 
 // TestOwnNetwork: the test's containerd network overlaps neither the one
-// scripts/containerd.sh gives a learner and the README walk (which can run
-// at the same time: go test runs packages in parallel) nor
-// testcontainerd's own test's; each has its own bridge.
+// scripts/containerd.sh gives a learner and the README walk, nor the one of
+// the walk's conformance step (both can run at the same time: go test runs
+// packages in parallel), nor testcontainerd's own test's; each has its own
+// bridge.
 func TestOwnNetwork(t *testing.T) {
 	script, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(t), "scripts", "containerd.sh"))
 	require.NoError(t, err)
@@ -413,10 +415,16 @@ func TestOwnNetwork(t *testing.T) {
 		require.NotNil(t, m, "scripts/containerd.sh has no default for %s", name)
 		return string(m[1])
 	}
+	// conformance.sh's own, which the walk runs (chapter 19's conformance step).
+	conf, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(t), "scripts", "conformance.sh"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`export MYKUBELET_CNI_BRIDGE=(\S+) MYKUBELET_CNI_SUBNET=(\S+)`).FindSubmatch(conf)
+	require.NotNil(t, m, "scripts/conformance.sh sets no network of its own")
 	nets := map[string][2]string{
-		"scripts/containerd.sh": {def("MYKUBELET_CNI_SUBNET"), def("MYKUBELET_CNI_BRIDGE")},
-		"testcontainerd":        {testcontainerd.DefaultSubnet, testcontainerd.DefaultBridge},
-		"chapter 19's test":     {subnet, bridge},
+		"scripts/containerd.sh":  {def("MYKUBELET_CNI_SUBNET"), def("MYKUBELET_CNI_BRIDGE")},
+		"scripts/conformance.sh": {string(m[2]), string(m[1])},
+		"testcontainerd":         {testcontainerd.DefaultSubnet, testcontainerd.DefaultBridge},
+		"chapter 19's test":      {subnet, bridge},
 	}
 	for a, na := range nets {
 		_, netA, err := net.ParseCIDR(na[0])
