@@ -5,7 +5,8 @@
 # The binaries are cached in $BIN_DIR and rebuilt only when scripts/tools or
 # the build flags change. The first build takes 6 to 20 minutes on 2 cores
 # (measured: 19 minutes on a 2-core machine busy with other work); it prints
-# a line per binary, with the time so far.
+# a line per binary, with the time so far, and every 20 s while go builds
+# one, how many packages it has compiled (go_progress in lib.sh).
 #
 # Then metrics-server $METRICS_SERVER_VERSION, from its Go module
 # sigs.k8s.io/metrics-server, into the same directory, with a stamp of its
@@ -74,7 +75,7 @@ build_metrics_server() {
   mkdir -p "$BIN_DIR"
   tmp="$(mktemp -d "$BIN_DIR/.build-metrics-server.XXXXXX")"
   say "building metrics-server $METRICS_SERVER_VERSION into $BIN_DIR: the first time, 3 minutes or more on 2 cores"
-  if ! (cd "$tmp" && GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags "$ms_ldflags" "$ms_pkg"); then
+  if ! (cd "$tmp" && GOBIN="$tmp" CGO_ENABLED=0 go_progress metrics-server install -v -trimpath -ldflags "$ms_ldflags" "$ms_pkg"); then
     rm -rf "$tmp"
     die "building metrics-server failed (see the go output above)"
   fi
@@ -95,12 +96,12 @@ tmp="$(mktemp -d "$BIN_DIR/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 say "building the control plane $KUBE_VERSION into $BIN_DIR: the first time, 6 to 20 minutes on 2 cores (the first Kubernetes binary takes the longest: it compiles what the others share)"
 say "downloading the Go modules of k8s.io/kubernetes $KUBE_VERSION…"
-(cd "$tools" && go mod download) || die "downloading the modules failed (see the go output above)"
+(cd "$tools" && go_progress "downloading" mod download) || die "downloading the modules failed (see the go output above)"
 say "downloaded ($(elapsed))"
 for i in "${!bins[@]}"; do
   b="${bins[$i]}"
   say "building $b ($((i + 1)) of ${#bins[@]})… ($(elapsed) so far)"
-  (cd "$tools" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/$b" "${pkgs[$i]}") ||
+  (cd "$tools" && CGO_ENABLED=0 go_progress "$b" build -v -trimpath -ldflags "$ldflags" -o "$tmp/$b" "${pkgs[$i]}") ||
     die "building $b failed (see the go output above)"
 done
 for b in "${bins[@]}"; do mv -f "$tmp/$b" "$BIN_DIR/$b"; done

@@ -15,6 +15,7 @@
 #   scripts/conformance.sh --focus 'Security Context|Sysctls|Downward API'
 #   scripts/conformance.sh --kubelet upstream    upstream's kubelet v1.37.1 instead
 #   scripts/conformance.sh --procs 2 --timeout 90m --specs node
+#   scripts/conformance.sh --build               only build what a run needs (scripts/tour.sh, first)
 #
 # Skipped always: [Serial], [Slow], [Disruptive], [Flaky], [Feature:…].
 #
@@ -91,8 +92,8 @@ for p in \
   SHORT_FOCUS+="${SHORT_FOCUS:+|}$p"
 done
 
-usage="usage: scripts/conformance.sh [--kubelet capstone|upstream] [--focus REGEX] [--short] [--procs N] [--timeout DURATION] [--specs all|node|storage]"
-kubelet=capstone focus="" short=false procs=4 timeout="" specs=all
+usage="usage: scripts/conformance.sh [--kubelet capstone|upstream] [--focus REGEX] [--short] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
+kubelet=capstone focus="" short=false procs=4 timeout="" specs=all build_only=false
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --kubelet | --focus | --procs | --timeout | --specs)
@@ -107,6 +108,7 @@ while [[ $# -gt 0 ]]; do
       shift 2
       ;;
     --short) short=true; shift ;;
+    --build) build_only=true; shift ;;
     -h | --help) echo "$usage"; exit 0 ;;
     *) die "unknown argument '$1' ($usage)" ;;
   esac
@@ -123,9 +125,7 @@ if [[ -n "$focus" ]]; then
   grep -E -- "$focus" </dev/null >/dev/null 2>&1 || rc=$?
   ((rc != 2)) || die "--focus '$focus' is not a regular expression"
 fi
-[[ $EUID -eq 0 ]] || die "scripts/conformance.sh must run as root (containerd, runc, cgroups)"
 command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.md, Prerequisites)"
-command -v unshare >/dev/null || die "unshare (util-linux) is not installed"
 
 CONF_DIR="$CACHE_DIR/conformance-$KUBE_VERSION"
 CONF_MODULE="$REPO_ROOT/scripts/tools/conformance"
@@ -146,12 +146,12 @@ build_conformance() {
   mkdir -p "$CONF_DIR"
   started=$SECONDS
   (cd "$CONF_MODULE" &&
-    CGO_ENABLED=0 go test -c -trimpath -o "$CONF_DIR/e2e.test" ./e2e &&
-    CGO_ENABLED=0 go build -trimpath -o "$CONF_DIR/ginkgo" github.com/onsi/ginkgo/v2/ginkgo &&
-    CGO_ENABLED=0 go build -trimpath -ldflags "$agn_ldflags" -o "$CONF_DIR/agnhost" k8s.io/kubernetes/test/images/agnhost &&
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$CONF_DIR/nnp" k8s.io/kubernetes/test/images/nonewprivs &&
+    CGO_ENABLED=0 go_progress e2e.test test -c -trimpath -o "$CONF_DIR/e2e.test" ./e2e &&
+    CGO_ENABLED=0 go_progress ginkgo build -v -trimpath -o "$CONF_DIR/ginkgo" github.com/onsi/ginkgo/v2/ginkgo &&
+    CGO_ENABLED=0 go_progress agnhost build -v -trimpath -ldflags "$agn_ldflags" -o "$CONF_DIR/agnhost" k8s.io/kubernetes/test/images/agnhost &&
+    CGO_ENABLED=0 go_progress nnp build -v -trimpath -ldflags "-s -w" -o "$CONF_DIR/nnp" k8s.io/kubernetes/test/images/nonewprivs &&
     cd "$REPO_ROOT/scripts/tools/images" &&
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$CONF_DIR/curl" ./curl) ||
+    CGO_ENABLED=0 go_progress curl build -v -trimpath -ldflags "-s -w" -o "$CONF_DIR/curl" ./curl) ||
     die "building the conformance binaries failed (see the go output above)"
   echo "$stamp_want" >"$CONF_DIR/.build-stamp"
   say "built in $((SECONDS - started)) s"
@@ -160,6 +160,12 @@ build_conformance() {
 "$REPO_ROOT/scripts/build-control-plane.sh" >/dev/null
 build_conformance
 [[ "$kubelet" == upstream ]] && build_upstream_kubelet
+if $build_only; then
+  say "built: $CONF_DIR"
+  exit 0
+fi
+[[ $EUID -eq 0 ]] || die "scripts/conformance.sh must run as root (containerd, runc, cgroups)"
+command -v unshare >/dev/null || die "unshare (util-linux) is not installed"
 
 run_name="$(date -u +%Y%m%dT%H%M%SZ)-$kubelet"
 report_dir="$STATE_DIR/conformance/$run_name"

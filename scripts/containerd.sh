@@ -6,6 +6,9 @@
 #   scripts/containerd.sh up       install what is missing (apt), write the
 #                                  configuration and the CNI network, start
 #                                  containerd, wait for its socket
+#   scripts/containerd.sh install  only what up and images install the first
+#                                  time (apt, crictl, busybox-static): no
+#                                  configuration, nothing started
 #   scripts/containerd.sh images   build the offline images (pause, busybox)
 #                                  and import them (no registry needed);
 #                                  with --e2e DIR also the e2e specs' images
@@ -113,6 +116,31 @@ install_missing() {
   fi
 }
 
+# install_busybox: Debian's busybox-static, for the offline busybox image
+# (Debian's busybox package is linked dynamically).
+install_busybox() {
+  command -v apt-get >/dev/null || return 0
+  dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep '^install ok installed' >/dev/null && return 0
+  say "installing busybox-static (apt-get)"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get -o DPkg::Lock::Timeout=300 install -y -q busybox-static ||
+    { apt-get -o DPkg::Lock::Timeout=300 update -q && apt-get -o DPkg::Lock::Timeout=300 install -y -q busybox-static; }; } >"$CTR_DIR/apt.log" 2>&1 ||
+    die "could not install busybox-static (see $CTR_DIR/apt.log)"
+}
+
+# cmd_install: what up and images install or build the first time, and
+# nothing else (scripts/tour.sh runs it before its first step, so that a
+# learner sees the minutes of a first install as they pass).
+cmd_install() {
+  need_root install
+  mkdir -p "$STATE_DIR" "$CTR_DIR" && chmod 0700 "$STATE_DIR"
+  install_missing
+  if [[ "$FLAVOR" == v2 ]]; then build_v2; fi
+  install_crictl
+  install_busybox
+  say "installed: $(version_line), $(runc --version | head -n 1), the CNI plugins in $CNI_BIN_DIR$([[ -x "$CRICTL_BIN_DIR/crictl" ]] && echo ", crictl $CRICTL_VERSION")"
+}
+
 # build_v2: containerd $CONTAINERD_V2_VERSION (containerd, ctr and the runc
 # shim) from the module scripts/tools/containerd, once.
 build_v2() {
@@ -126,7 +154,7 @@ build_v2() {
   say "building containerd $CONTAINERD_V2_VERSION into $V2_BIN_DIR (once; a few minutes on 2 cores)"
   mkdir -p "$V2_BIN_DIR"
   local v="github.com/containerd/containerd/v2/version"
-  (cd "$tools" && CGO_ENABLED=0 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
+  (cd "$tools" && CGO_ENABLED=0 go_progress "containerd $CONTAINERD_V2_VERSION" build -v -trimpath -tags no_btrfs,no_devmapper,no_zfs \
     -ldflags "-s -w -X $v.Version=$CONTAINERD_V2_VERSION -X $v.Package=github.com/containerd/containerd/v2" \
     -o "$V2_BIN_DIR/" github.com/containerd/containerd/v2/cmd/containerd \
     github.com/containerd/containerd/v2/cmd/ctr github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2) ||
@@ -141,7 +169,7 @@ install_crictl() {
   command -v go >/dev/null || { say "no go: crictl not installed (ctr works: eval \"\$(scripts/containerd.sh env)\"; ctr containers ls)"; return 0; }
   say "installing crictl $CRICTL_VERSION into $CRICTL_BIN_DIR (go install, once)"
   mkdir -p "$CRICTL_BIN_DIR"
-  GOBIN="$CRICTL_BIN_DIR" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION" \
+  GOBIN="$CRICTL_BIN_DIR" CGO_ENABLED=0 go_progress crictl install -v -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION" \
     "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION" || die "go install crictl failed (see the go output above)"
 }
 
@@ -290,14 +318,7 @@ cmd_images() {
     e2e=(-agnhost "$e2e_dir/agnhost" -nonewprivs "$e2e_dir/nnp" -curl "$e2e_dir/curl")
   fi
   running_pid >/dev/null || die "containerd is not running: scripts/containerd.sh up"
-  # Debian's busybox package is linked dynamically; busybox-static is not.
-  if command -v apt-get >/dev/null && ! dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep '^install ok installed' >/dev/null; then
-    say "installing busybox-static (apt-get)"
-    export DEBIAN_FRONTEND=noninteractive
-    { apt-get -o DPkg::Lock::Timeout=300 install -y -q busybox-static ||
-      { apt-get -o DPkg::Lock::Timeout=300 update -q && apt-get -o DPkg::Lock::Timeout=300 install -y -q busybox-static; }; } >"$CTR_DIR/apt.log" 2>&1 ||
-      die "could not install busybox-static (see $CTR_DIR/apt.log)"
-  fi
+  install_busybox
   command -v go >/dev/null || die "go is not installed (need Go 1.26 to build the images)"
   local snap
   snap="$(sed -n 's/^ *snapshotter = "\(.*\)"$/\1/p' "$CONFIG")"
@@ -393,9 +414,10 @@ fi
 [[ $# -eq 0 ]] || die "$cmd takes no arguments$([[ "$cmd" == images ]] && echo " but --e2e DIR")"
 case "$cmd" in
   up) cmd_up ;;
+  install) cmd_install ;;
   images) cmd_images "$e2e_dir" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
-  *) die "usage: scripts/containerd.sh up|images [--e2e DIR]|down|status|env" ;;
+  *) die "usage: scripts/containerd.sh up|install|images [--e2e DIR]|down|status|env" ;;
 esac

@@ -47,3 +47,35 @@ own_control_plane_ports() {
   # shellcheck disable=SC2034 # read by the scripts that source this file
   OWN_PORTS=("${ports[@]:6}")
 }
+
+# go_progress WHAT GO-ARGS...: runs `go GO-ARGS` (a build, install or test
+# -c, which can take many minutes the first time) and shows that it is
+# moving, as it moves: what go prints besides package names at once (its
+# downloads, its errors), and every 20 s a line with the time so far and,
+# with -v among GO-ARGS, how many packages it has compiled. Its status is
+# go's.
+go_progress() {
+  local what="$1" start=$SECONDS last=$SECONDS n=0 line rc
+  shift
+  go "$@" 2>&1 | while :; do
+    if IFS= read -r -t 20 line; then
+      if [[ ! "$line" =~ ^[A-Za-z0-9._/~+-]+$ ]]; then
+        echo "$line" >&2
+        continue
+      fi
+      n=$((n + 1))
+    else
+      rc=$?
+      ((rc > 128)) || break # the end of go's output; else 20 s of silence
+    fi
+    if ((SECONDS - last >= 20)); then
+      last=$SECONDS
+      if ((n > 0)); then
+        say "  $what: $((SECONDS - start)) s so far, $n packages compiled"
+      else
+        say "  $what: $((SECONDS - start)) s so far"
+      fi
+    fi
+  done
+  return "${PIPESTATUS[0]}"
+}

@@ -50,6 +50,13 @@ type Step struct {
 // KUBECONFIG naming another cluster (kind, a classroom's).
 func (s Step) Local() bool { return s.Attrs["local"] == "true" }
 
+// External reports whether the step runs only on another cluster
+// (external): the tour runs it only when it was started with KUBECONFIG
+// set, and skips it on the local control plane. A README shows with a
+// local step and an external one what each kind of cluster prints (the
+// local cluster has no node but the learner's; kind has its own).
+func (s Step) External() bool { return s.Attrs["external"] == "true" }
+
 // Name is the background program a step refers to.
 func (s Step) Name() string { return s.Attrs["name"] }
 
@@ -133,6 +140,12 @@ func Parse(markdown string) ([]Step, error) {
 		}
 		if u, ok := s.Attrs["until"]; ok && (s.Action != Background || !chapRe.MatchString(u)) {
 			return nil, fmt.Errorf("line %d: walk: until=%q: only a background program has one, a two-digit chapter number", i+1, u)
+		}
+		if s.Local() && s.External() {
+			return nil, fmt.Errorf("line %d: walk: %s is local or external, not both (a step for every cluster has neither)", i+1, s.Action)
+		}
+		if _, ok := s.Attrs["undo"]; ok && (s.Action != Run || s.Attrs["undo"] == "true") {
+			return nil, fmt.Errorf("line %d: walk: undo=\"COMMAND\" goes on a run marker", i+1)
 		}
 		if s.Action == Skip && s.Attrs["reason"] == "" {
 			return nil, fmt.Errorf("line %d: walk: skip needs reason=\"…\"", i+1)

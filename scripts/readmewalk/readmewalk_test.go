@@ -127,6 +127,44 @@ func TestWalkFailsWhenTheREADMEIsWrong(t *testing.T) {
 	}
 }
 
+// TestLocalAndExternalStepsRunOnTheirClusterOnly: a step marked local runs
+// only on the local control plane, one marked external only with
+// KUBECONFIG naming another cluster (Walker.External); the same README
+// holds on both, each showing what its kind of cluster prints. A step
+// cannot be both.
+func TestLocalAndExternalStepsRunOnTheirClusterOnly(t *testing.T) {
+	md := "<!-- walk: run local -->\n```console\n$ echo \"$CLUSTER\"\nlocal\n```\n" +
+		"<!-- walk: run external -->\n```console\n$ echo \"$CLUSTER\"\nkind\n```\n" +
+		"<!-- walk: run -->\n```sh\necho \"$CLUSTER\" >>ran\n```\n"
+	for _, c := range []struct {
+		cluster  string
+		external bool
+		skipped  string
+	}{
+		{"local", false, "(not run here: on another cluster only, with KUBECONFIG set; this tour uses the local control plane)"},
+		{"kind", true, "(not run here: on the local control plane only; this tour uses KUBECONFIG=kind.kubeconfig)"},
+	} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte(md), 0o600))
+		w := NewWalker(dir, t.TempDir(), append(os.Environ(), "CLUSTER="+c.cluster, "KUBECONFIG=kind.kubeconfig"), t.Logf)
+		w.External = c.external
+		var out strings.Builder
+		w.Out = &out
+		require.NoError(t, w.Walk("README.md"), c.cluster)
+		require.Contains(t, out.String(), c.skipped, c.cluster)
+		ran, err := os.ReadFile(filepath.Join(dir, "ran"))
+		require.NoError(t, err)
+		require.Equal(t, c.cluster+"\n", string(ran), "the unmarked step runs on every cluster")
+
+		// The other cluster's step, run here, would fail: it is skipped.
+		w = NewWalker(dir, t.TempDir(), append(os.Environ(), "CLUSTER="+c.cluster), t.Logf)
+		w.External = !c.external
+		require.Error(t, w.Walk("README.md"), c.cluster)
+	}
+	_, err := Parse("<!-- walk: run local external -->\n```sh\ntrue\n```\n")
+	require.ErrorContains(t, err, "local or external, not both")
+}
+
 // The environment a README exports is there for the next README, as in a
 // learner's terminal.
 func TestWalkKeepsTheEnvironmentAcrossREADMEs(t *testing.T) {

@@ -41,7 +41,7 @@ func runTour(t *testing.T, bin, dir string, env []string, args ...string) (strin
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(os.Environ(), "KUBECONFIG", "TMPDIR", "GREETING"), append([]string{"TMPDIR=" + dir}, env...)...)
+	cmd.Env = append(cleanEnv(os.Environ(), "KUBECONFIG", "TMPDIR", "GREETING", "MYKUBELET_STATE_DIR"), append([]string{"TMPDIR=" + dir}, env...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

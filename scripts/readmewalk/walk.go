@@ -37,16 +37,21 @@ type Walker struct {
 	// background programs started and stopped, and the observe
 	// paragraphs (scripts/tour.sh prints it).
 	Out io.Writer
+	// JournalPath, when set, is a file that says what the walk has
+	// running and would undo, for a walk killed outright (Recover).
+	JournalPath string
 	// External: the cluster is not the local control plane the README
 	// starts (KUBECONFIG named another): steps marked local are skipped.
 	External bool
 
-	scratch string
-	procs   map[string]*proc
-	stopped map[string]*proc // programs already stopped, by name: an expect after the Ctrl-C checks them at once
-	seq     int
-	last    string // what the last walk: run block printed, for an expect without name
-	heading string // the last heading shown in the transcript
+	scratch       string
+	interrupt     chan struct{} // closed by Interrupt
+	interruptOnce sync.Once
+	procs         map[string]*proc
+	stopped       map[string]*proc // programs already stopped, by name: an expect after the Ctrl-C checks them at once
+	seq           int
+	last          string // what the last walk: run block printed, for an expect without name
+	heading       string // the last heading shown in the transcript
 }
 
 // show writes a line of the transcript.
@@ -101,15 +106,16 @@ type proc struct {
 
 // NewWalker returns a walker for dir; scratch holds its logs and scripts.
 func NewWalker(dir, scratch string, env []string, log func(string, ...any)) *Walker {
-	return &Walker{Dir: dir, Env: env, Log: log, scratch: scratch, procs: map[string]*proc{}, stopped: map[string]*proc{}}
+	return &Walker{Dir: dir, Env: env, Log: log, scratch: scratch, procs: map[string]*proc{}, stopped: map[string]*proc{}, interrupt: make(chan struct{})}
 }
 
 // session is one bash, fed one command at a time.
 type session struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string
-	stderr *lockedBuffer
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	lines     chan string
+	stderr    *lockedBuffer
+	interrupt <-chan struct{} // the walker's: a command waited for ends the wait with ErrInterrupted
 }
 
 type lockedBuffer struct {
@@ -133,6 +139,9 @@ func (w *Walker) startSession() (*session, error) {
 	cmd := exec.Command("bash", "--noprofile", "--norc")
 	cmd.Dir = w.Dir
 	cmd.Env = w.Env
+	// A process group of its own: Ctrl-C in the tour's terminal reaches
+	// the tour, which stops the step (Interrupt), not the session under it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -141,7 +150,7 @@ func (w *Walker) startSession() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cmd: cmd, stdin: stdin, lines: make(chan string, 16), stderr: &lockedBuffer{}}
+	s := &session{cmd: cmd, stdin: stdin, lines: make(chan string, 16), stderr: &lockedBuffer{}, interrupt: w.interrupt}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -182,6 +191,8 @@ func (s *session) send(line string, timeout time.Duration) (string, error) {
 			got = append(got, l)
 		case <-deadline:
 			return "", fmt.Errorf("timed out after %s", timeout)
+		case <-s.interrupt:
+			return "", ErrInterrupted
 		}
 	}
 }
@@ -239,6 +250,7 @@ func (w *Walker) Walk(readme string) error {
 	if err := w.stopLeftBehind(readme, m()); err != nil {
 		return fmt.Errorf("%s: %w", readme, err)
 	}
+	var undo []string // the undo= of the steps walked, for a failure
 	for _, st := range steps {
 		where := fmt.Sprintf("%s:%d", readme, st.Line)
 		start := time.Now()
@@ -246,8 +258,25 @@ func (w *Walker) Walk(readme string) error {
 			w.heading = st.Heading
 			w.show("\n\033[1m--- %s\033[0m   (%s:%d)", st.Heading, readme, st.Line)
 		}
-		if err := w.step(s, st, readme, m); err != nil {
+		if u := st.Attrs["undo"]; u != "" && st.Walked(w.External) {
+			undo = append(undo, u)
+			w.saveJournal(undo, readme)
+		}
+		err := w.step(s, st, readme, m)
+		if err == nil && w.isInterrupted() {
+			err = ErrInterrupted
+		}
+		if err != nil {
+			// What the step started (a build, a cluster coming up) ends
+			// with it, and what the README started before it is undone:
+			// the machine is left as a walk started again expects it.
+			w.stopStep(s)
+			w.undo(undo, readme)
+			w.saveJournal(nil, readme)
 			return fmt.Errorf("%s (walk: %s): %w", where, st.Action, err)
+		}
+		if st.Action == Background || st.Action == CtrlC || st.Action == Wait {
+			w.saveJournal(undo, readme)
 		}
 		w.Log("%s walk: %s %s (%s)", where, st.Action, summary(st), time.Since(start).Round(100*time.Millisecond))
 		// Keep the environment current, so <node-name> follows NODE_NAME.
@@ -260,6 +289,7 @@ func (w *Walker) Walk(readme string) error {
 		return fmt.Errorf("%s: reading the environment at the end: %w", readme, err)
 	}
 	w.Env = env
+	w.saveJournal(nil, readme) // walked through: its own steps undid what they started
 	return nil
 }
 
@@ -316,6 +346,10 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 	}
 	if st.Local() && w.External {
 		w.show("  (not run here: on the local control plane only; this tour uses KUBECONFIG=%s)", envValue(w.Env, "KUBECONFIG"))
+		return nil
+	}
+	if st.External() && !w.External {
+		w.show("  (not run here: on another cluster only, with KUBECONFIG set; this tour uses the local control plane)")
 		return nil
 	}
 	switch st.Action {
@@ -398,6 +432,9 @@ func (w *Walker) step(s *session, st Step, readme string, m func() Matcher) erro
 			// A program that ends by itself: wait for it, then check it.
 			deadline := time.Now().Add(wt)
 			for alive(p.pid) {
+				if w.isInterrupted() {
+					return ErrInterrupted
+				}
 				if time.Now().After(deadline) {
 					o, e := p.output()
 					return fmt.Errorf("%q did not exit within %s; it printed:\n%s%s", p.name, wt, o, e)
@@ -444,7 +481,7 @@ func (w *Walker) runOK(s *session, c string, st Step, timeout, retry time.Durati
 		if (code == 0) != wantFail {
 			return out, nil
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || w.isInterrupted() {
 			if wantFail {
 				return out, fmt.Errorf("$ %s\n%sexpected a non-zero exit status, got 0", c, out)
 			}
@@ -477,7 +514,7 @@ func (w *Walker) runChecked(s *session, cc ConsoleCommand, st Step, timeout, ret
 		if merr == nil {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || w.isInterrupted() {
 			return fmt.Errorf("$ %s: %w", cc.Command, merr)
 		}
 		time.Sleep(retryInterval)
@@ -571,6 +608,9 @@ func (w *Walker) waitFor(p *proc, re *regexp.Regexp, timeout time.Duration) erro
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%q did not print a line matching /%s/ within %s; it printed:\n%s%s", p.name, re, timeout, o, e)
+		}
+		if w.isInterrupted() {
+			return ErrInterrupted
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
