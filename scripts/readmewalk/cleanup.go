@@ -186,6 +186,7 @@ type journal struct {
 	Background []journalProc `json:"background"` // process groups of the programs in other terminals
 	Undo       []string      `json:"undo"`       // the current README's undo= commands, oldest first
 	Readme     string        `json:"readme"`
+	Env        []string      `json:"env"` // the README's environment (KUBECONFIG, PATH), for its undo
 }
 
 type journalProc struct {
@@ -212,7 +213,7 @@ func (w *Walker) saveJournal(undo []string, readme string) {
 	if w.JournalPath == "" {
 		return
 	}
-	j := journal{Undo: undo, Readme: readme}
+	j := journal{Undo: undo, Readme: readme, Env: w.Env}
 	for _, p := range w.procs {
 		j.Background = append(j.Background, journalProc{Name: p.name, Pid: p.pid, Start: startTime(p.pid)})
 	}
@@ -259,7 +260,12 @@ func (w *Walker) Recover() bool {
 		}
 		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 	}
+	env := w.Env
+	if len(j.Env) > 0 {
+		w.Env = j.Env
+	}
 	w.undo(j.Undo, j.Readme)
+	w.Env = env
 	w.ClearJournal()
 	return true
 }

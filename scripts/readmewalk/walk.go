@@ -271,7 +271,14 @@ func (w *Walker) Walk(readme string) error {
 			// with it, and what the README started before it is undone:
 			// the machine is left as a walk started again expects it.
 			w.stopStep(s)
-			w.undo(undo, readme)
+			if len(undo) > 0 {
+				// As the README's own cleanup does it: its programs
+				// stopped (the kubelet), then what they ran on.
+				if err := w.StopAll(); err != nil {
+					w.Log("%s: stopping the programs before the undo: %v", readme, err)
+				}
+				w.undo(undo, readme)
+			}
 			w.saveJournal(nil, readme)
 			return fmt.Errorf("%s (walk: %s): %w", where, st.Action, err)
 		}
