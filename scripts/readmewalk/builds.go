@@ -49,7 +49,7 @@ var Builds = []Build{
 	},
 	{
 		What:    "the offline images' builder (scripts/tools/images)",
-		Prepare: "(cd scripts/tools/images && go build ./...)",
+		Prepare: `source scripts/lib.sh && cd scripts/tools/images && go_progress "the images' builder" build -v ./...`,
 		By:      regexp.MustCompile(`scripts/containerd\.sh images|scripts/conformance\.sh`),
 	},
 	{
