@@ -339,3 +339,29 @@ func tourCmd(bin, dir string) *exec.Cmd {
 	cmd.Env = append(cleanEnv(os.Environ(), "KUBECONFIG", "TMPDIR", "GREETING", "MYKUBELET_STATE_DIR"), "TMPDIR="+dir)
 	return cmd
 }
+
+// TestGoProgressShowsABuildMoving: lib.sh's go_progress passes go's
+// messages through at once, adds a line of packages compiled when go has
+// been quiet for its interval, and keeps go's exit status. A stand-in go
+// prints three package names, is quiet for 22 s, then fails.
+func TestGoProgressShowsABuildMoving(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for go_progress's 20 s interval")
+	}
+	root := testcluster.RepoRoot(t)
+	bin := t.TempDir()
+	fakeGo := "#!/bin/bash\necho 'go: downloading example.com/m v1.0.0' >&2\nfor i in 1 2 3; do echo example.com/m/p$i >&2; done\nsleep 22\necho 'p3.go:1: syntax error' >&2\nexit 3\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(fakeGo), 0o755))
+	cmd := exec.Command("bash", "-c", `source scripts/lib.sh; go_progress "the thing" build -v ./...; echo "rc=$?"`)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	s := string(out)
+	assert.Contains(t, s, "go: downloading example.com/m v1.0.0")
+	assert.Contains(t, s, "==>   the thing: 2")
+	assert.Contains(t, s, "s so far, 3 packages compiled")
+	assert.Contains(t, s, "p3.go:1: syntax error")
+	assert.NotContains(t, s, "example.com/m/p1\n", "package names are counted, not printed")
+	assert.Contains(t, s, "rc=3", "go's status is kept")
+}
