@@ -34,7 +34,7 @@ var Builds = []Build{
 		// (mylib/fakeruntime/sandboxproc_binary.go), a build of its own.
 		Prepare: `source scripts/lib.sh && go_progress "the course's packages" build -v ./... &&
   CGO_ENABLED=0 go_progress "the sandbox binary" build -v -o /dev/null ./mylib/fakeruntime/sandboxproc/cmd/sandbox`,
-		By:      regexp.MustCompile(`\bgo (run|build)\b|scripts/cluster\.sh up|scripts/(classroom|conformance)\.sh|scripts/containerd\.sh images`),
+		By: regexp.MustCompile(`\bgo (run|build)\b|scripts/cluster\.sh up|scripts/(classroom|conformance)\.sh|scripts/containerd\.sh images`),
 	},
 	{
 		What:    "the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) and metrics-server",
