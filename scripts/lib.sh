@@ -9,6 +9,25 @@ export REPO_ROOT
 KUBE_VERSION="v1.37.1"
 export KUBE_VERSION
 STATE_DIR="${MYKUBELET_STATE_DIR:-$REPO_ROOT/.state}"
+# In the lima VM (vm.yaml) the checkout is on lima's mount of the host's home
+# (9p, virtiofs or reverse-sshfs), which cannot hold the unix sockets every
+# chapter from 05 makes in .state (lima-vm/lima#1824). There .state becomes a
+# link to the VM's own disk, $MYKUBELET_GUEST_STATE_ROOT (/var/lib/mykubelet,
+# made by vm.yaml) /state/<the checkout's path>, and STATE_DIR stays .state,
+# as every README names it. A new link starts empty, like a new .state.
+guest_local_state() { # before die and say: it prints its own lines
+  local fs target
+  [[ -z "${MYKUBELET_STATE_DIR:-}" && ! -L "$STATE_DIR" ]] || return 0
+  fs="$(findmnt -n -o FSTYPE -T "$REPO_ROOT" 2>/dev/null)" || return 0
+  case "$fs" in 9p | virtiofs | fuse.sshfs) ;; *) return 0 ;; esac
+  [[ ! -e "$STATE_DIR" ]] || { echo "error: $STATE_DIR is a directory on this VM's $fs mount of your home, which cannot hold unix sockets: move it away (mv .state .state.host) and run this again, to make .state a link to the VM's own disk" >&2; exit 1; }
+  target="${MYKUBELET_GUEST_STATE_ROOT:-/var/lib/mykubelet}/state$REPO_ROOT"
+  { rm -rf "$target" && mkdir -p "$target" && chmod 0700 "$target"; } 2>/dev/null ||
+    { echo "error: cannot make $target for .state (checkout on a $fs mount): is this the lima VM of vm.yaml? (it makes /var/lib/mykubelet) Else: sudo rm -rf $target, or set MYKUBELET_STATE_DIR" >&2; exit 1; }
+  ln -s "$target" "$STATE_DIR" 2>/dev/null || [[ -L "$STATE_DIR" ]] || { echo "error: cannot link $STATE_DIR to $target" >&2; exit 1; }
+  echo "==> .state is $target, on the VM's own disk (this checkout is on a $fs mount)" >&2
+}
+guest_local_state
 CACHE_DIR="${MYKUBELET_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mykubelet}"
 BIN_DIR="$CACHE_DIR/control-plane-$KUBE_VERSION/bin"
 export STATE_DIR CACHE_DIR BIN_DIR
