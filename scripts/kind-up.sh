@@ -8,14 +8,16 @@
 #   scripts/kind-up.sh            create (or reuse) the cluster named mykubelet
 #   scripts/kind-up.sh --delete   delete it
 #
-# Settings: KIND_CLUSTER_NAME (mykubelet), KIND_NODE_IMAGE (kindest/node:v1.37.0,
-# the default image of the kind version vm.yaml installs).
+# Settings: KIND_CLUSTER_NAME (mykubelet), KIND_NODE_IMAGE (Kubernetes v1.37.0,
+# pinned by digest: the image the release notes of kind v0.33.0, the version
+# vm.yaml installs, name for it; a tag alone may name a build for another
+# kind release).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 name="${KIND_CLUSTER_NAME:-mykubelet}"
-image="${KIND_NODE_IMAGE:-kindest/node:v1.37.0}"
+image="${KIND_NODE_IMAGE:-kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5}"
 kubeconfig="$STATE_DIR/kind.kubeconfig"
 
 command -v kind >/dev/null || die "kind is not installed: use the lima VM (limactl start --name=mykubelet ./vm.yaml) or the local control plane (scripts/cluster.sh up)"
