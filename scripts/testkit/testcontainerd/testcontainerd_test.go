@@ -25,10 +25,22 @@ const busybox = "docker.io/library/busybox:1.35.0"
 // does (mylib/kuberuntime's Dial): a pod sandbox on the CNI bridge and a
 // busybox container in it, a real process on this host, an exec, and the
 // host reaching the pod's address; then everything removed, and `down`
-// leaving no mount and no bridge behind.
+// leaving no mount and no bridge behind. On both flavours of
+// scripts/containerd.sh: Debian's containerd 1.6 (this machine's, the
+// default) and v2.4.2 built from its module (the lima VM's, vm.yaml's
+// MYKUBELET_CONTAINERD=v2, where Debian's cannot be installed beside
+// Docker's), one after the other on the same network.
 func TestPodOnContainerd(t *testing.T) {
-	rt := testcontainerd.Start(t, testcontainerd.Config{})
+	for _, flavor := range []string{"debian", "v2"} {
+		t.Run(flavor, func(t *testing.T) { podOnContainerd(t, flavor) })
+	}
+}
+
+func podOnContainerd(t *testing.T, flavor string) {
+	rt := testcontainerd.Start(t, testcontainerd.Config{Flavor: flavor})
 	t.Logf("runtime: %s", rt.Version)
+	want := map[string]string{"debian": ` 1\.6\.`, "v2": ` v2\.4\.`}[flavor]
+	require.Regexp(t, want, rt.Version, "scripts/containerd.sh up started another containerd than its %s flavour's", flavor)
 	conn, err := kuberuntime.Dial(rt.Endpoint)
 	require.NoError(t, err)
 	defer conn.Close()
