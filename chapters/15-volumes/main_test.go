@@ -28,6 +28,9 @@ import (
 
 const node = "volumes-node"
 
+// commandTimeout bounds each README line the test runs.
+const commandTimeout = 3 * time.Minute
+
 type fixture struct {
 	*chaptertest.Fixture
 	state  string
@@ -46,12 +49,23 @@ func freePort(t *testing.T) int {
 // kubectl runs a shell line as the README's reader would (admin
 // kubeconfig, kubectl on PATH, in the repository's root) and returns its
 // output and exit code.
+// A line that has not returned after commandTimeout fails the test with
+// what the cluster still holds (a kubectl delete that waits for a pod the
+// kubelet never finishes would otherwise wait for go test's own timeout).
 func (f *fixture) kubectl(t *testing.T, script string) (string, int) {
 	t.Helper()
-	cmd := exec.Command("bash", "-c", script)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = f.Root
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Cluster.AdminKubeconfig, "NODE_NAME="+node, "PATH="+testcluster.BinDir()+":"+os.Getenv("PATH"))
+	cmd.WaitDelay = 5 * time.Second // kubectl's own children, if any, hold the pipe
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		left, _ := exec.Command(filepath.Join(testcluster.BinDir(), "kubectl"), "--kubeconfig", f.Cluster.AdminKubeconfig,
+			"get", "pods,deployments,replicasets,pvc,pv", "-o", "yaml").CombinedOutput()
+		t.Fatalf("%s: still running after %s; it printed:\n%s\nthe cluster holds:\n%s", script, commandTimeout, out, left)
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
