@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,14 +70,34 @@ func openSandboxBinary(dir string) (*os.File, error) {
 	return exe, nil
 }
 
-// moduleDir is where this file's module was when it was built ("" if
-// its path is not known, as with -trimpath).
+// moduleDir is where this file's module was when it was built. Built
+// with -trimpath, the binary keeps no such path: then it is the module
+// found from the working directory up, as `go run ./chapters/...` from
+// the checkout has it ("" if neither is known).
 func moduleDir() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok || !filepath.IsAbs(file) {
-		return ""
+	_, file, _, _ := runtime.Caller(0)
+	wd, _ := os.Getwd()
+	return moduleDirFrom(file, wd)
+}
+
+// moduleDirFrom is moduleDir from this file's path as the binary has it
+// (absolute, or module-relative with -trimpath) and the working directory.
+func moduleDirFrom(file, wd string) string {
+	if filepath.IsAbs(file) {
+		return filepath.Dir(filepath.Dir(filepath.Dir(file))) // <module>/mylib/fakeruntime/this.go
 	}
-	return filepath.Dir(filepath.Dir(filepath.Dir(file))) // <module>/mylib/fakeruntime/this.go
+	for dir := wd; dir != "" && filepath.IsAbs(dir); dir = filepath.Dir(dir) {
+		if mod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			if strings.HasPrefix(string(mod), "module mykubelet\n") {
+				return dir
+			}
+			return "" // another module: not this runtime's source
+		}
+		if dir == filepath.Dir(dir) {
+			break
+		}
+	}
+	return ""
 }
 
 // buildSandboxBinary builds the sandbox binary of the module at dir into
@@ -85,7 +106,7 @@ func moduleDir() string {
 // binary. Go's build cache makes the build after the first one a link.
 func buildSandboxBinary(dir string) (*os.File, error) {
 	if dir == "" {
-		return nil, errors.New("the runtime's source directory is unknown (built with -trimpath?)")
+		return nil, errors.New("the runtime's source directory is unknown (built with -trimpath, and not run from the checkout)")
 	}
 	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(sandboxBinaryPackage), "main.go")); err != nil {
 		return nil, fmt.Errorf("no source of the sandbox binary: %w", err)
@@ -116,7 +137,9 @@ func buildSandboxBinary(dir string) (*os.File, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, sandboxBinaryPackage)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOPROXY=off", "GOTOOLCHAIN=local")
+	// -trimpath, and none of the user's GOFLAGS: the same build from any
+	// copy of the checkout is the build cache's (the tour builds it first).
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-trimpath", "GOPROXY=off", "GOTOOLCHAIN=local")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(out)
 		return nil, fmt.Errorf("go build %s: %v: %s", sandboxBinaryPackage, err, msg)

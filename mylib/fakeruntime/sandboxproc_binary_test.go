@@ -3,8 +3,10 @@ package fakeruntime
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,4 +52,21 @@ func TestSandboxProcessFallsBackToTheRuntimesBinary(t *testing.T) {
 	require.True(t, os.SameFile(self, fi), "the runtime's own binary")
 	r.sandbox.exe = exe // before its first pod
 	sandboxExeIs(t, r, runSandbox(t, r, "self", "uid-self", nil), self)
+}
+
+// TestModuleDirWithTrimpath: a runtime built with -trimpath knows its
+// source file only as mykubelet/mylib/fakeruntime/…; run from the
+// checkout (or a directory of it), it finds the module there, and run
+// from another module's directory, none.
+func TestModuleDirWithTrimpath(t *testing.T) {
+	root := moduleDir()
+	require.FileExists(t, filepath.Join(root, "go.mod"))
+	trimmed := "mykubelet/mylib/fakeruntime/sandboxproc_binary.go"
+	assert.Equal(t, root, moduleDirFrom(trimmed, root))
+	assert.Equal(t, root, moduleDirFrom(trimmed, filepath.Join(root, "chapters", "13-mykubelet")))
+	other := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(other, "go.mod"), []byte("module example.com/other\n"), 0o644))
+	assert.Equal(t, "", moduleDirFrom(trimmed, other))
+	assert.Equal(t, "", moduleDirFrom(trimmed, "/"))
+	assert.Equal(t, root, moduleDirFrom(filepath.Join(root, "mylib", "fakeruntime", "sandboxproc_binary.go"), other), "an absolute path wins")
 }

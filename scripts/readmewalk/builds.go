@@ -31,9 +31,10 @@ var Builds = []Build{
 	{
 		What: "the course's Go programs: every `go run` and `go build` of the READMEs, the scripts' helpers, the mock runtime's sandbox binary",
 		// The sandbox binary is built by the mock runtime with CGO_ENABLED=0
-		// (mylib/fakeruntime/sandboxproc_binary.go), a build of its own.
+		// and -trimpath (mylib/fakeruntime/sandboxproc_binary.go), a build
+		// of its own: the same flags here put it in Go's build cache.
 		Prepare: `source scripts/lib.sh && go_progress "the course's packages" build -v ./... &&
-  CGO_ENABLED=0 go_progress "the sandbox binary" build -v -o /dev/null ./mylib/fakeruntime/sandboxproc/cmd/sandbox`,
+  CGO_ENABLED=0 GOFLAGS=-trimpath go_progress "the sandbox binary" build -v -o /dev/null ./mylib/fakeruntime/sandboxproc/cmd/sandbox`,
 		By: regexp.MustCompile(`\bgo (run|build)\b|scripts/cluster\.sh up|scripts/(classroom|conformance)\.sh|scripts/containerd\.sh images`),
 	},
 	{

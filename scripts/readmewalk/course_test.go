@@ -28,6 +28,17 @@ const GracePeriod = 20 * time.Second
 // instead of the manifest's 15 s that the READMEs' waits allow for.
 const MetricResolution = 10 * time.Second
 
+// WalkGoFlags is the walks' one setting a learner does not have: the copy
+// of the checkout is in a new directory each time, and Go's build cache
+// keys a package built without -trimpath by its directory, so each walk
+// (and TestWalkOnAnotherCluster's, beside it) would compile the course
+// anew: minutes of both cores. With -trimpath, builds of the same sources
+// are the build cache's, whatever the copy's directory. What the course's
+// programs do is the same: the mock runtime finds its module from the
+// working directory (fakeruntime.moduleDir), where `go run ./chapters/…`
+// runs.
+const WalkGoFlags = "GOFLAGS=-trimpath"
+
 // TestWalkTheCourse runs scripts/tour.sh, the README's own command, which
 // walks the top-level README and then every chapter's README, in order, as
 // one learner on one fresh local cluster: the commands as written, in a
@@ -49,8 +60,9 @@ func TestWalkTheCourse(t *testing.T) {
 	copyCheckout(t, root, dir)
 
 	ports := freePorts(t, 6)
-	env := cleanEnv(os.Environ(), "MYKUBELET_STATE_DIR", "KUBECONFIG", "NODE_NAME", "TMPDIR")
+	env := cleanEnv(os.Environ(), "MYKUBELET_STATE_DIR", "KUBECONFIG", "NODE_NAME", "TMPDIR", "GOFLAGS")
 	env = append(env,
+		WalkGoFlags,
 		"TMPDIR="+t.TempDir(),
 		"MYKUBELET_ETCD_PORT="+strconv.Itoa(ports[0]),
 		"MYKUBELET_ETCD_PEER_PORT="+strconv.Itoa(ports[1]),

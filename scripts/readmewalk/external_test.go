@@ -65,8 +65,9 @@ func TestWalkOnAnotherCluster(t *testing.T) {
 
 	// kubectl v1.37.1 on PATH, as kind's VM has it (on the local path,
 	// `eval "$(scripts/cluster.sh env)"` puts it there: a local step).
-	env := cleanEnv(os.Environ(), "MYKUBELET_STATE_DIR", "KUBECONFIG", "NODE_NAME", "TMPDIR", "PATH")
+	env := cleanEnv(os.Environ(), "MYKUBELET_STATE_DIR", "KUBECONFIG", "NODE_NAME", "TMPDIR", "PATH", "GOFLAGS")
 	env = append(env,
+		WalkGoFlags,
 		"PATH="+testcluster.BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"TMPDIR="+t.TempDir(),
 		"KUBECONFIG="+kubeconfig,
