@@ -122,7 +122,12 @@ func TestACPULimitHoldsStressCPU(t *testing.T) {
 	t.Logf("stress --cpu 2 with 200m used %.3f core; with no limit %.3f core", cores[0], cores[1])
 	assert.Greater(t, cores[0], 0.0, "its hogs ran")
 	assert.LessOrEqual(t, cores[0], 0.3, "at most ~0.3 core with a 200m quota")
-	assert.Greater(t, cores[1], 3*cores[0], "far more with no limit")
+	// How much more the free one gets depends on what else the machine
+	// runs (0.56 core beside 0.20, in a run of the package at load 3 to 5): more, and never
+	// throttled, is what the limit's absence promises.
+	assert.Greater(t, cores[1], cores[0], "more with no limit")
+	assert.Positive(t, cpuStatOf(r, limited).NrThrottled, "the limited one was throttled")
+	assert.Zero(t, cpuStatOf(r, free).NrThrottled)
 }
 
 // TestACPULimitHoldsASandboxProcessWithNoCgroup: a pod with no
