@@ -48,6 +48,13 @@ func sandboxMain(config string) int {
 	}
 	kept := uint32(1) << keptCapability
 	if _, walled := os.LookupEnv(walledEnv); !walled {
+		// Only what it was handed: its stdio and the runtime's socket
+		// (fd 3). A descriptor the runtime inherited without
+		// close-on-exec (a shell's 7</etc) would pass through pivot_root.
+		if err := unix.CloseRange(4, ^uint(0), 0); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: close_range: %v\n", err)
+			return 2
+		}
 		exe, err := wallIn(cfg)
 		if err == nil && LinkedStatically(exe) {
 			err = becomeItsUser(cfg.UID, exe, config) // returns only if it failed
