@@ -3,6 +3,7 @@ package fakeruntime
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -39,4 +40,49 @@ func TestASandboxProcessHoldsOnlyTheDescriptorsItWasGiven(t *testing.T) {
 		target, _ := os.Readlink(dir + "/" + e.Name())
 		require.False(t, st.Dev == etc.Dev && st.Ino == etc.Ino, "the sandbox process holds the host's /etc as fd %s (-> %s)", e.Name(), target)
 	}
+}
+
+// TestSandboxUIDsStayClearOfSubordinateIDs: a second local user's usual
+// /etc/subuid range (165536-231071) overlaps the runtime's 200000-249999;
+// the runtime reads the files when it claims a uid and skips every id they
+// hand out (here to 231071, and 240000-240099 of /etc/subgid).
+func TestSandboxUIDsStayClearOfSubordinateIDs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox users' directory is root's")
+	}
+	dir := t.TempDir()
+	subuid, subgid := filepath.Join(dir, "subuid"), filepath.Join(dir, "subgid")
+	require.NoError(t, os.WriteFile(subuid, []byte("alice:100000:65536\nbob:165536:65536\n"), 0o644))
+	require.NoError(t, os.WriteFile(subgid, []byte("# comment\nbob:240000:100\n"), 0o644))
+	ranges, err := subordinateRanges(subuid, subgid, filepath.Join(dir, "missing"))
+	require.NoError(t, err)
+	require.Equal(t, [][2]int{{100000, 65536}, {165536, 65536}, {240000, 100}}, ranges)
+
+	oldFiles, oldDir := subIDFiles, sandboxUIDDir
+	subIDFiles, sandboxUIDDir = []string{subuid, subgid}, filepath.Join(dir, "uids")
+	uidCursor.Lock()
+	oldNext := uidCursor.next
+	uidCursor.next = 0
+	uidCursor.Unlock()
+	t.Cleanup(func() {
+		subIDFiles, sandboxUIDDir = oldFiles, oldDir
+		uidCursor.Lock()
+		uidCursor.next = oldNext
+		uidCursor.Unlock()
+	})
+	var uids []int
+	for range 3 {
+		s, err := claimUID()
+		require.NoError(t, err)
+		defer s.release()
+		uids = append(uids, s.uid)
+	}
+	require.Equal(t, []int{231072, 231073, 231074}, uids)
+	uidCursor.Lock()
+	uidCursor.next = 240000 - SandboxUIDBase
+	uidCursor.Unlock()
+	s, err := claimUID()
+	require.NoError(t, err)
+	defer s.release()
+	require.Equal(t, 240100, s.uid, "/etc/subgid's 240000-240099 skipped too")
 }
