@@ -86,3 +86,17 @@ func TestSandboxUIDsStayClearOfSubordinateIDs(t *testing.T) {
 	defer s.release()
 	require.Equal(t, 240100, s.uid, "/etc/subgid's 240000-240099 skipped too")
 }
+
+// TestASandboxProcessRunsUnderASeccompFilter: /proc/<pid>/status shows the
+// filter (mode 2) on the pod's process, and its scripts still run.
+func TestASandboxProcessRunsUnderASeccompFilter(t *testing.T) {
+	r := sandboxRuntime(t)
+	st, out := runLogged(t, r, "seccomp", `echo hi; sleep 0.1 & wait; ls /`)
+	require.EqualValues(t, 0, st.ExitCode, out)
+	require.Equal(t, "hi\ndev\netc\nproc\ntmp\nvar\n", out)
+	sb := runSandbox(t, r, "filtered", "uid-filtered", nil)
+	startContainer(t, r, createContainer(t, r, sb, "one", "sleep", "3600"))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", sandboxPID(t, r, sb)))
+	require.NoError(t, err)
+	require.Contains(t, string(status), "Seccomp:\t2\n")
+}

@@ -76,6 +76,12 @@ func sandboxMain(config string) int {
 		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 		return 2
 	}
+	// The last wall, before a script runs: the kernel refuses what no
+	// pod's command needs (seccomp.go).
+	if err := installSeccomp(); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+		return 2
+	}
 	os.Unsetenv(SandboxEnv) // nothing of it reaches a script
 	os.Unsetenv(walledEnv)
 	// A script's runaway recursion is an error in its container (the
