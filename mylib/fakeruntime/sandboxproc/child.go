@@ -48,11 +48,8 @@ func sandboxMain(config string) int {
 	}
 	kept := uint32(1) << keptCapability
 	if _, walled := os.LookupEnv(walledEnv); !walled {
-		// Only what it was handed: its stdio and the runtime's socket
-		// (fd 3). A descriptor the runtime inherited without
-		// close-on-exec (a shell's 7</etc) would pass through pivot_root.
-		if err := unix.CloseRange(4, ^uint(0), 0); err != nil {
-			fmt.Fprintf(os.Stderr, "sandbox: close_range: %v\n", err)
+		if err := closeInherited(); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 			return 2
 		}
 		exe, err := wallIn(cfg)
@@ -171,6 +168,34 @@ func wallIn(cfg SandboxConfig) (*os.File, error) {
 		}
 	}
 	return exe, nil
+}
+
+// closeInherited closes every descriptor the process was started with
+// but its stdio and the runtime's socket (fd 3): one the runtime
+// inherited without close-on-exec (a shell's 7</etc) would pass through
+// pivot_root. Those are the ones without FD_CLOEXEC: Go opens all of its
+// own with it, and its runtime holds some from its start (the cgroup's
+// cpu.max, which it reads again later), so close_range(4, ~0) would
+// close them under it.
+func closeInherited() error {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("its descriptors: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("its descriptors: %w", err)
+	}
+	for _, n := range names {
+		fd, _ := strconv.Atoi(n)
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); fd > 3 && err == nil && flags&unix.FD_CLOEXEC == 0 {
+			if err := unix.Close(fd); err != nil {
+				return fmt.Errorf("close %d: %w", fd, err)
+			}
+		}
+	}
+	return nil
 }
 
 // walledEnv tells the second start that its walls stand (checkWalls
