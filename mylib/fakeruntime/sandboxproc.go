@@ -7,7 +7,7 @@ package fakeruntime
 // pod), which the kernel walls in before it reads a single script:
 //
 //	layer                                   what it stops
-//	only its stdio and the runtime's socket  a descriptor inherited without close-on-exec (close_range)
+//	only its stdio and the runtime's socket  a descriptor inherited without close-on-exec
 //	new mount, PID, IPC and UTS namespaces  seeing or signalling the host's processes ($$ is 1, as in a container)
 //	pivot_root into a tmpfs of its own,     opening any host file or another pod's, even through an interpreter
 //	the host's root detached                bug (its temporary files, PATH lookups, ~user, pwd -P land inside)
