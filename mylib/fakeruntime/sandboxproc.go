@@ -7,6 +7,7 @@ package fakeruntime
 // pod), which the kernel walls in before it reads a single script:
 //
 //	layer                                   what it stops
+//	only its stdio and the runtime's socket  a descriptor inherited without close-on-exec
 //	new mount, PID, IPC and UTS namespaces  seeing or signalling the host's processes ($$ is 1, as in a container)
 //	pivot_root into a tmpfs of its own,     opening any host file or another pod's, even through an interpreter
 //	the host's root detached                bug (its temporary files, PATH lookups, ~user, pwd -P land inside)
@@ -19,6 +20,7 @@ package fakeruntime
 //	started a second time as that user      tracing or writing as another pod's process; any other local user
 //	                                        signalling it
 //	no_new_privs                            gaining privileges back through exec
+//	a seccomp filter (sandboxproc/seccomp.go) open_by_handle_at, new user namespaces, mounts, keys, bpf, ptrace…
 //	rlimits (core 0, open files)            core dumps on the host; a runaway of file descriptors
 //	its pod's cgroup (<CgroupParent>/<id>)  more memory, CPU and processes than the pod's limits (the kernel's
 //	                                        OOM kill is that pod's containers' OOMKilled; sandboxproc_cgroup.go)

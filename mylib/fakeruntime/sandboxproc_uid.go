@@ -6,9 +6,9 @@ package fakeruntime
 // local user from signalling any of them.
 //
 // They come from a range the runtime owns, SandboxUIDBase up to
-// SandboxUIDBase+SandboxUIDCount-1, which no account of the machine
-// should use (it is above the first range /etc/subuid usually hands out,
-// 100000-165535). Several mock runtimes may run on one machine (the
+// SandboxUIDBase+SandboxUIDCount-1, less every id /etc/subuid or
+// /etc/subgid hands a local user (the second user's usual range,
+// 165536-231071, overlaps it), read at each claim. Several mock runtimes may run on one machine (the
 // tests start many, as root): a uid is claimed with an exclusive flock(2)
 // on a file named after it in sandboxUIDDir, held by the runtime for the
 // pod's life. The kernel drops the lock when the runtime exits however it
@@ -20,7 +20,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -29,6 +31,36 @@ import (
 
 // sandboxUIDDir holds the lock files of the uids (root's, 0700).
 var sandboxUIDDir = "/run/mykubelet/sandbox-uids"
+
+// subIDFiles are the subordinate id files whose ranges no sandbox uses.
+var subIDFiles = []string{"/etc/subuid", "/etc/subgid"}
+
+// subordinateRanges reads the ranges ({first, count}) of files in
+// /etc/subuid's form (user:first:count a line); a missing file holds none.
+func subordinateRanges(files ...string) ([][2]int, error) {
+	var ranges [][2]int
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("sandbox users: %w", err)
+		}
+		for line := range strings.Lines(string(b)) {
+			f := strings.Split(strings.TrimSpace(line), ":")
+			if len(f) != 3 || strings.HasPrefix(f[0], "#") {
+				continue
+			}
+			first, err1 := strconv.Atoi(f[1])
+			count, err2 := strconv.Atoi(f[2])
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("sandbox users: %s: bad line %q", name, strings.TrimSpace(line))
+			}
+			ranges = append(ranges, [2]int{first, count})
+		}
+	}
+	return ranges, nil
+}
 
 // uidSlot is a claimed uid: its lock file, locked.
 type uidSlot struct {
@@ -55,11 +87,18 @@ func claimUID() (*uidSlot, error) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
 		return nil, fmt.Errorf("sandbox users: %s is not a directory only root may write", sandboxUIDDir)
 	}
+	subordinate, err := subordinateRanges(subIDFiles...)
+	if err != nil {
+		return nil, err
+	}
 	uidCursor.Lock()
 	defer uidCursor.Unlock()
 	for i := range SandboxUIDCount {
 		slot := (uidCursor.next + i) % SandboxUIDCount
 		uid := SandboxUIDBase + slot
+		if slices.ContainsFunc(subordinate, func(r [2]int) bool { return uid >= r[0] && uid < r[0]+r[1] }) {
+			continue
+		}
 		f, err := os.OpenFile(filepath.Join(sandboxUIDDir, strconv.Itoa(uid)), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox users: %w", err)
@@ -76,7 +115,7 @@ func claimUID() (*uidSlot, error) {
 			return nil, fmt.Errorf("sandbox users: lock %d: %w", uid, err)
 		}
 	}
-	return nil, fmt.Errorf("sandbox users: all %d of %d-%d are taken", SandboxUIDCount, SandboxUIDBase, SandboxUIDBase+SandboxUIDCount-1)
+	return nil, fmt.Errorf("sandbox users: all %d of %d-%d are taken or in /etc/subuid or /etc/subgid", SandboxUIDCount, SandboxUIDBase, SandboxUIDBase+SandboxUIDCount-1)
 }
 
 // release gives the uid back.

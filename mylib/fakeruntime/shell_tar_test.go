@@ -204,6 +204,28 @@ func TestTarRefusesToLeaveTheContainer(t *testing.T) {
 	assert.Equal(t, "../etc", link, "a link that stays inside is made")
 }
 
+// TestTarResolvesALinkAgainstWhatIsExtracted: issue 49's archive. `d -> .`
+// makes d/d/d/d/d/d the directory d is in, so a link written there as
+// d/d/d/d/d/d/x -> ../../../../../.. climbs six levels from the top of
+// the root, not from six levels down: tar resolves the links already
+// extracted before it decides, and refuses it.
+func TestTarResolvesALinkAgainstWhatIsExtracted(t *testing.T) {
+	r, id, root := tarContainer(t)
+	archive := makeTar(t,
+		tarEntry{name: "d", kind: tar.TypeSymlink, link: "."},
+		tarEntry{name: "d/d/d/d/d/d/x", kind: tar.TypeSymlink, link: "../../../../../.."},
+		tarEntry{name: "e/f/y", kind: tar.TypeSymlink, link: "../../z"}, // in /: stays inside
+	)
+	_, errOut, code := stream(t, execURL(t, r, id, true, false, "tar", "xf", "-", "-C", "/"), archive, false)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "tar: d/d/d/d/d/d/x: Cannot create symlink to '../../../../../..': it would lead out of the container's files\n")
+	_, err := os.Lstat(filepath.Join(root, "x"))
+	assert.True(t, os.IsNotExist(err), "no link to the host's / in the rootfs: %v", err)
+	link, err := os.Readlink(filepath.Join(root, "e/f/y"))
+	require.NoError(t, err)
+	assert.Equal(t, "../../z", link)
+}
+
 // TestTarListAndGzip: czf then tzvf, t alone, and the usage errors.
 func TestTarListAndGzip(t *testing.T) {
 	r, id, _ := tarContainer(t)

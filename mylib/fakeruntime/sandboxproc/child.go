@@ -48,6 +48,10 @@ func sandboxMain(config string) int {
 	}
 	kept := uint32(1) << keptCapability
 	if _, walled := os.LookupEnv(walledEnv); !walled {
+		if err := closeInherited(); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+			return 2
+		}
 		exe, err := wallIn(cfg)
 		if err == nil && LinkedStatically(exe) {
 			err = becomeItsUser(cfg.UID, exe, config) // returns only if it failed
@@ -66,6 +70,12 @@ func sandboxMain(config string) int {
 		kept = 0
 	}
 	if err := checkWalls(cfg.UID, kept); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+		return 2
+	}
+	// The last wall, before a script runs: the kernel refuses what no
+	// pod's command needs (seccomp.go).
+	if err := installSeccomp(); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 		return 2
 	}
@@ -158,6 +168,34 @@ func wallIn(cfg SandboxConfig) (*os.File, error) {
 		}
 	}
 	return exe, nil
+}
+
+// closeInherited closes every descriptor the process was started with
+// but its stdio and the runtime's socket (fd 3): one the runtime
+// inherited without close-on-exec (a shell's 7</etc) would pass through
+// pivot_root. Those are the ones without FD_CLOEXEC: Go opens all of its
+// own with it, and its runtime holds some from its start (the cgroup's
+// cpu.max, which it reads again later), so close_range(4, ~0) would
+// close them under it.
+func closeInherited() error {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("its descriptors: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("its descriptors: %w", err)
+	}
+	for _, n := range names {
+		fd, _ := strconv.Atoi(n)
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); fd > 3 && err == nil && flags&unix.FD_CLOEXEC == 0 {
+			if err := unix.Close(fd); err != nil {
+				return fmt.Errorf("close %d: %w", fd, err)
+			}
+		}
+	}
+	return nil
 }
 
 // walledEnv tells the second start that its walls stand (checkWalls

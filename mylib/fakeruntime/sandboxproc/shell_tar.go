@@ -512,7 +512,7 @@ func (t *tarRun) extract(tr *tar.Reader, hdr *tar.Header, name string) (dirAttrs
 		// Measured from where it is made: in a mount, from the mount's
 		// directory (a subPath's too), never from the container's "/".
 		r, n, m, err := t.p.fs.writable("symlink", rel)
-		if err == nil && leavesRoot(n, hdr.Linkname) {
+		if err == nil && leavesRoot(r, n, hdr.Linkname) {
 			where := "the container's files"
 			if m != nil {
 				where = "its mount /" + m.Path
@@ -562,28 +562,54 @@ func (t *tarRun) unlink(rel string) {
 	}
 }
 
-// leavesRoot is whether a symlink at rel (a name in the os.Root it is made
-// in: the container's root, or a mount's directory) to target would lead
-// out of that root: an absolute target, or one whose ".." climb above it.
-func leavesRoot(rel, target string) bool {
+// leavesRoot is whether a symlink at rel (a name in root: the container's
+// root, or a mount's directory) to target would lead out of root: an
+// absolute target, or one whose ".." climb above it, resolved against
+// what is already there (`d -> .` makes d/d/x's ".." climb from the top),
+// as the kernel would follow it. A ".." past a name not there yet, or
+// past more than 40 links, is refused: what it will climb is not known.
+func leavesRoot(root *os.Root, rel, target string) bool {
 	if target == "" || path.IsAbs(target) {
 		return true
 	}
-	depth := 0
+	todo := strings.Split(target, "/")
 	if d := path.Dir(rel); d != "." {
-		depth = len(strings.Split(d, "/"))
+		todo = append(strings.Split(d, "/"), todo...)
 	}
-	for _, c := range strings.Split(target, "/") {
+	type step struct {
+		name  string
+		known bool // there, and a directory
+	}
+	var at []step
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
 		switch c {
 		case "", ".":
+			continue
 		case "..":
-			depth--
-			if depth < 0 {
+			if len(at) == 0 || !at[len(at)-1].known {
 				return true
 			}
-		default:
-			depth++
+			at = at[:len(at)-1]
+			continue
 		}
+		names := make([]string, 0, len(at)+1)
+		for _, s := range at {
+			names = append(names, s.name)
+		}
+		p := path.Join(append(names, c)...)
+		fi, err := root.Lstat(p)
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			to, err := root.Readlink(p)
+			if links++; err != nil || links > 40 || path.IsAbs(to) {
+				return true
+			}
+			todo = append(strings.Split(to, "/"), todo...)
+			continue
+		}
+		at = append(at, step{c, err == nil && fi.IsDir()})
 	}
 	return false
 }

@@ -1,0 +1,102 @@
+package fakeruntime
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// TestASandboxProcessHoldsOnlyTheDescriptorsItWasGiven: a descriptor the
+// runtime inherited without close-on-exec (here the host's /etc, as a
+// shell's 7</etc would leave it) does not pass through pivot_root and
+// the second start into a pod's sandbox process: it closes every
+// descriptor but its stdio and the runtime's socket (close_range) before
+// its walls go up.
+func TestASandboxProcessHoldsOnlyTheDescriptorsItWasGiven(t *testing.T) {
+	r := sandboxRuntime(t)
+	fd, err := unix.Open("/etc", unix.O_RDONLY|unix.O_DIRECTORY, 0) // no O_CLOEXEC: inherited by what the runtime starts
+	require.NoError(t, err)
+	t.Cleanup(func() { unix.Close(fd) })
+	var etc unix.Stat_t
+	require.NoError(t, unix.Fstat(fd, &etc))
+
+	sb := runSandbox(t, r, "fds", "uid-fds", nil)
+	c := createContainer(t, r, sb, "one", "sleep", "3600")
+	startContainer(t, r, c)
+	pid := sandboxPID(t, r, sb)
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		var st syscall.Stat_t
+		if syscall.Stat(dir+"/"+e.Name(), &st) != nil {
+			continue // gone meanwhile
+		}
+		target, _ := os.Readlink(dir + "/" + e.Name())
+		require.False(t, st.Dev == etc.Dev && st.Ino == etc.Ino, "the sandbox process holds the host's /etc as fd %s (-> %s)", e.Name(), target)
+	}
+}
+
+// TestSandboxUIDsStayClearOfSubordinateIDs: a second local user's usual
+// /etc/subuid range (165536-231071) overlaps the runtime's 200000-249999;
+// the runtime reads the files when it claims a uid and skips every id they
+// hand out (here to 231071, and 240000-240099 of /etc/subgid).
+func TestSandboxUIDsStayClearOfSubordinateIDs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox users' directory is root's")
+	}
+	dir := t.TempDir()
+	subuid, subgid := filepath.Join(dir, "subuid"), filepath.Join(dir, "subgid")
+	require.NoError(t, os.WriteFile(subuid, []byte("alice:100000:65536\nbob:165536:65536\n"), 0o644))
+	require.NoError(t, os.WriteFile(subgid, []byte("# comment\nbob:240000:100\n"), 0o644))
+	ranges, err := subordinateRanges(subuid, subgid, filepath.Join(dir, "missing"))
+	require.NoError(t, err)
+	require.Equal(t, [][2]int{{100000, 65536}, {165536, 65536}, {240000, 100}}, ranges)
+
+	oldFiles, oldDir := subIDFiles, sandboxUIDDir
+	subIDFiles, sandboxUIDDir = []string{subuid, subgid}, filepath.Join(dir, "uids")
+	uidCursor.Lock()
+	oldNext := uidCursor.next
+	uidCursor.next = 0
+	uidCursor.Unlock()
+	t.Cleanup(func() {
+		subIDFiles, sandboxUIDDir = oldFiles, oldDir
+		uidCursor.Lock()
+		uidCursor.next = oldNext
+		uidCursor.Unlock()
+	})
+	var uids []int
+	for range 3 {
+		s, err := claimUID()
+		require.NoError(t, err)
+		defer s.release()
+		uids = append(uids, s.uid)
+	}
+	require.Equal(t, []int{231072, 231073, 231074}, uids)
+	uidCursor.Lock()
+	uidCursor.next = 240000 - SandboxUIDBase
+	uidCursor.Unlock()
+	s, err := claimUID()
+	require.NoError(t, err)
+	defer s.release()
+	require.Equal(t, 240100, s.uid, "/etc/subgid's 240000-240099 skipped too")
+}
+
+// TestASandboxProcessRunsUnderASeccompFilter: /proc/<pid>/status shows the
+// filter (mode 2) on the pod's process, and its scripts still run.
+func TestASandboxProcessRunsUnderASeccompFilter(t *testing.T) {
+	r := sandboxRuntime(t)
+	st, out := runLogged(t, r, "seccomp", `echo hi; sleep 0.1 & wait; ls /`)
+	require.EqualValues(t, 0, st.ExitCode, out)
+	require.Equal(t, "hi\ndev\netc\nproc\ntmp\nvar\n", out)
+	sb := runSandbox(t, r, "filtered", "uid-filtered", nil)
+	startContainer(t, r, createContainer(t, r, sb, "one", "sleep", "3600"))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", sandboxPID(t, r, sb)))
+	require.NoError(t, err)
+	require.Contains(t, string(status), "Seccomp:\t2\n")
+}
