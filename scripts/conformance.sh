@@ -33,8 +33,8 @@
 # nonroot 1.5, nonewprivs 1.4, pause 3.10.2. The others cannot be
 # built here (below); the specs that need them fail for that reason.
 #
-# Everything else is its own and removed at the end, as in
-# scripts/realnode-bench.sh: a control plane on free ports, containerd with
+# Everything else is its own and removed at the end (scripts/realnode.sh,
+# as for scripts/realnode-bench.sh): a control plane on free ports, containerd with
 # a CNI bridge mkconf0 on 10.26.0.0/16 (traffic stays on loopback and that
 # bridge), the cgroup root /mykubelet-conformance, the node's bootstrap
 # token. The capstone's node address is 127.0.0.1. Upstream's kubelet
@@ -46,8 +46,8 @@
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-# shellcheck source=scripts/upstream-kubelet.sh
-source "$REPO_ROOT/scripts/upstream-kubelet.sh"
+# shellcheck source=scripts/realnode.sh
+source "$REPO_ROOT/scripts/realnode.sh"
 cd "$REPO_ROOT"
 
 # The images the specs ask for that are not built offline here: their
@@ -170,13 +170,10 @@ command -v unshare >/dev/null || die "unshare (util-linux) is not installed"
 run_name="$(date -u +%Y%m%dT%H%M%SZ)-$kubelet"
 report_dir="$STATE_DIR/conformance/$run_name"
 mkdir -p "$report_dir"
-work="$(mktemp -d /tmp/conformance.XXXXXX)"
-chmod 0700 "$work"
-export MYKUBELET_STATE_DIR="$work/state" KUBECONFIG="$work/state/cluster/admin.kubeconfig"
-export MYKUBELET_CNI_BRIDGE=mkconf0 MYKUBELET_CNI_SUBNET=10.26.0.0/16
-bridge_ip=10.26.0.1 # the bridge's own address (scripts/containerd.sh gives it the subnet's first)
-CG_ROOT=/mykubelet-conformance
 node="conformance-$kubelet"
+REALNODE_REPORT_DIR="$report_dir"
+realnode::init conformance mkconf0 10.26.0.0/16 /mykubelet-conformance
+bridge_ip=10.26.0.1 # the bridge's own address (scripts/containerd.sh gives it the subnet's first)
 # Both kubelets' hard eviction thresholds below the defaults (10% of the
 # node's filesystem, 15% of the image filesystem): a shared machine's disk
 # with less free would taint the node disk-pressure and no spec would run.
@@ -188,88 +185,18 @@ node="conformance-$kubelet"
 EVICTION_HARD='evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%, nodefs.inodesFree: 2%}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99'
-kubectl() { "$BIN_DIR/kubectl" "$@"; }
-kubelet_pid="" cluster_up=false containerd_up=false shared_root=""
-cg_dirs=()
-stop_kubelet() {
-  [[ -n "$kubelet_pid" ]] || return 0
-  kill -INT "$kubelet_pid" 2>/dev/null || true
-  for _ in $(seq 150); do kill -0 "$kubelet_pid" 2>/dev/null || break; sleep 0.2; done
-  kill -KILL "$kubelet_pid" 2>/dev/null || true
-  wait "$kubelet_pid" 2>/dev/null || true
-  kubelet_pid=""
-}
-cleanup() {
-  local rc=$? d
-  set +e
-  [[ -n "${approver:-}" ]] && kill "$approver" 2>/dev/null
-  stop_kubelet
-  cp "$work/$kubelet.log" "$report_dir/kubelet.log" 2>/dev/null
-  cp "$work/state/containerd/containerd.log" "$report_dir/containerd.log" 2>/dev/null
-  if [[ $rc -ne 0 ]]; then
-    for f in "$work"/*.log; do
-      [[ -s "$f" ]] || continue
-      echo "--- the last lines of $(basename "$f"):" >&2
-      tail -n 8 "$f" >&2
-    done
-  fi
-  $containerd_up && "$REPO_ROOT/scripts/containerd.sh" down >/dev/null 2>&1
-  $cluster_up && "$REPO_ROOT/scripts/cluster.sh" down >/dev/null 2>&1
-  [[ -n "$shared_root" ]] && unmount_tree "$shared_root"
-  # The cgroup root, once its pods' cgroups are empty: deepest first.
-  for d in "${cg_dirs[@]}"; do
-    [[ -d "$d" ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-    [[ -d "$d" ]] && echo "warning: $d is left (processes in it?)" >&2
-  done
-  umount "$work"/sysctl/* 2>/dev/null
-  unmount_tree "$work"
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-own_control_plane_ports 1
-kubelet_port="${OWN_PORTS[0]}"
 
 if [[ "$kubelet" == capstone ]]; then
   say "building the capstone"
-  go build -o "$work/mykubelet" ./chapters/13-mykubelet
+  go build -o "$REALNODE_WORK/mykubelet" ./chapters/13-mykubelet
 fi
-
-say "a local control plane of its own on 127.0.0.1:$MYKUBELET_APISERVER_PORT"
-cluster_up=true
-"$REPO_ROOT/scripts/cluster.sh" up >"$work/cluster.log" 2>&1 || die "scripts/cluster.sh up failed (see above)"
-for _ in $(seq 120); do kubectl get serviceaccount default >/dev/null 2>&1 && break; sleep 0.5; done
-kubectl get serviceaccount default >/dev/null || die "no ServiceAccount default/default after 60 s"
-
-say "containerd of its own (bridge $MYKUBELET_CNI_BRIDGE, $MYKUBELET_CNI_SUBNET) and the offline images, the e2e ones too"
-containerd_up=true
-"$REPO_ROOT/scripts/containerd.sh" up >"$work/containerd-up.log" 2>&1 || die "scripts/containerd.sh up failed: $(tail -n 3 "$work/containerd-up.log")"
-"$REPO_ROOT/scripts/containerd.sh" images --e2e "$CONF_DIR" >"$work/containerd-images.log" 2>&1 ||
-  die "scripts/containerd.sh images failed: $(tail -n 3 "$work/containerd-images.log")"
-sock="$work/state/containerd/containerd.sock"
-
-while read -r mp; do
-  mkdir -p "$mp$CG_ROOT" && cg_dirs+=("$mp$CG_ROOT")
-done < <(awk '$9 == "cgroup" || $9 == "cgroup2" { print $5 }' /proc/self/mountinfo)
-((${#cg_dirs[@]} > 0)) || die "no cgroup filesystem is mounted"
-
-go run ./scripts/classroom --state-dir "$work" issue "$node" >/dev/null
-bootstrap="$work/classroom/$node/bootstrap-kubelet.kubeconfig"
-
-# Serving certificates (kubernetes.io/kubelet-serving CSRs) are approved by
-# hand, as in chapter 13: the API server checks the kubelet's against the
-# cluster CA.
-(while sleep 1; do
-  kubectl get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name} {.status.conditions[0].type}{"\n"}{end}' 2>/dev/null |
-    awk 'NF == 1 { print $1 }' | while read -r csr; do kubectl certificate approve "$csr" >/dev/null 2>&1 || true; done
-done) &
-approver=$!
+realnode::up --e2e "$CONF_DIR"
+realnode::issue "$node"
+realnode::approve_serving_csrs
 
 start_capstone() {
-  local d="$work/capstone"
-  mkdir -m 0700 "$d"
-  { cat yaml/kubelet-config.yaml; printf 'cgroupRoot: %s\nclusterDNS: ["10.96.0.10"]\nclusterDomain: cluster.local\n' "$CG_ROOT"
-    echo "$EVICTION_HARD"; } >"$d/config.yaml"
+  local d="$REALNODE_WORK/capstone"
+  realnode::capstone_config "$EVICTION_HARD"
   # The capstone maps a hostPath to <root-dir>/host/<path>, never the
   # machine's own files (chapter 15): the node's /etc/hosts there is a copy
   # of the machine's, for the spec that mounts it (KubeletManagedEtcHosts),
@@ -277,61 +204,21 @@ start_capstone() {
   # volume the correct mode" mounts /tmp and reads the sticky bit).
   mkdir -p "$d/host/etc" && cp /etc/hosts "$d/host/etc/hosts"
   install -d -m "$(stat -c %a /tmp)" "$d/host/tmp"
-  "$work/mykubelet" --config "$d/config.yaml" --hostname-override "$node" --port "$kubelet_port" --node-ip 127.0.0.1 \
-    --bootstrap-kubeconfig "$bootstrap" --kubeconfig "$d/kubelet.kubeconfig" --cert-dir "$d/pki" \
-    --state-dir "$d" --root-dir "$d" \
-    --fake-runtime=false --container-runtime-endpoint "unix://$sock" >"$work/capstone.log" 2>&1 &
-  kubelet_pid=$!
+  realnode::start_capstone "$node" 127.0.0.1
 }
 
 start_upstream() {
-  local d="$work/upstream"
-  mkdir -m 0700 "$d" "$d/logs"
-  cat >"$d/config.yaml" <<YAML
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: $bridge_ip
-port: $kubelet_port
-readOnlyPort: 0
-healthzPort: 0
-containerRuntimeEndpoint: unix://$sock
-cgroupDriver: cgroupfs
-cgroupRoot: $CG_ROOT
-failCgroupV1: false
-failSwapOn: false
-makeIPTablesUtilChains: false
-protectKernelDefaults: true
-serverTLSBootstrap: true
-podLogsDir: $d/logs
-maxPods: 110
-clusterDNS: ["10.96.0.10"]
-clusterDomain: cluster.local
-$EVICTION_HARD
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $work/state/cluster/pki/ca.crt}
-authorization: {mode: Webhook}
-YAML
-  shared_root="$d"
-  start_upstream_kubelet "$work/sysctl" "$d" "$work/upstream.log" \
-    --config "$d/config.yaml" --hostname-override "$node" --node-ip "$bridge_ip" \
-    --bootstrap-kubeconfig "$bootstrap" --kubeconfig "$d/kubelet.kubeconfig" --cert-dir "$d/pki" \
-    --root-dir "$d"
-  kubelet_pid=$!
+  realnode::upstream_config "$bridge_ip" "serverTLSBootstrap: true
+$EVICTION_HARD"
+  realnode::start_upstream "$node" "$bridge_ip" --shared-root
 }
 
 say "$kubelet: starting it on containerd, waiting for node $node to be Ready"
 "start_$kubelet"
-for _ in $(seq 240); do
-  kubectl wait --for=condition=Ready "node/$node" --timeout=1s >/dev/null 2>&1 && break
-  kill -0 "$kubelet_pid" 2>/dev/null || die "$kubelet exited: $(tail -n 3 "$work/$kubelet.log")"
-  sleep 0.5
-done
-kubectl wait --for=condition=Ready "node/$node" --timeout=1s >/dev/null || die "node $node not Ready within 2 minutes"
+realnode::wait_ready "$node"
 # exec and logs go through the kubelet's serving certificate: wait for it.
 for _ in $(seq 60); do
-  [[ -z "$(kubectl get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name} {.status.conditions[0].type}{"\n"}{end}' | awk 'NF == 1')" ]] && break
+  [[ -z "$(realnode::serving_csrs | awk 'NF == 1')" ]] && break
   sleep 1
 done
 
@@ -365,7 +252,7 @@ load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 report="$report_dir/report.json"
 [[ -s "$report" ]] || die "ginkgo wrote no report (exit $ginkgo_rc): $(tail -n 5 "$report_dir/ginkgo.log")"
 echo
-echo "$kubelet on containerd $("$CACHE_DIR/crictl-v1.37.0/bin/crictl" --runtime-endpoint "unix://$sock" version 2>/dev/null | awk '/RuntimeVersion/ { print $2 }'), $procs ginkgo processes, $((took / 60)) min $((took % 60)) s (ginkgo exit $ginkgo_rc)"
+echo "$kubelet on containerd $(crictl version 2>/dev/null | awk '/RuntimeVersion/ { print $2 }'), $procs ginkgo processes, $((took / 60)) min $((took % 60)) s (ginkgo exit $ginkgo_rc)"
 echo "load at the start: $load_start; at the end: $load_end; CPU: $(nproc) cores"
 echo "images not built offline (their specs fail to pull): ${UNBUILT_IMAGES[*]##*/}"
 echo

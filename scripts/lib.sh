@@ -67,6 +67,17 @@ own_control_plane_ports() {
   OWN_PORTS=("${ports[@]:6}")
 }
 
+# tail_logs DIR: the last lines of each log DIR/*.log that is not empty, on
+# stderr (what a script's EXIT trap shows when it failed).
+tail_logs() {
+  local f
+  for f in "$1"/*.log; do
+    [[ -s "$f" ]] || continue
+    echo "--- the last lines of $(basename "$f"):" >&2
+    tail -n 8 "$f" >&2
+  done
+}
+
 # go_progress WHAT GO-ARGS...: runs `go GO-ARGS` (a build, install or test
 # -c, which can take many minutes the first time) and shows that it is
 # moving, as it moves: what go prints besides package names at once (its

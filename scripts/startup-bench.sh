@@ -72,11 +72,7 @@ cleanup() {
   local rc=$? p
   set +e
   if [[ $rc -ne 0 ]]; then
-    for f in "$work"/*.log; do
-      [[ -s "$f" ]] || continue
-      echo "--- the last lines of $(basename "$f"):" >&2
-      tail -n 8 "$f" >&2
-    done
+    tail_logs "$work"
   fi
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do

@@ -66,12 +66,12 @@ func TestAPIServerKilledAndRestarted(t *testing.T) {
 	back := time.Now()
 
 	// The heartbeat resumes: a renewTime after the restart.
-	poll(ctx, t, "the lease is renewed after the restart", func() bool {
+	chaptertest.EventuallyTrue(t, 2*time.Minute, 200*time.Millisecond, "the lease is renewed after the restart", func() bool {
 		l, err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
 		return err == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(back)
 	})
 	t.Logf("lease renewed %v after the API server came back", time.Since(back).Round(100*time.Millisecond))
-	poll(ctx, t, "the node is Ready", func() bool {
+	chaptertest.EventuallyTrue(t, 2*time.Minute, 200*time.Millisecond, "the node is Ready", func() bool {
 		n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -118,18 +118,6 @@ func createPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, name,
 		Spec:       v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-}
-
-// poll checks cond every 200 ms until it holds or ctx ends.
-func poll(ctx context.Context, t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("gave up waiting until %s", what)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 func count(out, re string) int { return len(regexp.MustCompile(re).FindAllStringIndex(out, -1)) }

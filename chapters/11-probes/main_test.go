@@ -19,7 +19,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"mykubelet/mylib/statedir"
 	"mykubelet/scripts/docscheck"
@@ -39,15 +38,6 @@ func (f *fixture) pod(t *testing.T, name string) *v1.Pod {
 	p, err := f.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(t, err)
 	return p
-}
-
-// waitFor polls cond until it holds.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	require.NoError(t, err, what)
 }
 
 func container(p *v1.Pod) v1.ContainerStatus {
@@ -140,7 +130,7 @@ func (f *fixture) readmeCommand(t *testing.T, what string, n int, control string
 	cmd := strings.ReplaceAll(c.Command, ".state/"+statedir.RuntimeControlSocket, control)
 	m := readmewalk.Matcher{NodeName: node}
 	var last error
-	waitFor(t, "the README's "+c.Command, timeout, func() bool {
+	chaptertest.EventuallyTrue(t, timeout, 200*time.Millisecond, "the README's "+c.Command, func() bool {
 		last = m.Match(c.Output, f.Shell(t, cmd), true)
 		return last == nil
 	})
@@ -200,21 +190,21 @@ func TestChapter11Probes(t *testing.T) {
 			}
 		}()
 		f.Shell(t, `kubectl apply -f yaml/probes/exec-readiness.yaml -f yaml/probes/readiness-service.yaml`)
-		waitFor(t, "ready", 60*time.Second, func() bool {
+		chaptertest.EventuallyTrue(t, 60*time.Second, 200*time.Millisecond, "ready", func() bool {
 			pod := f.pod(t, "readiness-exec")
 			return container(pod).Ready && podCondition(pod, v1.PodReady) == v1.ConditionTrue && podCondition(pod, v1.ContainersReady) == v1.ConditionTrue
 		})
 		ip := f.pod(t, "readiness-exec").Status.PodIP
 		assert.True(t, inPodRange(t, ip), "%s in %s or the node's podCIDR", ip, cidr)
-		waitFor(t, "endpoint ready", 30*time.Second, func() bool { return f.endpointReady(t, "readiness-exec") == "true" })
+		chaptertest.EventuallyTrue(t, 30*time.Second, 200*time.Millisecond, "endpoint ready", func() bool { return f.endpointReady(t, "readiness-exec") == "true" })
 		f.readmeCommand(t, "kubectl get pod readiness-exec", 0, control, 30*time.Second)
 		f.readmeCommand(t, "service-name=readiness-exec", 0, control, 30*time.Second)
 
-		waitFor(t, "not ready after the file goes (30 s + 3 failures)", 90*time.Second, func() bool {
+		chaptertest.EventuallyTrue(t, 90*time.Second, 200*time.Millisecond, "not ready after the file goes (30 s + 3 failures)", func() bool {
 			pod := f.pod(t, "readiness-exec")
 			return !container(pod).Ready && podCondition(pod, v1.PodReady) == v1.ConditionFalse
 		})
-		waitFor(t, "endpoint not ready", 30*time.Second, func() bool { return f.endpointReady(t, "readiness-exec") == "false" })
+		chaptertest.EventuallyTrue(t, 30*time.Second, 200*time.Millisecond, "endpoint not ready", func() bool { return f.endpointReady(t, "readiness-exec") == "false" })
 		pod := f.pod(t, "readiness-exec")
 		assert.Equal(t, v1.PodRunning, pod.Status.Phase)
 		assert.Equal(t, int32(0), container(pod).RestartCount, "readiness restarts nothing")
@@ -229,18 +219,18 @@ func TestChapter11Probes(t *testing.T) {
 		assert.Equal(t, []bool{false, true, false}, readies, "READY 0/1, 1/1, 0/1")
 
 		f.readmeCommand(t, "containers/readiness/exec", 0, control, 10*time.Second) // the control API's exec mends it
-		waitFor(t, "ready again", 30*time.Second, func() bool { return container(f.pod(t, "readiness-exec")).Ready })
-		waitFor(t, "endpoint ready again", 30*time.Second, func() bool { return f.endpointReady(t, "readiness-exec") == "true" })
+		chaptertest.EventuallyTrue(t, 30*time.Second, 200*time.Millisecond, "ready again", func() bool { return container(f.pod(t, "readiness-exec")).Ready })
+		chaptertest.EventuallyTrue(t, 30*time.Second, 200*time.Millisecond, "endpoint ready again", func() bool { return f.endpointReady(t, "readiness-exec") == "true" })
 		f.readmeCommand(t, "service-name=readiness-exec", 2, control, 30*time.Second)
 	})
 
 	t.Run("http liveness: a 500 restarts the container", func(t *testing.T) {
 		f.Shell(t, `kubectl apply -f yaml/probes/http-liveness.yaml`)
-		waitFor(t, "running", 60*time.Second, func() bool { return container(f.pod(t, "liveness-http")).State.Running != nil })
+		chaptertest.EventuallyTrue(t, 60*time.Second, 200*time.Millisecond, "running", func() bool { return container(f.pod(t, "liveness-http")).State.Running != nil })
 		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + f.pod(t, "liveness-http").Status.PodIP + ":8080/healthz")
 		require.NoError(t, err, "the node reaches agnhost on the pod IP")
 		resp.Body.Close()
-		waitFor(t, "restarted", 90*time.Second, func() bool { return container(f.pod(t, "liveness-http")).RestartCount >= 1 })
+		chaptertest.EventuallyTrue(t, 90*time.Second, 200*time.Millisecond, "restarted", func() bool { return container(f.pod(t, "liveness-http")).RestartCount >= 1 })
 		assert.Contains(t, f.messages(t, "liveness-http", "Killing"), "Container liveness failed liveness probe, will be restarted")
 		assert.Contains(t, f.messages(t, "liveness-http", "Unhealthy"), "Liveness probe failed: HTTP probe failed with statuscode: 500")
 		p.WaitForOutput(`(?m)^syncPod sync default/liveness-http: stopped liveness, started liveness`, 10*time.Second)
@@ -249,9 +239,9 @@ func TestChapter11Probes(t *testing.T) {
 
 	t.Run("tcp: a target made to fail from outside is taken out of service and restarted", func(t *testing.T) {
 		f.Shell(t, `kubectl apply -f yaml/probes/tcp-liveness-readiness.yaml`)
-		waitFor(t, "ready", 90*time.Second, func() bool { return container(f.pod(t, "goproxy")).Ready })
+		chaptertest.EventuallyTrue(t, 90*time.Second, 200*time.Millisecond, "ready", func() bool { return container(f.pod(t, "goproxy")).Ready })
 		f.readmeCommand(t, "containers/goproxy/fail", 0, control, 10*time.Second)
-		waitFor(t, "restarted and ready", 150*time.Second, func() bool {
+		chaptertest.EventuallyTrue(t, 150*time.Second, 200*time.Millisecond, "restarted and ready", func() bool {
 			cs := container(f.pod(t, "goproxy"))
 			return cs.RestartCount == 1 && cs.Ready
 		})
@@ -270,22 +260,22 @@ func TestChapter11Probes(t *testing.T) {
 
 	t.Run("grpc: etcd's health service, made NOT_SERVING, has it restarted", func(t *testing.T) {
 		f.Shell(t, `kubectl apply -f yaml/probes/grpc-liveness.yaml`)
-		waitFor(t, "running and ready", 60*time.Second, func() bool { return container(f.pod(t, "etcd-with-grpc")).Ready })
+		chaptertest.EventuallyTrue(t, 60*time.Second, 200*time.Millisecond, "running and ready", func() bool { return container(f.pod(t, "etcd-with-grpc")).Ready })
 		post(t, control, "/pods/default/etcd-with-grpc/containers/etcd/fail")
-		waitFor(t, "restarted", 120*time.Second, func() bool { return container(f.pod(t, "etcd-with-grpc")).RestartCount >= 1 })
+		chaptertest.EventuallyTrue(t, 120*time.Second, 200*time.Millisecond, "restarted", func() bool { return container(f.pod(t, "etcd-with-grpc")).RestartCount >= 1 })
 		assert.Contains(t, f.messages(t, "etcd-with-grpc", "Unhealthy"), `Liveness probe failed: service unhealthy (responded with "NOT_SERVING")`)
 		assert.Contains(t, f.messages(t, "etcd-with-grpc", "Killing"), "Container etcd failed liveness probe, will be restarted")
 	})
 
 	t.Run("startup: a slow starter is held, not killed", func(t *testing.T) {
 		f.Shell(t, `kubectl apply -f yaml/probes/slow-start.yaml`)
-		waitFor(t, "running", 60*time.Second, func() bool { return container(f.pod(t, "slow-start")).State.Running != nil })
+		chaptertest.EventuallyTrue(t, 60*time.Second, 200*time.Millisecond, "running", func() bool { return container(f.pod(t, "slow-start")).State.Running != nil })
 		cs := container(f.pod(t, "slow-start"))
 		require.NotNil(t, cs.Started)
 		assert.False(t, *cs.Started)
 		assert.False(t, cs.Ready)
 		f.readmeCommand(t, "kubectl get pod slow-start", 0, control, 15*time.Second)
-		waitFor(t, "started", 90*time.Second, func() bool {
+		chaptertest.EventuallyTrue(t, 90*time.Second, 200*time.Millisecond, "started", func() bool {
 			cs := container(f.pod(t, "slow-start"))
 			return cs.Started != nil && *cs.Started && cs.Ready
 		})

@@ -39,14 +39,6 @@ type fixture struct {
 	port  int
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func (f *fixture) start(t *testing.T) *chaptertest.Process {
 	t.Helper()
 	return chaptertest.Start(t, f.Bin, "--node-name", node, "--state-dir", f.state, "--port", strconv.Itoa(f.port))
@@ -101,7 +93,7 @@ func TestChapter12EndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	f := &fixture{Fixture: chaptertest.NewFixture(t, "./chapters/12-kubelet-server", node), state: chaptertest.ShortTempDir(t), port: freePort(t)}
+	f := &fixture{Fixture: chaptertest.NewFixture(t, "./chapters/12-kubelet-server", node), state: chaptertest.ShortTempDir(t), port: chaptertest.FreePort(t)}
 	chaptertest.WriteNodeKubeconfig(t, f.state, f.NodeConfig)
 	ctx := context.Background()
 	readme := filepath.Join(f.Root, "chapters/12-kubelet-server/README.md")
@@ -323,7 +315,7 @@ func TestChapter12EndToEnd(t *testing.T) {
 	t.Run("nobody approves: the run ends at the timeout with one clear line", func(t *testing.T) {
 		other := chaptertest.ShortTempDir(t)
 		chaptertest.WriteNodeKubeconfig(t, other, f.NodeConfig)
-		stdout, stderr, code := chaptertest.Run(t, f.Bin, "--node-name", node, "--state-dir", other, "--port", strconv.Itoa(freePort(t)), "--serving-cert-timeout", "3s")
+		stdout, stderr, code := chaptertest.Run(t, f.Bin, "--node-name", node, "--state-dir", other, "--port", strconv.Itoa(chaptertest.FreePort(t)), "--serving-cert-timeout", "3s")
 		assert.NotEqual(t, 0, code)
 		m := regexp.MustCompile(`run: kubectl certificate approve (\S+)`).FindStringSubmatch(stdout)
 		require.NotNil(t, m, stdout)

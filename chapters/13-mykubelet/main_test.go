@@ -26,7 +26,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/bootstraptoken"
-	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/nodestatus"
 	"mykubelet/scripts/testkit/chaptertest"
@@ -49,14 +48,6 @@ type fixture struct {
 	cri                 *kuberuntime.Manager
 	port                int
 	args                []string
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // kubectl runs a shell line as a learner would (admin kubeconfig, kubectl
@@ -113,12 +104,6 @@ func (f *fixture) podsReady(t *testing.T) []v1.ConditionStatus {
 	return out
 }
 
-func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond(), nil })
-	require.NoError(t, err, what)
-}
-
 // approveServingCSRs approves every kubernetes.io/kubelet-serving CSR of
 // our node, as an admin (or an approver such as kubelet-csr-approver)
 // would, until ctx ends; it returns how many it approved.
@@ -156,46 +141,6 @@ func pemFiles(t *testing.T, dir, prefix string) []string {
 	return m
 }
 
-// TestRootDirAndItsCourseNameStateDir: --root-dir (upstream's name) and
-// --state-dir (every chapter's) set the one root directory, and the
-// defaults in it follow.
-func TestRootDirAndItsCourseNameStateDir(t *testing.T) {
-	for _, name := range []string{"--root-dir", "--state-dir"} {
-		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "root")
-			c := NewKubeletCommand()
-			require.NoError(t, c.fs.Parse([]string{name, dir, "--hostname-override", "Node-1"}))
-			s, err := c.complete()
-			require.NoError(t, err)
-			assert.Equal(t, dir, s.RootDirectory)
-			assert.Equal(t, "node-1", s.NodeName)
-			assert.Equal(t, filepath.Join(dir, "kubelet.kubeconfig"), s.Kubeconfig)
-			assert.Equal(t, filepath.Join(dir, "bootstrap-kubelet.kubeconfig"), s.BootstrapKubeconfig)
-			assert.Equal(t, filepath.Join(dir, "pki"), s.CertDirectory)
-			assert.Equal(t, filepath.Join(dir, "pod-logs"), s.KubeletConfiguration.PodLogsDir)
-			assert.Equal(t, "unix://"+filepath.Join(dir, "mykubelet.sock"), s.KubeletConfiguration.ContainerRuntimeEndpoint)
-			fi, err := os.Stat(dir)
-			require.NoError(t, err)
-			assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
-		})
-	}
-}
-
-// TestStatusManagerForBursts: the capstone's status manager writes 4 pods
-// at a time and holds a new pod's ContainerCreating back for a second
-// (complete, unlike upstream); the library's defaults stay upstream's.
-func TestStatusManagerForBursts(t *testing.T) {
-	c := NewKubeletCommand()
-	require.NoError(t, c.fs.Parse([]string{"--root-dir", filepath.Join(t.TempDir(), "root")}))
-	s, err := c.complete()
-	require.NoError(t, err)
-	assert.Equal(t, 4, s.StatusWriters)
-	assert.Equal(t, time.Second, s.CreatingStatusDelay)
-	assert.Zero(t, kubelet.MainOptions{}.CreatingStatusDelay, "0 in the library: upstream's, every status at once")
-	assert.True(t, s.EventedPLEG, "the capstone reads the runtime's container events")
-	assert.False(t, kubelet.MainOptions{}.EventedPLEG, "off in the library, as upstream's feature gate")
-}
-
 // TestChapter13EndToEnd: from an empty state directory and a bootstrap
 // token to a Ready node running a Deployment; the --config file with flags
 // over it; admission; certificates rotating without a restart; a stop
@@ -210,7 +155,7 @@ func TestChapter13EndToEnd(t *testing.T) {
 	runtimeBin := testcluster.BuildChapter(t, "./chapters/05-pleg")
 	c := testcluster.Start(t, testcluster.WithNodeMonitorGracePeriod(grace), testcluster.WithClusterSigningDuration(signing))
 	state := chaptertest.ShortTempDir(t)
-	f := &fixture{bin: bin, state: state, certDir: filepath.Join(state, "certs"), cluster: c, admin: c.Clientset(t), port: freePort(t)}
+	f := &fixture{bin: bin, state: state, certDir: filepath.Join(state, "certs"), cluster: c, admin: c.Clientset(t), port: chaptertest.FreePort(t)}
 
 	// What the learner is handed: a bootstrap kubeconfig, nothing else.
 	bootstrapKubeconfig := filepath.Join(state, "bootstrap.kubeconfig")
@@ -276,7 +221,7 @@ containerLogMonitorInterval: 3s
 
 	t.Run("a pod beyond maxPods, bound by hand, is rejected: Failed, OutOfpods", func(t *testing.T) {
 		f.kubectl(t, `kubectl run too-many --image=nginx:1.14.2 --overrides='{"spec":{"nodeName":"`+node+`"}}'`)
-		eventually(t, "too-many Failed", time.Minute, func() bool {
+		chaptertest.EventuallyTrue(t, time.Minute, 500*time.Millisecond, "too-many Failed", func() bool {
 			pod, err := f.admin.CoreV1().Pods("default").Get(ctx, "too-many", metav1.GetOptions{})
 			return err == nil && pod.Status.Phase == v1.PodFailed
 		})
@@ -300,19 +245,19 @@ containerLogMonitorInterval: 3s
 		assert.Equal(t, map[v1.NodeConditionType]string{v1.NodeMemoryPressure: "KubeletHasSufficientMemory", v1.NodeDiskPressure: "KubeletHasNoDiskPressure",
 			v1.NodePIDPressure: "KubeletHasSufficientPID", v1.NodeReady: "KubeletReady"}, reasons)
 		pki := filepath.Join(f.cluster.Dir(), "pki")
-		eventually(t, "a serving certificate", time.Minute, func() bool { return strings.Contains(p.Stdout(), "serving certificate: issued") })
+		chaptertest.EventuallyTrue(t, time.Minute, 500*time.Millisecond, "a serving certificate", func() bool { return strings.Contains(p.Stdout(), "serving certificate: issued") })
 		got := f.kubectl(t, fmt.Sprintf(`curl -sf --cacert %s/ca.crt --cert %s/admin.crt --key %s/admin.key https://127.0.0.1:%d/configz | jq -c '.kubeletconfig | {evictionHard, evictionPressureTransitionPeriod, imageGCHighThresholdPercent, imageGCLowThresholdPercent}'`, pki, pki, pki, f.port))
 		assert.Equal(t, `{"evictionHard":{"imagefs.available":"15%","imagefs.inodesFree":"5%","memory.available":"100Mi","nodefs.available":"10%","nodefs.inodesFree":"5%"},"evictionPressureTransitionPeriod":"5m0s","imageGCHighThresholdPercent":85,"imageGCLowThresholdPercent":80}`, got)
 	})
 
 	t.Run("exec goes through the kubelet API, served with a CSR-issued certificate", func(t *testing.T) {
-		eventually(t, "a serving certificate", time.Minute, func() bool { return strings.Contains(p.Stdout(), "serving certificate: issued") })
+		chaptertest.EventuallyTrue(t, time.Minute, 500*time.Millisecond, "a serving certificate", func() bool { return strings.Contains(p.Stdout(), "serving certificate: issued") })
 		assert.Equal(t, "hello", f.kubectl(t, "kubectl exec deploy/nginx-deployment -- echo hello"))
 	})
 
 	t.Run("a log over containerLogMaxSize is rotated; kubectl logs reads the live file", func(t *testing.T) {
 		pattern := filepath.Join(state, "pod-logs", "default_nginx-deployment-*", "nginx", "0.log.2*")
-		eventually(t, "a rotated log for each nginx container", time.Minute, func() bool {
+		chaptertest.EventuallyTrue(t, time.Minute, 500*time.Millisecond, "a rotated log for each nginx container", func() bool {
 			rotated, err := filepath.Glob(pattern)
 			require.NoError(t, err)
 			return len(rotated) == 3
@@ -327,7 +272,7 @@ containerLogMonitorInterval: 3s
 	})
 
 	t.Run("both certificates rotate without a restart", func(t *testing.T) {
-		eventually(t, "a client and a serving rotation", signing+time.Minute, func() bool {
+		chaptertest.EventuallyTrue(t, signing+time.Minute, 500*time.Millisecond, "a client and a serving rotation", func() bool {
 			out := p.Stdout()
 			return strings.Contains(out, "client certificate: rotated") && strings.Contains(out, "serving certificate: rotated")
 		})
@@ -344,7 +289,7 @@ containerLogMonitorInterval: 3s
 
 		// The server presents the newest serving certificate (read again if
 		// a rotation comes between reading the file and connecting)...
-		eventually(t, "the server presents kubelet-server-current.pem", 30*time.Second, func() bool {
+		chaptertest.EventuallyTrue(t, 30*time.Second, 500*time.Millisecond, "the server presents kubelet-server-current.pem", func() bool {
 			b, err := os.ReadFile(filepath.Join(f.certDir, "kubelet-server-current.pem"))
 			require.NoError(t, err)
 			current, err := tls.X509KeyPair(b, b)
@@ -358,7 +303,7 @@ containerLogMonitorInterval: 3s
 		// renewed with the new client certificate.
 		assert.Equal(t, "hello", f.kubectl(t, "kubectl exec deploy/nginx-deployment -- echo hello"))
 		rotatedAt := time.Now()
-		eventually(t, "a Lease renewal after the rotation", time.Minute, func() bool {
+		chaptertest.EventuallyTrue(t, time.Minute, 500*time.Millisecond, "a Lease renewal after the rotation", func() bool {
 			l, err := f.admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
 			return err == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(rotatedAt)
 		})
@@ -369,8 +314,8 @@ containerLogMonitorInterval: 3s
 		require.Len(t, before, 3)
 		assert.Equal(t, 0, p.Stop())
 		assert.Contains(t, p.Stdout(), "stopped (the containers keep running in the runtime; started again, the kubelet adopts them)")
-		eventually(t, "node NotReady", 2*time.Minute, func() bool { return f.nodeReady(t) == v1.ConditionUnknown })
-		eventually(t, "pods not ready", time.Minute, func() bool {
+		chaptertest.EventuallyTrue(t, 2*time.Minute, 500*time.Millisecond, "node NotReady", func() bool { return f.nodeReady(t) == v1.ConditionUnknown })
+		chaptertest.EventuallyTrue(t, time.Minute, 500*time.Millisecond, "pods not ready", func() bool {
 			return !slices.Contains(f.podsReady(t), v1.ConditionTrue)
 		})
 		assert.Equal(t, before, f.containers(t), "the containers ran on without a kubelet")
@@ -379,7 +324,7 @@ containerLogMonitorInterval: 3s
 		p2.WaitForOutput(`node `+node+`: status written \(.*\): Ready=True`, 2*time.Minute)
 		assert.Contains(t, p2.Stdout(), "node kubeconfig: "+nodeKubeconfig+" has a valid client certificate until")
 		assert.Contains(t, p2.Stdout(), "node "+node+": registered (already existed, adopted)")
-		eventually(t, "pods ready again", time.Minute, func() bool {
+		chaptertest.EventuallyTrue(t, time.Minute, 500*time.Millisecond, "pods ready again", func() bool {
 			r := f.podsReady(t)
 			return len(r) == 3 && !slices.ContainsFunc(r, func(s v1.ConditionStatus) bool { return s != v1.ConditionTrue })
 		})
@@ -410,7 +355,7 @@ containerLogMonitorInterval: 3s
 		state2 := chaptertest.ShortTempDir(t)
 		const second = "capstone-second"
 		p4 := chaptertest.Start(t, f.bin, "--root-dir", state2, "--bootstrap-kubeconfig", bootstrapKubeconfig, "--hostname-override", second,
-			"--address", "127.0.0.1", "--port", strconv.Itoa(freePort(t)), "--pod-cidr", "10.91.0.0/16")
+			"--address", "127.0.0.1", "--port", strconv.Itoa(chaptertest.FreePort(t)), "--pod-cidr", "10.91.0.0/16")
 		p4.WaitForOutput(`node `+second+`: status written \(.*\): Ready=True`, 2*time.Minute)
 		out := p4.Stdout()
 		assert.Contains(t, out, "mykubelet "+second+": no --config file, flags over it: maxPods 110, port ")
@@ -464,7 +409,7 @@ func sandboxedPodsCannotTakeTheNodeDown(ctx context.Context, t *testing.T, admin
 	_, err := admin.CoreV1().Pods("default").Create(ctx, pod("bystander", "Always", "sh", "-c", "while true; do sleep 1; done"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	var before v1.ContainerStatus
-	eventually(t, "bystander Running", 2*time.Minute, func() bool {
+	chaptertest.EventuallyTrue(t, 2*time.Minute, 500*time.Millisecond, "bystander Running", func() bool {
 		p, err := admin.CoreV1().Pods("default").Get(ctx, "bystander", metav1.GetOptions{})
 		if err != nil || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Running == nil {
 			return false
@@ -479,7 +424,7 @@ func sandboxedPodsCannotTakeTheNodeDown(ctx context.Context, t *testing.T, admin
 		}
 		_, err = admin.CoreV1().Pods("default").Create(ctx, pod(name, "Never", cmd...), metav1.CreateOptions{})
 		require.NoError(t, err)
-		eventually(t, name+" Succeeded", 2*time.Minute, func() bool {
+		chaptertest.EventuallyTrue(t, 2*time.Minute, 500*time.Millisecond, name+" Succeeded", func() bool {
 			p, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 			return err == nil && p.Status.Phase == v1.PodSucceeded
 		})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"mykubelet/scripts/docscheck"
@@ -36,14 +34,6 @@ type fixture struct {
 	state  string
 	port   int
 	readme string
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // kubectl runs a shell line as the README's reader would (admin
@@ -99,22 +89,6 @@ func (f *fixture) transcript(t *testing.T, scripts ...string) string {
 	return b.String()
 }
 
-// poll calls cond every 500 ms until it is true, for at most timeout, and
-// returns how long it took; it fails the test at the timeout, with what
-// the last call said.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) time.Duration {
-	t.Helper()
-	start := time.Now()
-	last := ""
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		ok, s := cond()
-		last = s
-		return ok, nil
-	})
-	require.NoError(t, err, "%s: not within %s; last seen: %s", what, timeout, last)
-	return time.Since(start)
-}
-
 func (f *fixture) pod(t *testing.T, name string) *v1.Pod {
 	t.Helper()
 	p, err := f.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
@@ -125,7 +99,7 @@ func (f *fixture) pod(t *testing.T, name string) *v1.Pod {
 func (f *fixture) waitPod(t *testing.T, name string, cond func(*v1.Pod) bool) *v1.Pod {
 	t.Helper()
 	var last *v1.Pod
-	poll(t, 2*time.Minute, "pod "+name, func() (bool, string) {
+	chaptertest.Eventually(t, 2*time.Minute, 500*time.Millisecond, "pod "+name, func() (bool, string) {
 		p, err := f.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -177,7 +151,7 @@ func TestChapter15EndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	f := &fixture{Fixture: chaptertest.NewFixture(t, "./chapters/15-volumes", node), state: chaptertest.ShortTempDir(t), port: freePort(t)}
+	f := &fixture{Fixture: chaptertest.NewFixture(t, "./chapters/15-volumes", node), state: chaptertest.ShortTempDir(t), port: chaptertest.FreePort(t)}
 	f.readme = filepath.Join(f.Root, "chapters/15-volumes/README.md")
 	chaptertest.WriteNodeKubeconfig(t, f.state, f.NodeConfig)
 	ctx := context.Background()
@@ -232,7 +206,7 @@ func TestChapter15EndToEnd(t *testing.T) {
 		assert.Equal(t, "cluster=\"test-cluster1\"\nrack=\"rack-22\"\nzone=\"us-est-coast\"",
 			f.ok(t, "kubectl exec kubernetes-downwardapi-volume-example -- cat /etc/podinfo/labels"))
 		f.ok(t, "kubectl label pod kubernetes-downwardapi-volume-example rack=rack-23 --overwrite")
-		took := poll(t, 60*time.Second, "the labels file after kubectl label", func() (bool, string) {
+		took := chaptertest.Eventually(t, 60*time.Second, 500*time.Millisecond, "the labels file after kubectl label", func() (bool, string) {
 			out, _ := f.kubectl(t, "kubectl exec kubernetes-downwardapi-volume-example -- cat /etc/podinfo/labels")
 			return out == "cluster=\"test-cluster1\"\nrack=\"rack-23\"\nzone=\"us-est-coast\"", out
 		})
@@ -242,7 +216,7 @@ func TestChapter15EndToEnd(t *testing.T) {
 	})
 
 	t.Run("two containers share an emptyDir", func(t *testing.T) {
-		poll(t, time.Minute, "index.html in the nginx container", func() (bool, string) {
+		chaptertest.Eventually(t, time.Minute, 500*time.Millisecond, "index.html in the nginx container", func() (bool, string) {
 			out, code := f.kubectl(t, "kubectl exec two-containers -c nginx-container -- cat /usr/share/nginx/html/index.html")
 			return code == 0, out
 		})
@@ -271,7 +245,7 @@ func TestChapter15EndToEnd(t *testing.T) {
 		f.ok(t, `kubectl patch configmap sport --type merge -p '{"data":{"sport":"cricket"}}'`)
 		// The sync period (1 min, plus up to half of it of jitter) plus the
 		// watch; the README's walk waits 150 s.
-		took := poll(t, 150*time.Second, "the ConfigMap's change in the container", func() (bool, string) {
+		took := chaptertest.Eventually(t, 150*time.Second, 500*time.Millisecond, "the ConfigMap's change in the container", func() (bool, string) {
 			out, _ := f.kubectl(t, "kubectl exec "+name+" -- cat /etc/config/sport")
 			return out == "cricket", out
 		})
@@ -281,7 +255,7 @@ func TestChapter15EndToEnd(t *testing.T) {
 		assert.NotEqual(t, before, after, "a new timestamped directory")
 		_, err = os.Stat(filepath.Join(dir, before))
 		assert.True(t, os.IsNotExist(err), "the old one is removed")
-		poll(t, 30*time.Second, "the Deployment's log", func() (bool, string) {
+		chaptertest.Eventually(t, 30*time.Second, 500*time.Millisecond, "the Deployment's log", func() (bool, string) {
 			out, _ := f.kubectl(t, "kubectl logs "+name+" --tail=1")
 			return strings.HasSuffix(out, " My preferred sport is cricket\n"), out
 		})
@@ -309,7 +283,7 @@ printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"t
 
 		// Bound to the pod: once it is gone, the token is refused.
 		f.ok(t, "kubectl delete pod token-reader")
-		poll(t, 30*time.Second, "the token of a deleted pod refused", func() (bool, string) {
+		chaptertest.Eventually(t, 30*time.Second, 500*time.Millisecond, "the token of a deleted pod refused", func() (bool, string) {
 			tr := f.tokenReview(t, token)
 			return !tr.Status.Authenticated, tr.Status.Error
 		})
@@ -317,7 +291,7 @@ printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"t
 
 	t.Run("a claim this node cannot mount: FailedMount, ContainerCreating", func(t *testing.T) {
 		var ev *v1.Event
-		poll(t, 2*time.Minute, "a FailedMount event for task-pv-pod", func() (bool, string) {
+		chaptertest.Eventually(t, 2*time.Minute, 500*time.Millisecond, "a FailedMount event for task-pv-pod", func() (bool, string) {
 			list, err := f.Admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=task-pv-pod,reason=FailedMount"})
 			if err != nil || len(list.Items) == 0 {
 				return false, "none"
@@ -399,13 +373,13 @@ printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"t
 		assert.NoError(t, err, "the pod's /etc/hosts")
 
 		f.ok(t, "kubectl delete pod secret-test-pod")
-		poll(t, 30*time.Second, "the pod's directory removed", func() (bool, string) {
+		chaptertest.Eventually(t, 30*time.Second, 500*time.Millisecond, "the pod's directory removed", func() (bool, string) {
 			_, err := os.Stat(filepath.Join(f.state, "pods", uid))
 			return os.IsNotExist(err), tree(filepath.Join(f.state, "pods", uid))
 		})
 		out, _ := f.kubectl(t, "ls "+filepath.Join(f.state, "pods", uid))
 		assert.Equal(t, "ls: cannot access '"+filepath.Join(f.state, "pods", uid)+"': No such file or directory\n", out)
-		poll(t, 30*time.Second, "the node refused test-secret once no pod references it", func() (bool, string) {
+		chaptertest.Eventually(t, 30*time.Second, 500*time.Millisecond, "the node refused test-secret once no pod references it", func() (bool, string) {
 			out, _ := f.kubectl(t, "kubectl auth can-i get secret/test-secret --as system:node:$NODE_NAME --as-group system:nodes")
 			return strings.HasPrefix(out, "no - node: no relationship found"), out
 		})
@@ -425,7 +399,7 @@ printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"t
 		pods, err := f.Admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		assert.Empty(t, pods.Items)
-		poll(t, 30*time.Second, "the pods directory empty", func() (bool, string) {
+		chaptertest.Eventually(t, 30*time.Second, 500*time.Millisecond, "the pods directory empty", func() (bool, string) {
 			entries, err := os.ReadDir(filepath.Join(f.state, "pods"))
 			if err != nil {
 				return false, err.Error()

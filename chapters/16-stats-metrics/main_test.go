@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -112,27 +111,12 @@ func (f *fixture) readmeN(t *testing.T, command string, n int, within time.Durat
 	}
 	var out string
 	var merr error
-	poll(t, within, command, func() (bool, string) {
+	chaptertest.Eventually(t, within, 2*time.Second, command, func() (bool, string) {
 		out, _ = f.sh(t, command)
 		merr = readmewalk.Matcher{NodeName: node}.Match(want, out, true)
 		return merr == nil, fmt.Sprint(merr)
 	})
 	return out
-}
-
-// poll calls cond every 2 s until it is true, for at most timeout, and
-// returns how long it took; it fails the test at the timeout, with what
-// the last call said.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) time.Duration {
-	t.Helper()
-	start, last := time.Now(), ""
-	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, timeout, true, func(context.Context) (bool, error) {
-		ok, s := cond()
-		last = s
-		return ok, nil
-	})
-	require.NoError(t, err, "%s: not within %s; last seen: %s", what, timeout, last)
-	return time.Since(start)
 }
 
 // get asks the kubelet for path with a bearer token, checking its
@@ -221,7 +205,7 @@ func TestChapter16EndToEnd(t *testing.T) {
 
 	var idle int
 	t.Run("kubectl top node: figures after two scrapes", func(t *testing.T) {
-		took := poll(t, 2*time.Minute, "kubectl top node", func() (bool, string) {
+		took := chaptertest.Eventually(t, 2*time.Minute, 2*time.Second, "kubectl top node", func() (bool, string) {
 			out, code := f.sh(t, `kubectl top node "$NODE_NAME"`)
 			return code == 0, out
 		})
@@ -238,14 +222,14 @@ func TestChapter16EndToEnd(t *testing.T) {
 		f.ok(t, `kubectl run sleeper --image=busybox --restart=Never --command -- sleep 3600`)
 		f.ok(t, "kubectl wait --for=condition=Ready pod/burner pod/sleeper --timeout=120s")
 		var burner int
-		poll(t, 2*time.Minute, "kubectl top pod burner", func() (bool, string) {
+		chaptertest.Eventually(t, 2*time.Minute, 2*time.Second, "kubectl top pod burner", func() (bool, string) {
 			var ok bool
 			burner, ok = f.topCPU(t, "pod burner")
 			return ok && burner >= 200, fmt.Sprintf("burner %dm", burner)
 		})
 		t.Logf("kubectl top pod burner: %dm", burner)
 		f.readme(t, "kubectl top pod burner", 30*time.Second)
-		poll(t, time.Minute, "the node's CPU with the burner", func() (bool, string) {
+		chaptertest.Eventually(t, time.Minute, 2*time.Second, "the node's CPU with the burner", func() (bool, string) {
 			n, ok := f.topCPU(t, "node "+node)
 			return ok && n >= idle+150, fmt.Sprintf("%dm (idle %dm)", n, idle)
 		})
@@ -261,7 +245,7 @@ func TestChapter16EndToEnd(t *testing.T) {
 		f.readme(t, `curl -s --cacert .state/cluster/pki/ca.crt -H "Authorization: Bearer $TOKEN" https://127.0.0.1:10250/stats/summary | jq -c '.pods[] | select(.podRef.name == "burner") | .containers[] | {name, usageNanoCores: .cpu.usageNanoCores, workingSetBytes: .memory.workingSetBytes}'`, 30*time.Second)
 
 		var s *statsapi.Summary
-		poll(t, 30*time.Second, "the burner's usageNanoCores in the summary", func() (bool, string) {
+		chaptertest.Eventually(t, 30*time.Second, 2*time.Second, "the burner's usageNanoCores in the summary", func() (bool, string) {
 			s = f.summary(t)
 			ps := podStats(s, "burner")
 			if ps == nil || len(ps.Containers) != 1 || ps.Containers[0].CPU == nil || ps.Containers[0].CPU.UsageNanoCores == nil {
@@ -273,7 +257,7 @@ func TestChapter16EndToEnd(t *testing.T) {
 		// The sleeper's container, read the same way, took next to no
 		// CPU (metrics-server would drop a container at exactly 0: the
 		// summary says it as the runtime measured it).
-		poll(t, 30*time.Second, "the sleeper's usageNanoCores in the summary", func() (bool, string) {
+		chaptertest.Eventually(t, 30*time.Second, 2*time.Second, "the sleeper's usageNanoCores in the summary", func() (bool, string) {
 			ps := podStats(f.summary(t), "sleeper")
 			if ps == nil || len(ps.Containers) != 1 || ps.Containers[0].CPU == nil || ps.Containers[0].CPU.UsageNanoCores == nil {
 				return false, fmt.Sprintf("%+v", ps)
@@ -378,7 +362,7 @@ func TestChapter16EndToEnd(t *testing.T) {
 		f.ok(t, "kubectl wait --for=jsonpath='{.status.desiredReplicas}'=1 hpa/hpa-demo --timeout=4m")
 		t.Logf("the HPA wanted 1 pod %s after the burning stopped", time.Since(start).Round(time.Second))
 		f.readmeN(t, "kubectl describe hpa hpa-demo | grep SuccessfulRescale", 1, time.Minute)
-		poll(t, 2*time.Minute, "hpa-demo down to one pod", func() (bool, string) {
+		chaptertest.Eventually(t, 2*time.Minute, 2*time.Second, "hpa-demo down to one pod", func() (bool, string) {
 			pods, err := f.admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=hpa-demo"})
 			if err != nil {
 				return false, err.Error()
@@ -390,7 +374,7 @@ func TestChapter16EndToEnd(t *testing.T) {
 	t.Run("/metrics: the pod start SLI counts the pods started, running pods what runs", func(t *testing.T) {
 		f.readme(t, `curl -s --cacert .state/cluster/pki/ca.crt -H "Authorization: Bearer $TOKEN" https://127.0.0.1:10250/metrics | grep -E '^kubelet_(pod_start_sli_duration_seconds_(count|sum)|running_pods) '`, 30*time.Second)
 		var text string
-		poll(t, time.Minute, "kubelet_running_pods 1 (hpa-demo's last pod)", func() (bool, string) {
+		chaptertest.Eventually(t, time.Minute, 2*time.Second, "kubelet_running_pods 1 (hpa-demo's last pod)", func() (bool, string) {
 			code, b := f.get(t, "/metrics", f.token)
 			text = string(b)
 			v, ok := metricValue(text, "kubelet_running_pods")
@@ -427,7 +411,7 @@ func TestChapter16EndToEnd(t *testing.T) {
 		p.WaitForOutput(`kubelet server: listening`, time.Minute)
 		f.ok(t, "kubectl delete -f yaml/metrics/ --ignore-not-found --cascade=foreground")
 		f.readme(t, "kubectl get pods -l app=hpa-demo", 30*time.Second)
-		poll(t, time.Minute, "no pod left", func() (bool, string) {
+		chaptertest.Eventually(t, time.Minute, 2*time.Second, "no pod left", func() (bool, string) {
 			pods, err := f.admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err.Error()

@@ -24,9 +24,9 @@ import (
 
 	"mykubelet/mylib/app"
 	"mykubelet/mylib/bootstrap"
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/eviction"
 	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
 	"mykubelet/mylib/server"
 )
@@ -73,7 +73,7 @@ func banner(s *app.KubeletServer) string {
 }
 
 // machine says the mock machine's size, field by field.
-func machine(m nodestatus.MockMachine) string {
+func machine(m cadvisor.MockMachine) string {
 	size := func(v int64) string {
 		if v == 0 {
 			return "the host's"

@@ -17,7 +17,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -113,27 +112,12 @@ func (f *fixture) readme(t *testing.T, command string, n int, within time.Durati
 		want = append(want, f.local(l))
 	}
 	var out string
-	poll(t, within, command, func() (bool, string) {
+	chaptertest.Eventually(t, within, 2*time.Second, command, func() (bool, string) {
 		out, _ = f.sh(t, command)
 		err := readmewalk.Matcher{NodeName: node}.Match(want, out, true)
 		return err == nil, fmt.Sprint(err)
 	})
 	return out
-}
-
-// poll calls cond every 2 s until it is true, for at most timeout, and
-// returns how long it took; it fails the test at the timeout, with what
-// the last call said.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) time.Duration {
-	t.Helper()
-	start, last := time.Now(), ""
-	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, timeout, true, func(context.Context) (bool, error) {
-		ok, s := cond()
-		last = s
-		return ok, nil
-	})
-	require.NoError(t, err, "%s: not within %s; last seen: %s", what, timeout, last)
-	return time.Since(start)
 }
 
 func (f *fixture) node(t *testing.T) *v1.Node {
@@ -229,7 +213,7 @@ func TestChapter17EndToEnd(t *testing.T) {
 		f.ok(t, "kubectl apply -f yaml/pressure/steady.yaml")
 		f.ok(t, "kubectl wait --for=condition=Ready pod/steady --timeout=120s")
 		f.ok(t, "kubectl apply -f yaml/pressure/grower.yaml")
-		took := poll(t, 3*time.Minute, "MemoryPressure True", func() (bool, string) {
+		took := chaptertest.Eventually(t, 3*time.Minute, 2*time.Second, "MemoryPressure True", func() (bool, string) {
 			s := f.memoryPressure(t)
 			return s == v1.ConditionTrue, string(s)
 		})
@@ -289,7 +273,7 @@ func TestChapter17EndToEnd(t *testing.T) {
 
 	t.Run("after the transition period: no pressure, no taint; the evicted pod is not restarted", func(t *testing.T) {
 		require.False(t, evictedSeen.IsZero())
-		poll(t, 150*time.Second, "MemoryPressure False", func() (bool, string) {
+		chaptertest.Eventually(t, 150*time.Second, 2*time.Second, "MemoryPressure False", func() (bool, string) {
 			s := f.memoryPressure(t)
 			return s == v1.ConditionFalse, string(s)
 		})
@@ -300,7 +284,7 @@ func TestChapter17EndToEnd(t *testing.T) {
 		// minute after that pass (a generous margin for the time
 		// between that pass and the status we saw).
 		assert.GreaterOrEqual(t, after, 40*time.Second, "the condition held for the transition period")
-		poll(t, 30*time.Second, "the memory-pressure taint removed", func() (bool, string) {
+		chaptertest.Eventually(t, 30*time.Second, 2*time.Second, "the memory-pressure taint removed", func() (bool, string) {
 			n := f.node(t)
 			return !hasTaint(n, v1.TaintNodeMemoryPressure), fmt.Sprint(n.Spec.Taints)
 		})
@@ -359,7 +343,7 @@ func TestChapter17EndToEnd(t *testing.T) {
 		f.ok(t, "kubectl delete -f yaml/pressure/ --ignore-not-found")
 		f.ok(t, "kubectl delete pod refused --ignore-not-found")
 		f.readme(t, "kubectl get pods", 0, 30*time.Second)
-		poll(t, time.Minute, "no pod left", func() (bool, string) {
+		chaptertest.Eventually(t, time.Minute, 2*time.Second, "no pod left", func() (bool, string) {
 			pods, err := f.admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err.Error()

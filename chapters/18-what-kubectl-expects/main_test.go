@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"mykubelet/scripts/testkit/chaptertest"
@@ -70,18 +69,6 @@ func (f *fixture) pod(t *testing.T, name string) *v1.Pod {
 	return p
 }
 
-// poll calls cond every second until it is true, for at most timeout.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(context.Context) (bool, error) {
-		ok, s := cond()
-		last = s
-		return ok, nil
-	})
-	require.NoError(t, err, "%s: not within %s; last seen: %s", what, timeout, last)
-}
-
 // evilArchive is a tar stream with an entry that climbs out of the
 // directory it is unpacked in, as a hostile pod could hand kubectl cp (or
 // a hostile user the pod's tar).
@@ -122,12 +109,12 @@ func TestChapter18FailurePaths(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &out, &out
 		require.NoError(t, cmd.Start())
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		poll(t, 30*time.Second, "kubectl port-forward listening", func() (bool, string) {
+		chaptertest.Eventually(t, 30*time.Second, time.Second, "kubectl port-forward listening", func() (bool, string) {
 			return strings.Contains(out.String(), "Forwarding from 127.0.0.1:"+strconv.Itoa(local)), out.String()
 		})
 		curl, code := f.sh(t, nil, "curl -s --max-time 10 http://127.0.0.1:"+strconv.Itoa(local)+"/")
 		assert.NotEqual(t, 0, code, "curl through a forward to a closed port must fail; it printed %q", curl)
-		poll(t, 30*time.Second, "kubectl reports the failed forward", func() (bool, string) {
+		chaptertest.Eventually(t, 30*time.Second, time.Second, "kubectl reports the failed forward", func() (bool, string) {
 			return strings.Contains(out.String(), "error forwarding port 81"), out.String()
 		})
 		// The forward to port 80 of the same pod still works: one failed
@@ -161,7 +148,7 @@ func TestChapter18FailurePaths(t *testing.T) {
 	t.Run("an ephemeral container that fails is not restarted", func(t *testing.T) {
 		f.ok(t, `kubectl debug nginx --image=busybox --container=failing -- sh -c 'exit 3'`)
 		var cs v1.ContainerStatus
-		poll(t, time.Minute, "the ephemeral container terminated", func() (bool, string) {
+		chaptertest.Eventually(t, time.Minute, time.Second, "the ephemeral container terminated", func() (bool, string) {
 			for _, s := range f.pod(t, "nginx").Status.EphemeralContainerStatuses {
 				if s.Name == "failing" {
 					cs = s
@@ -188,7 +175,7 @@ func TestChapter18FailurePaths(t *testing.T) {
 
 	t.Run("kubectl logs of an ephemeral container: the kubelet API finds it", func(t *testing.T) {
 		f.ok(t, `kubectl debug nginx --image=busybox --container=debugger -- sh -c 'echo hello from the debugger'`)
-		poll(t, time.Minute, "kubectl logs nginx -c debugger", func() (bool, string) {
+		chaptertest.Eventually(t, time.Minute, time.Second, "kubectl logs nginx -c debugger", func() (bool, string) {
 			out, code := f.sh(t, nil, "kubectl logs nginx -c debugger")
 			return code == 0 && out == "hello from the debugger\n", out
 		})

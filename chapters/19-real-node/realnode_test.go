@@ -418,7 +418,8 @@ func TestOwnNetwork(t *testing.T) {
 	// conformance.sh's own, which the walk runs (chapter 19's conformance step).
 	conf, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(t), "scripts", "conformance.sh"))
 	require.NoError(t, err)
-	m := regexp.MustCompile(`export MYKUBELET_CNI_BRIDGE=(\S+) MYKUBELET_CNI_SUBNET=(\S+)`).FindSubmatch(conf)
+	// realnode::init NAME BRIDGE SUBNET CGROUP-ROOT (scripts/realnode.sh).
+	m := regexp.MustCompile(`(?m)^realnode::init \S+ (\S+) (\S+)`).FindSubmatch(conf)
 	require.NotNil(t, m, "scripts/conformance.sh sets no network of its own")
 	nets := map[string][2]string{
 		"scripts/containerd.sh":  {def("MYKUBELET_CNI_SUBNET"), def("MYKUBELET_CNI_BRIDGE")},

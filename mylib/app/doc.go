@@ -17,9 +17,12 @@
 //	                             stats provider, /metrics… and /healthz's checks when
 //	                             Stats), and Kubelet.Run until the context ends.
 //
-// A program that gets its credentials another way (the capstone's
-// bootstrap and certificate rotation) calls the pieces after Run's first
-// step itself: NewClients, ClientCA, PreInitRuntimeService, RunKubelet.
+// The capstone is upstream's command too (command.go): NewKubeletCommand
+// (the flags, the --config file, --help), whose Execute calls run, which
+// gets the node's credentials first (the bootstrap kubeconfig, the client
+// certificate's rotation, the serving certificate) and then calls the
+// pieces after Run's first step: NewClients, ClientCA,
+// PreInitRuntimeService, RunKubelet.
 //
 // Where it departs from upstream, and why: upstream's startKubelet starts
 // Kubelet.Run in a goroutine and then its servers; RunKubelet starts the

@@ -28,6 +28,11 @@ type KubeletServer struct {
 	KubeletConfiguration *kubeletv1beta1.KubeletConfiguration
 	// Kubeconfig holds the node's credentials (Run loads it).
 	Kubeconfig string
+	// BootstrapKubeconfig and ConfigFile are the capstone's (run's):
+	// the bootstrap token's kubeconfig, which gets the node a client
+	// certificate when Kubeconfig's is missing or expired, and the
+	// --config file the KubeletConfiguration was read from ("": none).
+	BootstrapKubeconfig, ConfigFile string
 	// CertDirectory is where the kubelet API's serving certificate goes
 	// (the kubelet's --cert-dir).
 	CertDirectory string

@@ -13,9 +13,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/images"
 	"mykubelet/mylib/kubeletconfig"
-	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
 )
 
@@ -25,7 +25,7 @@ import (
 type MockMachineFlags struct {
 	// MockMachine is --fake-memory-capacity, --fake-nodefs-capacity and
 	// --fake-imagefs-capacity, in bytes; zero: the host's.
-	MockMachine nodestatus.MockMachine
+	MockMachine cadvisor.MockMachine
 	// ImageGCPeriod is --image-gc-period.
 	ImageGCPeriod time.Duration
 }

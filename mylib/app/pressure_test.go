@@ -22,11 +22,11 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/config"
 	"mykubelet/mylib/images"
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/kubeletconfig"
-	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/options"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/server"
@@ -52,7 +52,7 @@ func TestNodePressureFlagsApply(t *testing.T) {
 		"--image-gc-high-threshold", "60", "--image-gc-low-threshold", "40", "--minimum-image-gc-age", "10s")
 	require.NoError(t, err)
 	assert.True(t, s.Eviction)
-	assert.Equal(t, nodestatus.MockMachine{MemoryCapacity: 1 << 30, NodeFsCapacity: 2 << 30, ImageFsCapacity: 500 << 20}, s.MockMachine)
+	assert.Equal(t, cadvisor.MockMachine{MemoryCapacity: 1 << 30, NodeFsCapacity: 2 << 30, ImageFsCapacity: 500 << 20}, s.MockMachine)
 	assert.Equal(t, 20*time.Second, s.ImageGCPeriod)
 	kc := s.KubeletConfiguration
 	assert.Equal(t, map[string]string{"memory.available": "200Mi"}, kc.EvictionHard)
@@ -107,7 +107,7 @@ func TestMockMachineFlagsOnAFlagSet(t *testing.T) {
 	require.NoError(t, fs.Parse([]string{"--fake-memory-capacity", "512Mi"}))
 	s := &KubeletServer{}
 	m.Apply(s)
-	assert.Equal(t, nodestatus.MockMachine{MemoryCapacity: 512 << 20}, s.MockMachine)
+	assert.Equal(t, cadvisor.MockMachine{MemoryCapacity: 512 << 20}, s.MockMachine)
 	assert.Equal(t, images.ImageGCPeriod, s.ImageGCPeriod)
 	var help strings.Builder
 	fs.SetOutput(&help)
@@ -122,7 +122,7 @@ func TestMockMachineFlagsOnAFlagSet(t *testing.T) {
 func TestStatsProviderIsSharedWithTheEndpoints(t *testing.T) {
 	s := &KubeletServer{KubeletConfiguration: &kubeletv1beta1.KubeletConfiguration{PodLogsDir: t.TempDir()}, Stats: true,
 		MainOptions: kubelet.MainOptions{NodeName: "n1", RootDirectory: t.TempDir(), Eviction: true,
-			MockMachine: nodestatus.MockMachine{MemoryCapacity: 1 << 30}}}
+			MockMachine: cadvisor.MockMachine{MemoryCapacity: 1 << 30}}}
 	deps := &kubelet.Dependencies{RemoteRuntimeService: runtimeapi.NewRuntimeServiceClient(nil),
 		RemoteImageService: runtimeapi.NewImageServiceClient(nil)}
 	statsDependencies(deps)
@@ -172,7 +172,7 @@ func TestCreateAndInitKubeletGivesTheKubeletTheStatsProvider(t *testing.T) {
 	kubeletconfig.SetDefaults(kc)
 	s := &KubeletServer{KubeletConfiguration: kc, FakeRuntime: true,
 		MainOptions: kubelet.MainOptions{NodeName: "n1", RootDirectory: dir, RunContainers: true, Eviction: true,
-			MockMachine: nodestatus.MockMachine{MemoryCapacity: 1 << 30, ImageFsCapacity: 500 << 20}}}
+			MockMachine: cadvisor.MockMachine{MemoryCapacity: 1 << 30, ImageFsCapacity: 500 << 20}}}
 	clk := testingclock.NewFakeClock(time.Now())
 	deps := &kubelet.Dependencies{Clock: clk, KubeClient: fake.NewClientset(), EventClient: fake.NewClientset(),
 		Recorder: record.NewFakeRecorder(100), PodConfig: config.NewPodConfig(clk)}

@@ -17,10 +17,10 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/metrics"
 	"mykubelet/mylib/metrics/collectors"
-	"mykubelet/mylib/nodestatus"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/server"
 	"mykubelet/mylib/stats"
@@ -91,7 +91,7 @@ func (l *lateHost) volumes(uid types.UID) []stats.VolumeInfo {
 // memory, or the mock machine's where s.MockMachine sets them.
 func newStatsProvider(s *KubeletServer, deps *kubelet.Dependencies, host *lateHost) (*stats.Provider, error) {
 	root, mock := s.RootDirectory, s.MockMachine
-	machine := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(root) })
+	machine := sync.OnceValues(func() (*cadvisor.MachineInfo, error) { return cadvisor.ReadMachineInfo(root) })
 	return stats.NewProvider(stats.Config{
 		NodeName: s.NodeName,
 		Runtime:  deps.RemoteRuntimeService,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
-	"mykubelet/mylib/nodestatus"
+	"mykubelet/mylib/cadvisor"
 )
 
 // ResourcePID is the node's process IDs as a resource (upstream's
@@ -273,18 +272,15 @@ func controllersBelow(cs *CgroupSubsystems, root CgroupName) error {
 	return nil
 }
 
-// MachineCapacity is the machine's CPUs, memory (MemTotal) and process
-// IDs (the lesser of kernel.pid_max and kernel.threads-max), as
-// upstream's capacity from cAdvisor and pidlimit.
+// MachineCapacity is the machine's CPUs and memory (from mylib/cadvisor,
+// as upstream's cadvisor.CapacityFromMachineInfo) and process IDs (the
+// lesser of kernel.pid_max and kernel.threads-max, as upstream's pidlimit).
 func MachineCapacity() (v1.ResourceList, error) {
-	mem, err := nodestatus.MemTotal("/proc/meminfo")
+	info, err := cadvisor.ReadMachineInfo("")
 	if err != nil {
 		return nil, err
 	}
-	out := v1.ResourceList{
-		v1.ResourceCPU:    *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
-		v1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
-	}
+	out := cadvisor.CapacityFromMachineInfo(info)
 	pids := int64(-1)
 	for _, f := range []string{"/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"} {
 		b, err := os.ReadFile(f)

@@ -45,6 +45,6 @@
 //   - Create returns a failure to set the resources (upstream logs it),
 //     and a failed update of kubepods's limits at Start is logged once
 //     (upstream retries every minute with an event).
-//   - Capacity is read from /proc (MemTotal, the CPUs, pid_max), not
-//     cAdvisor.
+//   - Capacity is read from /proc (mylib/cadvisor's MachineInfo and
+//     pid_max), not from cAdvisor.
 package cm

@@ -139,7 +139,7 @@ type Config struct {
 	// DefaultPodPidsLimit, -1 unlimited.
 	PodPidsLimit int64
 	// MemoryCapacity is the node's memory in bytes (the mock machine's,
-	// nodestatus.MockMachine): a container whose config sets no memory
+	// cadvisor.MockMachine): a container whose config sets no memory
 	// limit is OOM-killed past it, as the node's memory bounds a real one.
 	// 0: DefaultContainerMemory bounds it.
 	MemoryCapacity int64

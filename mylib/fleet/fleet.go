@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/nodelease"
 	"mykubelet/mylib/nodestatus"
@@ -143,7 +144,7 @@ func New(ctx context.Context, cfg Config) (*Fleet, error) {
 	limiter := flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	// The host is measured once for all agents.
 	dir := identityDir(cfg.StateDir, cfg.Name, "")
-	machine := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachine(dir) })
+	machine := sync.OnceValues(func() (*cadvisor.MachineInfo, error) { return cadvisor.ReadMachineInfo(dir) })
 	for i, name := range names {
 		a := &Agent{Name: name, Config: configs[i]}
 		a.Config.RateLimiter = limiter
@@ -209,7 +210,7 @@ func (cfg *Config) complete() error {
 
 // newKubelet is the node half of one Kubelet, wired like the single node
 // agent, in the fleet's mode.
-func (f *Fleet) newKubelet(a *Agent, machine func() (*nodestatus.Machine, error)) (*kubelet.Kubelet, error) {
+func (f *Fleet) newKubelet(a *Agent, machine func() (*cadvisor.MachineInfo, error)) (*kubelet.Kubelet, error) {
 	c, now := f.cfg, f.cfg.Clock.Now
 	// The agent's client is its heartbeat client (see newNodeClient). Unlike
 	// upstream's it keeps the fleet's shared rate limiter: a thousand agents

@@ -17,13 +17,13 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/cm"
 	"mykubelet/mylib/config"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/logs"
 	"mykubelet/mylib/metrics"
 	"mykubelet/mylib/network/dns"
-	"mykubelet/mylib/nodestatus"
 	kubepod "mykubelet/mylib/pod"
 	"mykubelet/mylib/prober"
 	"mykubelet/mylib/volume"
@@ -130,9 +130,9 @@ type MainOptions struct {
 	// ImageGCPeriod is how often unused images are collected; zero is
 	// images.ImageGCPeriod (the course's knob: upstream's is a constant).
 	ImageGCPeriod time.Duration
-	// MockMachine: the mock machine's size (nodestatus.MockMachine); the
+	// MockMachine: the mock machine's size (cadvisor.MockMachine); the
 	// node status's capacity follows it.
-	MockMachine nodestatus.MockMachine
+	MockMachine cadvisor.MockMachine
 	// StatusWriters and CreatingStatusDelay: see PodsConfig (zero:
 	// upstream's one loop, every status written at once).
 	StatusWriters       int

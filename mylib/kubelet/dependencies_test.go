@@ -16,13 +16,13 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/config"
 	"mykubelet/mylib/eviction"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kubeletconfig"
 	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/nodestatus"
 )
 
 // criDeps are Dependencies with the mock runtime's CRI clients.
@@ -86,7 +86,7 @@ func TestNewMainKubeletWithEvictionBuildsTheManagers(t *testing.T) {
 	kubeletconfig.SetDefaults(kc)
 	deps := criDeps(t, clk, config.NewPodConfig(clk))
 	opts := MainOptions{NodeName: "n1", RootDirectory: t.TempDir(), RunContainers: true, Admit: true, Eviction: true,
-		ImageGCPeriod: time.Minute, MockMachine: nodestatus.MockMachine{MemoryCapacity: 1 << 30}}
+		ImageGCPeriod: time.Minute, MockMachine: cadvisor.MockMachine{MemoryCapacity: 1 << 30}}
 	_, err := NewMainKubelet(kc, deps, opts)
 	assert.EqualError(t, err, "kubelet: MainOptions.Eviction needs Dependencies.StatsProvider")
 

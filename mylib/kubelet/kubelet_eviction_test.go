@@ -20,6 +20,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/cadvisor"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/eviction"
 	"mykubelet/mylib/fakeruntime"
@@ -28,7 +29,6 @@ import (
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/kubetypes"
 	kubelifecycle "mykubelet/mylib/lifecycle"
-	"mykubelet/mylib/nodestatus"
 	"mykubelet/mylib/podworkers"
 )
 
@@ -374,16 +374,16 @@ func TestPressureConditionsFollowTheEvictionManager(t *testing.T) {
 func TestTheMockMachineSetsTheNodesMemoryAndEphemeralStorageCapacity(t *testing.T) {
 	f := newPodFixture(t)
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	mock := nodestatus.MockMachine{MemoryCapacity: 1 << 30, NodeFsCapacity: 2 << 30}
+	mock := cadvisor.MockMachine{MemoryCapacity: 1 << 30, NodeFsCapacity: 2 << 30}
 	for _, s := range f.kl.defaultNodeStatusFuncs(NodeStatusOptions{RootDir: t.TempDir(), NodeIP: []byte{127, 0, 0, 1}, MockMachine: mock}) {
 		require.NoError(t, s(context.Background(), node))
 	}
 	assert.Equal(t, "1Gi", node.Status.Capacity.Memory().String())
 	assert.Equal(t, "2Gi", node.Status.Capacity.StorageEphemeral().String())
 
-	host, err := nodestatus.ReadMachine(t.TempDir())
+	host, err := cadvisor.ReadMachineInfo(t.TempDir())
 	require.NoError(t, err)
-	m, err := nodestatus.ReadMachineOf(t.TempDir(), nodestatus.MockMachine{ImageFsCapacity: 1 << 30})
+	m, err := cadvisor.ReadMachineInfoOf(t.TempDir(), cadvisor.MockMachine{ImageFsCapacity: 1 << 30})
 	require.NoError(t, err)
 	assert.Equal(t, host.MemoryCapacity, m.MemoryCapacity, "an unset field is the host's")
 }

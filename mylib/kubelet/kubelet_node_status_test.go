@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/nodestatus"
 )
@@ -51,8 +52,8 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	kl, err := New(Config{Client: f.cs, NodeName: "n1", Clock: f.clock, Node: &NodeConfig{
 		Labels: map[string]string{"example.com/team": "a"},
 		Setters: []nodestatus.Setter{
-			nodestatus.MachineInfo(nodestatus.DefaultMaxPods, func() (*nodestatus.Machine, error) {
-				return &nodestatus.Machine{NumCores: 2, MemoryCapacity: 4 << 30, EphemeralStorageCapacity: 10 << 30}, nil
+			nodestatus.MachineInfo(nodestatus.DefaultMaxPods, func() (*cadvisor.MachineInfo, error) {
+				return &cadvisor.MachineInfo{NumCores: 2, MemoryCapacity: 4 << 30, EphemeralStorageCapacity: 10 << 30}, nil
 			}, nil, nodestatus.NodeAllocatableReservation(nil, nil)),
 			nodestatus.MemoryPressureCondition(now, pressure),
 			nodestatus.DiskPressureCondition(now, nodestatus.NoPressure),

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/events"
 	"mykubelet/mylib/images"
 	"mykubelet/mylib/nodestatus"
@@ -41,8 +42,8 @@ type NodeStatusOptions struct {
 	// Version answers.
 	RuntimeVersion string
 	// MockMachine overrides the host's memory and nodefs sizes; the node
-	// then reports IDs of its own (nodestatus.Machine.NodeIDs).
-	MockMachine nodestatus.MockMachine
+	// then reports IDs of its own (cadvisor.MachineInfo.NodeIDs).
+	MockMachine cadvisor.MockMachine
 	// NodeStatusMaxImages caps status.images (the KubeletConfiguration's
 	// nodeStatusMaxImages: -1 no cap, 0 none); nil means
 	// nodestatus.DefaultNodeStatusMaxImages, 50.
@@ -67,7 +68,7 @@ func (kl *Kubelet) defaultNodeStatusFuncs(o NodeStatusOptions) []nodestatus.Sett
 	if o.NodeStatusMaxImages != nil {
 		maxImages = *o.NodeStatusMaxImages
 	}
-	machineInfo := sync.OnceValues(func() (*nodestatus.Machine, error) { return nodestatus.ReadMachineOf(o.RootDir, o.MockMachine) })
+	machineInfo := sync.OnceValues(func() (*cadvisor.MachineInfo, error) { return cadvisor.ReadMachineInfoOf(o.RootDir, o.MockMachine) })
 	runtimeVersion := func(ctx context.Context) (string, error) {
 		if kl.cri == nil {
 			return o.RuntimeVersion, nil // no runtime: what we were told, if anything

@@ -17,9 +17,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"mykubelet/mylib/cadvisor"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/images"
-	"mykubelet/mylib/nodestatus"
 )
 
 // nodeEvents is a fake record.EventRecorder that keeps the object each
@@ -177,7 +177,7 @@ func TestNodeIDsOfAMockMachineDifferPerNode(t *testing.T) {
 	ids := map[string]bool{}
 	for _, name := range []string{"n1", "n2"} {
 		kl, err := New(Config{Client: fake.NewClientset(), NodeName: name, Clock: testingclock.NewFakeClock(t0), Node: &NodeConfig{
-			Status: &NodeStatusOptions{RootDir: t.TempDir(), NodeIP: []byte{127, 0, 0, 1}, MockMachine: nodestatus.MockMachine{MemoryCapacity: 1 << 30}},
+			Status: &NodeStatusOptions{RootDir: t.TempDir(), NodeIP: []byte{127, 0, 0, 1}, MockMachine: cadvisor.MockMachine{MemoryCapacity: 1 << 30}},
 		}})
 		require.NoError(t, err)
 		node, err := kl.InitialNode(context.Background())

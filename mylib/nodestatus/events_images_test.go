@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/images"
 )
 
@@ -119,52 +120,10 @@ func TestImagesErrorEmptiesTheList(t *testing.T) {
 
 var uuidForm = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
-func TestNodeIDsFromTheHostWhenReadable(t *testing.T) {
-	m := &Machine{MachineID: "0123456789abcdef0123456789abcdef", SystemUUID: "ec2a0b2c-1111-2222-3333-444455556666", BootID: "b00710d0-0000-4000-8000-000000000000"}
-	machineID, systemUUID, bootID := m.NodeIDs("n1")
-	assert.Equal(t, m.MachineID, machineID)
-	assert.Equal(t, m.SystemUUID, systemUUID)
-	assert.Equal(t, m.BootID, bootID)
-}
-
-func TestNodeIDsDerivedFromTheNodeNameWhenUnreadable(t *testing.T) {
-	// Not root: product_uuid cannot be read.
-	m := &Machine{MachineID: "0123456789abcdef0123456789abcdef", BootID: "b00710d0-0000-4000-8000-000000000000"}
-	_, a, _ := m.NodeIDs("node-a")
-	_, again, _ := m.NodeIDs("node-a")
-	_, b, _ := m.NodeIDs("node-b")
-	assert.Regexp(t, uuidForm, a)
-	assert.Equal(t, a, again, "stable: the same after a restart")
-	assert.NotEqual(t, a, b, "two nodes on one host differ")
-	machineID, _, bootID := m.NodeIDs("node-a")
-	assert.Equal(t, m.MachineID, machineID, "what could be read is the host's")
-	assert.Equal(t, m.BootID, bootID)
-}
-
-func TestNodeIDsOfAMockMachineAreTheNodesOwn(t *testing.T) {
-	host := Machine{MachineID: "0123456789abcdef0123456789abcdef", SystemUUID: "ec2a0b2c-1111-2222-3333-444455556666", BootID: "b00710d0-0000-4000-8000-000000000000", Mock: true}
-	ma, ua, ba := host.NodeIDs("node-a")
-	mb, ub, bb := host.NodeIDs("node-b")
-	assert.Regexp(t, `^[0-9a-f]{32}$`, ma, "/etc/machine-id's form")
-	assert.Regexp(t, uuidForm, ua)
-	assert.Regexp(t, uuidForm, ba)
-	assert.NotEqual(t, host.SystemUUID, ua)
-	assert.NotEqual(t, ma, mb)
-	assert.NotEqual(t, ua, ub)
-	assert.NotEqual(t, ba, bb)
-
-	rebooted := host
-	rebooted.BootID = "b00710d0-0000-4000-8000-000000000001"
-	ma2, ua2, ba2 := rebooted.NodeIDs("node-a")
-	assert.Equal(t, ma, ma2)
-	assert.Equal(t, ua, ua2)
-	assert.NotEqual(t, ba, ba2, "a mock node reboots with its host")
-}
-
 func TestMachineInfoReportsTheNodeIDsAndRecordsAReboot(t *testing.T) {
 	boot := "b00710d0-0000-4000-8000-000000000000"
-	machine := func() (*Machine, error) {
-		return &Machine{NumCores: 1, MemoryCapacity: 1 << 30, BootID: boot, MachineID: "0123456789abcdef0123456789abcdef"}, nil
+	machine := func() (*cadvisor.MachineInfo, error) {
+		return &cadvisor.MachineInfo{NumCores: 1, MemoryCapacity: 1 << 30, BootID: boot, MachineID: "0123456789abcdef0123456789abcdef"}, nil
 	}
 	var events []string
 	record := func(eventType, event, message string) { events = append(events, eventType+" "+event+" "+message) }
@@ -182,14 +141,4 @@ func TestMachineInfoReportsTheNodeIDsAndRecordsAReboot(t *testing.T) {
 	require.NoError(t, set(context.Background(), node))
 	assert.Equal(t, []string{"Warning Rebooted Node n1 has been rebooted, boot id: " + boot}, events)
 	assert.Equal(t, boot, node.Status.NodeInfo.BootID)
-}
-
-func TestReadMachineOfAMockIsMock(t *testing.T) {
-	dir := t.TempDir()
-	host, err := ReadMachineOf(dir, MockMachine{})
-	require.NoError(t, err)
-	assert.False(t, host.Mock)
-	mock, err := ReadMachineOf(dir, MockMachine{MemoryCapacity: 1 << 30})
-	require.NoError(t, err)
-	assert.True(t, mock.Mock)
 }

@@ -25,17 +25,18 @@
 // controller, for one) write to the same list.
 //
 // Where it departs from upstream, and why (one line each):
-//   - the machine is read from /proc, /sys and /etc (ReadMachine), not from
-//     cAdvisor: a few files give the IDs and the capacity;
+//   - the machine is read from /proc, /sys and /etc (mylib/cadvisor's
+//     ReadMachineInfo), not from cAdvisor: a few files give the IDs and
+//     the capacity;
 //   - NodeAddress gives one InternalIP and the Hostname: no cloud provider,
 //     no DNS lookup of the node name, no second address family;
 //   - no VolumesInUse, VolumeLimits, RuntimeHandlers or NodeFeatures
 //     setters: the course's volumes need no attaching and the mock runtime
 //     has one handler;
-//   - with a MockMachine, or when a file cannot be read (the system UUID
-//     is root's), the node's IDs are derived from its name (NodeIDs), so
-//     two nodes on one host differ; upstream reports what cAdvisor read,
-//     or nothing;
+//   - with a cadvisor.MockMachine, or when a file cannot be read (the
+//     system UUID is root's), the node's IDs are derived from its name
+//     (NodeIDs), so two nodes on one host differ; upstream reports what
+//     cAdvisor read, or nothing;
 //   - the event functions are optional trailing arguments, so that a
 //     caller without a recorder (a fleet's nodes) passes none.
 //   - the pressure conditions read a function the caller gives
@@ -56,6 +57,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/events"
 )
 
@@ -105,7 +107,7 @@ func NodeAddress(nodeIP net.IP, hostname string, resolveAddress func(net.IP) (ne
 // IDs are the machine's NodeIDs. When the boot ID differs from the one the
 // node had, recordEventFunc (optional) gets a Warning Rebooted event, as
 // upstream's.
-func MachineInfo(maxPods int, machineInfoFunc func() (*Machine, error), capacityOverride v1.ResourceList, reservationFunc func(capacity v1.ResourceList) v1.ResourceList, recordEventFunc ...func(eventType, event, message string)) Setter {
+func MachineInfo(maxPods int, machineInfoFunc func() (*cadvisor.MachineInfo, error), capacityOverride v1.ResourceList, reservationFunc func(capacity v1.ResourceList) v1.ResourceList, recordEventFunc ...func(eventType, event, message string)) Setter {
 	return func(ctx context.Context, node *v1.Node) error {
 		info, err := machineInfoFunc()
 		if err != nil {
@@ -124,12 +126,9 @@ func MachineInfo(maxPods int, machineInfoFunc func() (*Machine, error), capacity
 		}
 		node.Status.NodeInfo.BootID = bootID
 
-		capacity := v1.ResourceList{
-			v1.ResourceCPU:              *resource.NewQuantity(int64(info.NumCores), resource.DecimalSI),
-			v1.ResourceMemory:           *resource.NewQuantity(info.MemoryCapacity, resource.BinarySI),
-			v1.ResourceEphemeralStorage: *resource.NewQuantity(info.EphemeralStorageCapacity, resource.BinarySI),
-			v1.ResourcePods:             *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
-		}
+		capacity := cadvisor.CapacityFromMachineInfo(info)
+		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(info.EphemeralStorageCapacity, resource.BinarySI)
+		capacity[v1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
 		for name, q := range capacityOverride {
 			capacity[name] = q.DeepCopy()
 		}
@@ -196,7 +195,7 @@ var (
 // VersionInfo sets the kernel and OS image (from machineInfoFunc), the
 // container runtime version ("<type>://<version>", from runtimeVersionFunc;
 // "Unknown" when it fails, as upstream) and the kubelet version.
-func VersionInfo(machineInfoFunc func() (*Machine, error), runtimeVersionFunc func(ctx context.Context) (string, error), kubeletVersion string) Setter {
+func VersionInfo(machineInfoFunc func() (*cadvisor.MachineInfo, error), runtimeVersionFunc func(ctx context.Context) (string, error), kubeletVersion string) Setter {
 	return func(ctx context.Context, node *v1.Node) error {
 		info, err := machineInfoFunc()
 		if err != nil {

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"mykubelet/mylib/cadvisor"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -140,10 +142,10 @@ func TestReadyConditionNotReady(t *testing.T) {
 	assert.Equal(t, "KubeletReady", ready.Reason)
 }
 
-var machine = &Machine{MachineID: "m", SystemUUID: "u", BootID: "b", KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)",
+var machine = &cadvisor.MachineInfo{MachineID: "m", SystemUUID: "u", BootID: "b", KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)",
 	NumCores: 4, MemoryCapacity: 8 << 30, EphemeralStorageCapacity: 100 << 30}
 
-func machineInfo() (*Machine, error) { return machine, nil }
+func machineInfo() (*cadvisor.MachineInfo, error) { return machine, nil }
 
 func TestMachineInfoCapacityAndAllocatable(t *testing.T) {
 	node := &v1.Node{Status: v1.NodeStatus{
@@ -266,21 +268,6 @@ func TestResourceListFlag(t *testing.T) {
 	for _, bad := range []string{"cpu", "cpu=lots", "memory=-1Gi"} {
 		assert.Error(t, f.Set(bad), bad)
 	}
-}
-
-func TestReadMachine(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("ReadMachine reads /proc")
-	}
-	m, err := ReadMachine(t.TempDir())
-	require.NoError(t, err)
-	assert.Equal(t, runtime.NumCPU(), m.NumCores)
-	assert.Greater(t, m.MemoryCapacity, int64(64<<20))
-	assert.Greater(t, m.EphemeralStorageCapacity, int64(0))
-	assert.NotEmpty(t, m.KernelVersion)
-	assert.NotEmpty(t, m.BootID)
-	_, err = ReadMachine("/no/such/dir")
-	assert.Error(t, err)
 }
 
 func TestSummaryIsOneLine(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
-	"mykubelet/mylib/nodestatus"
 )
 
 // TestTheMockRuntimesFiguresReachTheSummary reads the seeded mock runtime
@@ -124,7 +124,7 @@ func TestAGrowingPodFillsTheMockMachinesMemory(t *testing.T) {
 	p, err := NewProvider(Config{NodeName: "node-a", Runtime: runtimeapi.NewRuntimeServiceClient(conn), Images: runtimeapi.NewImageServiceClient(conn),
 		Pods: func() []*v1.Pod { return pods }, RootDirectory: t.TempDir(), PodLogsDirectory: t.TempDir(),
 		MemoryCapacity: func() int64 { return 64 * gib }, Clock: clk,
-		MockMachine: nodestatus.MockMachine{MemoryCapacity: 100 * mib}})
+		MockMachine: cadvisor.MockMachine{MemoryCapacity: 100 * mib}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,13 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"mykubelet/mylib/nodestatus"
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/stats/statstest"
 )
 
 func TestTheMockMachinesMemoryIsThePodsOnly(t *testing.T) {
 	f := newFixture(t)
-	f.cfg.MockMachine = nodestatus.MockMachine{MemoryCapacity: 200 * mib}
+	f.cfg.MockMachine = cadvisor.MockMachine{MemoryCapacity: 200 * mib}
 	f.cfg.MemoryCapacity = func() int64 { return 64 * gib } // the host's: not the mock's
 	f.addPod(newPod("default", "web"), statstest.Container{Name: "app", CPU: 1, WorkingSet: 10 * mib})
 	f.addPod(newPod("default", "db"), statstest.Container{Name: "db", CPU: 1, WorkingSet: 100 * mib})
@@ -52,7 +52,7 @@ func TestTheMockMachinesMemoryIsThePodsOnly(t *testing.T) {
 
 func TestTheMockMachinesNodefsIsUsedByThePodsEphemeralStorage(t *testing.T) {
 	f := newFixture(t)
-	f.cfg.MockMachine = nodestatus.MockMachine{NodeFsCapacity: gib}
+	f.cfg.MockMachine = cadvisor.MockMachine{NodeFsCapacity: gib}
 	pod := newPod("shop", "cart",
 		v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 		v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "cart-data"}}})
@@ -141,7 +141,7 @@ func TestTheMockMachinesNodefsIsUsedByThePodsEphemeralStorage(t *testing.T) {
 
 func TestTheMockMachinesImagefsIsUsedByTheImages(t *testing.T) {
 	f := newFixture(t) // the images use 300 MiB and 4000 inodes
-	f.cfg.MockMachine = nodestatus.MockMachine{ImageFsCapacity: 500 * mib}
+	f.cfg.MockMachine = cadvisor.MockMachine{ImageFsCapacity: 500 * mib}
 	p := f.provider(t)
 	img, containerFs, err := p.ImageFsStats(context.Background())
 	if err != nil {

@@ -60,8 +60,8 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/kuberuntime"
-	"mykubelet/mylib/nodestatus"
 )
 
 // VolumeInfo is one mounted volume of a pod: its name in the pod and its
@@ -125,11 +125,11 @@ type Config struct {
 	// left once theirs is taken off, so that no pod counts twice in the
 	// node's figures.
 	PodsInProcess bool
-	// MockMachine: the mock machine's sizes (nodestatus.MockMachine); a
+	// MockMachine: the mock machine's sizes (cadvisor.MockMachine); a
 	// set field replaces the host's capacity, and the usage is then what
 	// the pods account for (see the package doc). Its MemoryCapacity, when
 	// set, is used instead of the MemoryCapacity func's.
-	MockMachine nodestatus.MockMachine
+	MockMachine cadvisor.MockMachine
 }
 
 // Provider builds summaries (upstream's SummaryProvider over its

@@ -49,6 +49,7 @@ var firstUse = map[string]struct {
 	"realnode-bench.sh":      {builds: map[string][]string{"": {unprepared}}},
 	"startup-bench.sh":       {builds: map[string][]string{"": {unprepared}}},
 	"upstream-kubelet.sh":    {builds: map[string][]string{"": {unprepared}}},
+	"realnode.sh":            {builds: map[string][]string{"": {unprepared}}}, // sourced
 	"lib.sh":                 {builds: map[string][]string{"": {unprepared}}}, // sourced
 	"kind-up.sh":             {builds: map[string][]string{"": {unprepared}}}, // kind pulls its node image the first time (the lima VM)
 }

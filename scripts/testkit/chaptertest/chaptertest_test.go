@@ -202,3 +202,27 @@ func TestFreePortCanBeListenedOn(t *testing.T) {
 	require.NoError(t, err)
 	l.Close()
 }
+
+func TestEventuallyReturnsOnceTheConditionHolds(t *testing.T) {
+	calls := 0
+	took := Eventually(t, 10*time.Second, 10*time.Millisecond, "three calls", func() (bool, string) {
+		calls++
+		return calls == 3, fmt.Sprint(calls)
+	})
+	assert.Equal(t, 3, calls, "the first call at once, then one every interval")
+	assert.Less(t, took, 5*time.Second)
+	assert.Zero(t, EventuallyTrue(t, time.Second, time.Hour, "at once", func() bool { return true }).Round(time.Second))
+}
+
+func TestEventuallyFailsWithWhatItSawLast(t *testing.T) {
+	calls := 0
+	got := failures(t, func(tb testing.TB) {
+		Eventually(tb, 100*time.Millisecond, 30*time.Millisecond, "the pod is Ready", func() (bool, string) {
+			calls++
+			return false, fmt.Sprintf("phase Pending (call %d)", calls)
+		})
+	})
+	require.Len(t, got, 1)
+	assert.Equal(t, fmt.Sprintf("the pod is Ready: not within 100ms; last seen: phase Pending (call %d)", calls), got[0])
+	assert.GreaterOrEqual(t, calls, 3, "every interval until the timeout")
+}

@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package nodestatus
+package cadvisor
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package nodestatus
+package cadvisor
 
 import (
 	"bufio"
@@ -12,10 +12,10 @@ import (
 	"strings"
 )
 
-// Machine is what the kubelet knows about its host. Upstream gets it from
-// cAdvisor (MachineInfo and VersionInfo); here ReadMachine reads the same
-// files cAdvisor reads on Linux.
-type Machine struct {
+// MachineInfo is what the kubelet knows about its host: upstream's
+// cadvisorapi.MachineInfo and VersionInfo in one struct (with RootFsInfo's
+// capacity), read from the same files cAdvisor reads on Linux.
+type MachineInfo struct {
 	MachineID  string // /etc/machine-id
 	SystemUUID string // /sys/class/dmi/id/product_uuid (readable by root only)
 	BootID     string // /proc/sys/kernel/random/boot_id
@@ -27,7 +27,7 @@ type Machine struct {
 	MemoryCapacity           int64 // bytes, MemTotal in /proc/meminfo
 	EphemeralStorageCapacity int64 // bytes of the filesystem that holds rootDir
 
-	// Mock is set by ReadMachineOf with a MockMachine: the node is one of
+	// Mock is set by ReadMachineInfoOf with a MockMachine: the node is one of
 	// the course's mock machines, and reports IDs of its own (NodeIDs).
 	Mock bool
 }
@@ -39,7 +39,7 @@ type Machine struct {
 // (the course's choice; upstream reports nothing then): the same after a
 // restart, and different for two nodes on one host. A derived boot ID
 // mixes in the host's, so a mock node too "reboots" with its host.
-func (m *Machine) NodeIDs(nodeName string) (machineID, systemUUID, bootID string) {
+func (m *MachineInfo) NodeIDs(nodeName string) (machineID, systemUUID, bootID string) {
 	machineID, systemUUID, bootID = m.MachineID, m.SystemUUID, m.BootID
 	if m.Mock || machineID == "" {
 		machineID = strings.ReplaceAll(nameUUID("machine-id", nodeName), "-", "") // /etc/machine-id's form
@@ -64,13 +64,14 @@ func nameUUID(kind, name string) string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-// ReadMachine describes this host. rootDir is the kubelet's root directory
+// ReadMachineInfo describes this host. rootDir is the kubelet's root directory
 // (upstream: --root-dir, /var/lib/kubelet); the size of its filesystem is
-// the node's ephemeral-storage capacity. Files that cannot be read (the
+// the node's ephemeral-storage capacity ("" leaves it 0: the container
+// manager needs the CPUs and memory only). Files that cannot be read (the
 // system UUID needs root) leave their field empty; the memory size is the
 // one thing it must find. It is written for Linux, where the tutorial runs.
-func ReadMachine(rootDir string) (*Machine, error) {
-	m := &Machine{
+func ReadMachineInfo(rootDir string) (*MachineInfo, error) {
+	m := &MachineInfo{
 		MachineID:     firstLine("/etc/machine-id", "/var/lib/dbus/machine-id"),
 		SystemUUID:    firstLine("/sys/class/dmi/id/product_uuid"),
 		BootID:        firstLine("/proc/sys/kernel/random/boot_id"),
@@ -83,6 +84,9 @@ func ReadMachine(rootDir string) (*Machine, error) {
 		return nil, err
 	}
 	m.MemoryCapacity = mem
+	if rootDir == "" {
+		return m, nil
+	}
 	if m.EphemeralStorageCapacity, err = filesystemSize(rootDir); err != nil {
 		return nil, err
 	}
@@ -121,7 +125,7 @@ func osImage(path string) string {
 }
 
 // MemTotal reads MemTotal (in kB) from a meminfo file, as /proc/meminfo,
-// and returns bytes: the machine's memory (also the container manager's).
+// and returns bytes: the machine's memory.
 func MemTotal(path string) (int64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -162,14 +166,14 @@ type MockMachine struct {
 // IsZero reports whether m changes nothing (the host's figures throughout).
 func (m MockMachine) IsZero() bool { return m == MockMachine{} }
 
-// ReadMachineOf is ReadMachine with the mock machine's set sizes in place
+// ReadMachineInfoOf is ReadMachineInfo with the mock machine's set sizes in place
 // of the host's: MemoryCapacity and EphemeralStorageCapacity (the nodefs);
 // it is Mock, so the node's IDs are its own (NodeIDs).
 // The image filesystem is not part of a node's capacity (upstream's node
 // status has no imagefs figure either); it shows in the summary only. A
-// zero mock is ReadMachine.
-func ReadMachineOf(rootDir string, mock MockMachine) (*Machine, error) {
-	m, err := ReadMachine(rootDir)
+// zero mock is ReadMachineInfo.
+func ReadMachineInfoOf(rootDir string, mock MockMachine) (*MachineInfo, error) {
+	m, err := ReadMachineInfo(rootDir)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package nodestatus
+package cadvisor
 
 // filesystemSize is not measured on this system; the node reports 0 and the
 // learner can pass --capacity ephemeral-storage=<size>.
