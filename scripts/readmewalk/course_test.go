@@ -55,6 +55,10 @@ func TestWalkTheCourse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks every chapter against a real control plane")
 	}
+	// Parallel, as TestWalkOnAnotherCluster is: a parallel test waits for
+	// every test that is not to end, so with this one not parallel the
+	// other walk began only after it (some 10 minutes more in CI).
+	t.Parallel()
 	root := testcluster.RepoRoot(t)
 	dir := filepath.Join(t.TempDir(), "mykubelet")
 	copyCheckout(t, root, dir)

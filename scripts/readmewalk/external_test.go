@@ -46,7 +46,7 @@ var ExternalChapters = []string{"01", "02", "03", "04"}
 // controller never enters "master disruption mode" and taints an
 // unreachable node NoExecute too.
 //
-// It runs beside TestWalkTheCourse (which is not parallel): its own
+// It runs beside TestWalkTheCourse (both are parallel): its own
 // control plane on free ports in a directory of its own, its own copy of
 // the repository (so its own .state), its own TMPDIR and node names.
 func TestWalkOnAnotherCluster(t *testing.T) {
