@@ -240,7 +240,9 @@ func TestPrepareShowsABuildAsItGoes(t *testing.T) {
 // tour; no build goes on orphaned.
 func TestPrepareStopsABuildOnCtrlC(t *testing.T) {
 	dir := t.TempDir()
-	b := Build{What: "a long build", Prepare: "sleep 300 & echo $! > child.pid; wait", By: regexp.MustCompile(`x`)}
+	// child.pid appears whole (mv), not empty: the test stops the build
+	// as soon as it is there (CI once read it empty, under load).
+	b := Build{What: "a long build", Prepare: "sleep 300 & echo $! > child.pid.new && mv child.pid.new child.pid; wait", By: regexp.MustCompile(`x`)}
 	stop := make(chan struct{})
 	go func() {
 		require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(dir, "child.pid")); return err == nil }, 10*time.Second, 50*time.Millisecond)
