@@ -56,7 +56,7 @@ var firstUse = map[string]struct {
 
 // What each first build is, by a word of its Prepare command.
 const (
-	goPrograms   = "build -v ./..."
+	goPrograms   = `"the course's packages" build -v`
 	controlPlane = "scripts/build-control-plane.sh"
 	runtime      = "scripts/containerd.sh install"
 	images       = "scripts/tools/images"
