@@ -37,12 +37,17 @@ say() { echo "==> $*" >&2; }
 
 # free_ports N: N different loopback ports on which nothing answers now, on
 # one line (for a control plane and nodes of a script's own, beside any
-# other on this machine).
+# other on this machine). They are below the kernel's range of ephemeral
+# ports: a port there may be a connection's own end, on which nothing
+# answers but which a server cannot bind (metrics-server of conformance.sh's
+# control plane, during a README walk: "bind: address already in use").
 free_ports() {
-  local n="$1" p out=" "
+  local n="$1" p out=" " lo=32768 _hi
+  read -r lo _hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+  ((lo >= 21000)) || lo=50000 # a range set unusually low: the ports as before
   for _ in $(seq $((n * 100))); do
     ((n > 0)) || break
-    p=$((20000 + RANDOM % 30000))
+    p=$((20000 + RANDOM % (lo - 20000)))
     if [[ "$out" != *" $p "* ]] && ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       out+="$p "
       n=$((n - 1))
