@@ -289,8 +289,9 @@ func TestAFailedStepStopsWhatItStarted(t *testing.T) {
 }
 
 // TestATourKilledOutrightIsCleanedUpByTheNext: SIGKILL leaves the
-// background program and the README's undo to the journal; the next tour
-// stops the one and runs the other before its first step, and walks.
+// background program, the step under way (its shell outlives the tour)
+// and the README's undo to the journal; the next tour stops the program
+// and the step and runs the undo before its first step, and walks.
 func TestATourKilledOutrightIsCleanedUpByTheNext(t *testing.T) {
 	bin := testcluster.BuildChapter(t, "./scripts/readmewalk/tour")
 	files := map[string]string{
@@ -307,16 +308,11 @@ func TestATourKilledOutrightIsCleanedUpByTheNext(t *testing.T) {
 	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(dir, "killme")); return err == nil }, 60*time.Second, 100*time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
-	t.Cleanup(func() {
-		// The sleep the first tour's step ran is not the next tour's to end
-		// (its session died with the tour): the learner's, as after a
-		// closed terminal.
-		if b, err := os.ReadFile(filepath.Join(dir, "step.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
+	b, err := os.ReadFile(filepath.Join(dir, "step.pid"))
+	require.NoError(t, err)
+	stepPID, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	t.Cleanup(func() { _ = syscall.Kill(stepPID, syscall.SIGKILL) })
+	require.True(t, alive(stepPID), "the killed tour's step (under its shell, which outlives it) should still run before the next tour")
 	first, err := os.ReadFile(filepath.Join(dir, "prog.pid"))
 	require.NoError(t, err)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(first)))
@@ -328,7 +324,8 @@ func TestATourKilledOutrightIsCleanedUpByTheNext(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "the last tour did not end")
 	require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 100*time.Millisecond, "the first tour's program still runs")
-	b, err := os.ReadFile(filepath.Join(dir, "undone"))
+	assert.False(t, alive(stepPID), "the first tour's step still runs")
+	b, err = os.ReadFile(filepath.Join(dir, "undone"))
 	require.NoError(t, err, out)
 	assert.Equal(t, "undone\n", string(b), "the undo ran once: for the killed tour, not for the one that passed")
 	_, err = os.Stat(filepath.Join(dir, ".state", "tour.journal"))

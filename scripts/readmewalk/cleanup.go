@@ -94,13 +94,20 @@ func (w *Walker) stopStep(s *session) {
 	for _, p := range w.procs {
 		skip[p.pid] = true
 	}
+	w.stopUnder(s.cmd.Process.Pid, skip)
+}
+
+// stopUnder ends what runs under the shell shell, but the processes in
+// skip and theirs: SIGTERM to its children, time for their traps, then
+// SIGTERM and SIGKILL to every process of the tree.
+func (w *Walker) stopUnder(shell int, skip map[int]bool) {
 	kids := children()
-	tree := below(kids, s.cmd.Process.Pid, skip)
+	tree := below(kids, shell, skip)
 	if len(tree) == 0 {
 		return
 	}
 	var top []int
-	for _, c := range kids[s.cmd.Process.Pid] {
+	for _, c := range kids[shell] {
 		if !skip[c] {
 			top = append(top, c)
 		}
@@ -117,7 +124,7 @@ func (w *Walker) stopStep(s *session) {
 	// under init now, not under the session): everything of the first
 	// look, and whatever is under the session still.
 	kids = children()
-	for _, pid := range append(tree, below(kids, s.cmd.Process.Pid, skip)...) {
+	for _, pid := range append(tree, below(kids, shell, skip)...) {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
 	deadline = time.Now().Add(5 * time.Second)
@@ -183,6 +190,7 @@ func runWithTimeout(cmd *exec.Cmd, timeout time.Duration) (string, error) {
 // is cleaned up by the next one: JournalPath's file, rewritten whenever a
 // background program starts or stops and whenever a step with undo= runs.
 type journal struct {
+	Session    journalProc   `json:"session"`    // the README's shell: the step it runs, under it
 	Background []journalProc `json:"background"` // process groups of the programs in other terminals
 	Undo       []string      `json:"undo"`       // the current README's undo= commands, oldest first
 	Readme     string        `json:"readme"`
@@ -214,6 +222,9 @@ func (w *Walker) saveJournal(undo []string, readme string) {
 		return
 	}
 	j := journal{Undo: undo, Readme: readme, Env: w.Env}
+	if w.sessionPid > 0 {
+		j.Session = journalProc{Name: "shell", Pid: w.sessionPid, Start: startTime(w.sessionPid)}
+	}
 	for _, p := range w.procs {
 		j.Background = append(j.Background, journalProc{Name: p.name, Pid: p.pid, Start: startTime(p.pid)})
 	}
@@ -232,7 +243,8 @@ func (w *Walker) ClearJournal() {
 
 // Recover cleans up after a tour that did not end (its journal is still
 // there): it stops the background programs it left, if they still run,
-// and runs the undo= commands of the README it was in. It reports what it
+// then the step its shell still runs, and runs the undo= commands of the
+// README it was in. It reports what it
 // did, or false when there was nothing to do.
 func (w *Walker) Recover() bool {
 	if w.JournalPath == "" {
@@ -259,6 +271,13 @@ func (w *Walker) Recover() bool {
 			time.Sleep(100 * time.Millisecond)
 		}
 		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+	}
+	// The step it was in goes on under its shell, which outlived the tour
+	// (conformance.sh, with its own cluster and containerd): it is stopped
+	// as a failed step is, its traps given their time.
+	if p := j.Session; p.Pid > 0 && p.Start != "" && startTime(p.Pid) == p.Start {
+		w.stopUnder(p.Pid, nil)
+		_ = syscall.Kill(p.Pid, syscall.SIGKILL)
 	}
 	env := w.Env
 	if len(j.Env) > 0 {

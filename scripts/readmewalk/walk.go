@@ -48,6 +48,7 @@ type Walker struct {
 	interrupt     chan struct{} // closed by Interrupt
 	interruptOnce sync.Once
 	procs         map[string]*proc
+	sessionPid    int              // the current README's shell, for the journal
 	stopped       map[string]*proc // programs already stopped, by name: an expect after the Ctrl-C checks them at once
 	seq           int
 	last          string // what the last walk: run block printed, for an expect without name
@@ -155,6 +156,7 @@ func (w *Walker) startSession() (*session, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	w.sessionPid = cmd.Process.Pid
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -245,6 +247,7 @@ func (w *Walker) Walk(readme string) error {
 		return err
 	}
 	defer s.close()
+	w.saveJournal(nil, readme) // this README's shell, for a tour killed in it
 	m := func() Matcher { return Matcher{NodeName: envValue(w.Env, "NODE_NAME")} }
 	w.heading = ""
 	if err := w.stopLeftBehind(readme, m()); err != nil {
