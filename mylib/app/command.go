@@ -65,12 +65,7 @@ func NewKubeletCommand(chapter string) *KubeletCommand {
 	c.fs.BoolVar(&c.fakeRuntime, "fake-runtime", true, "serve the mock CRI runtime in this process (on unix://<root-dir>/"+statedir.RuntimeSocket+" unless --container-runtime-endpoint says where); false: connect to the runtime at --container-runtime-endpoint")
 	c.fs.StringVar(&c.podCIDR, "pod-cidr", fakeruntime.DefaultPodCIDR, "the in-process mock runtime's pod IPs, in a network namespace of its own when it can make one")
 	c.mock = AddMockMachineFlags(c.fs)
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	for _, name := range []string{"v", "vmodule"} {
-		f := klogFlags.Lookup(name)
-		c.fs.Var(f.Value, f.Name, f.Usage)
-	}
+	options.AddKlogFlags(c.fs)
 	c.fs.Usage = func() {
 		fmt.Fprintf(c.fs.Output(), "Usage of %s:\n", componentKubelet)
 		c.fs.PrintDefaults()

@@ -73,13 +73,7 @@ func New(program string) *Options {
 	o.Flags.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, then ~/.kube/config")
 	o.Flags.StringVar(&o.NodeName, "node-name", "", "name of the Node this agent speaks for (default: the hostname)")
 	o.Flags.StringVar(&o.StateDir, "state-dir", o.StateDir, "directory for generated keys, certificates and kubeconfigs (git-ignored, mode 0600); $"+statedir.EnvVar+" sets the default")
-	// Of klog's flags, only the verbosity: the rest would fill --help.
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	for _, name := range []string{"v", "vmodule"} {
-		f := klogFlags.Lookup(name)
-		o.Flags.Var(f.Value, f.Name, f.Usage)
-	}
+	AddKlogFlags(o.Flags)
 	o.Flags.Usage = func() {
 		fmt.Fprintf(o.Flags.Output(), "Usage of %s:\n", o.Flags.Name())
 		o.Flags.PrintDefaults()
@@ -268,4 +262,15 @@ func NewCheckedClientset(ctx context.Context, cfg *rest.Config) (*kubernetes.Cli
 		return nil, fmt.Errorf("cannot reach the API server at %s: %w", cfg.Host, err)
 	}
 	return cs, nil
+}
+
+// AddKlogFlags adds klog's -v and -vmodule to fs. Of klog's flags, only
+// the verbosity: the rest would fill --help.
+func AddKlogFlags(fs *flag.FlagSet) {
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	for _, name := range []string{"v", "vmodule"} {
+		f := klogFlags.Lookup(name)
+		fs.Var(f.Value, f.Name, f.Usage)
+	}
 }
