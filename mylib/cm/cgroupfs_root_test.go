@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,4 +99,52 @@ func TestRealCgroupsBestEffortAndGuaranteed(t *testing.T) {
 		assert.NoDirExists(t, d)
 	}
 	assert.DirExists(t, filepath.Join(cs.writableRoot(), root.ToCgroupfs(), "kubepods", "besteffort"))
+}
+
+// A process left in a pod's cgroup (in a cgroup under it, as a sandbox's):
+// RemoveIfEmpty leaves the cgroup and the process be; Destroy kills the
+// process and removes the cgroup, as upstream's Destroy does.
+func TestRealCgroupsDestroyKillsWhatIsLeftInThePodCgroup(t *testing.T) {
+	cs, root := realCgroups(t)
+	capacity, err := MachineCapacity()
+	require.NoError(t, err)
+	be := pod("left-"+root[0], container("c", nil, nil))
+	m, err := NewContainerManager(cs, capacity, NodeConfig{CgroupsPerQOS: true, CgroupRoot: root.ToCgroupfs(), CgroupDriver: CgroupfsDriver})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, m.Start(ctx, func() []*v1.Pod { return []*v1.Pod{be} }))
+	pcm := m.NewPodContainerManager()
+	require.NoError(t, pcm.EnsureExists(be))
+	name, _ := pcm.GetPodContainerName(be)
+	cgm := &cgroupManager{subsystems: cs}
+	sandbox := append(append(CgroupName{}, name...), "sandbox")
+	require.NoError(t, cgm.Create(&CgroupConfig{Name: sandbox, ResourceParameters: &ResourceConfig{}}))
+
+	cmd := exec.Command("sleep", "300")
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	for _, d := range cgm.dirs(sandbox) {
+		require.NoError(t, os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0))
+	}
+	require.Equal(t, []int{cmd.Process.Pid}, cgm.Pids(name))
+
+	assert.Error(t, pcm.RemoveIfEmpty(name), "a cgroup with a process in it stays")
+	assert.True(t, pcm.Exists(be))
+	select {
+	case err := <-exited:
+		t.Fatalf("RemoveIfEmpty ended the process: %v", err)
+	default:
+	}
+
+	require.NoError(t, pcm.Destroy(name))
+	assert.False(t, pcm.Exists(be))
+	select {
+	case err := <-exited:
+		assert.EqualError(t, err, "signal: killed")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process in the pod's cgroup still runs after Destroy")
+	}
 }

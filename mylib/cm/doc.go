@@ -38,10 +38,12 @@
 //     system-reserved and kube-reserved cgroups.
 //   - the QoS cgroups' cpu.shares are set when a pod's cgroup is made
 //     and every minute, as upstream, but only cpu.shares.
-//   - Destroy removes a pod's cgroup without killing processes left in
-//     it: several kubelets of this course may share a machine and its
-//     /kubepods, and one must never kill another's containers. A cgroup
-//     still holding processes stays until housekeeping tries again.
+//   - Destroy kills what is left in a pod's cgroup, then removes it, as
+//     upstream; it waits for the processes to go (upstream leaves that
+//     to the next try). The kubelet calls it only for the cgroups of its
+//     own pods: several kubelets of this course may share a machine and
+//     its /kubepods. RemoveIfEmpty, used when the kubelet stops, never
+//     kills: a real runtime's containers run on without the kubelet.
 //   - Create returns a failure to set the resources (upstream logs it),
 //     and a failed update of kubepods's limits at Start is logged once
 //     (upstream retries every minute with an event).

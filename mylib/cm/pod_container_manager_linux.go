@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,8 +26,11 @@ type PodContainerManager interface {
 	EnsureExists(*v1.Pod) error
 	// Exists: the pod's cgroup exists.
 	Exists(*v1.Pod) bool
-	// Destroy removes a pod's cgroup.
+	// Destroy kills the processes in a pod's cgroup, then removes it.
 	Destroy(CgroupName) error
+	// RemoveIfEmpty removes a pod's cgroup if no process is in it (not
+	// upstream's: the kubelet of this course tidies up when it stops).
+	RemoveIfEmpty(CgroupName) error
 	// ReduceCPULimits gives a pod's cgroup the least CPU weight.
 	ReduceCPULimits(CgroupName) error
 	// GetAllPodsFromCgroups is every pod cgroup under the QoS cgroups, by
@@ -82,14 +87,51 @@ func (m *podContainerManager) EnsureExists(pod *v1.Pod) error {
 	return nil
 }
 
-// Destroy removes the pod's cgroup. Unlike upstream, it does not first
-// kill the processes left in it: several kubelets of this course may
-// share one machine (and its /kubepods), and one must never kill
-// another's containers. A cgroup that still holds processes stays (the
-// kernel refuses), and housekeeping tries again.
+// Destroy removes the pod's cgroup after killing the processes left in it,
+// as upstream: a sandbox whose start was under way when its pod was
+// stopped shows up in the runtime's lists only later, and a cgroup that
+// holds a process cannot be removed (EBUSY): the pod would wait for that
+// forever. The kubelet destroys only the cgroups of its own pods
+// (kubelet_cm.go), never another kubelet's on the same machine.
 func (m *podContainerManager) Destroy(name CgroupName) error {
+	if err := m.tryKillingCgroupProcesses(name); err != nil {
+		return fmt.Errorf("failed to kill all the processes attached to the %v cgroups : %w", name.ToCgroupfs(), err)
+	}
 	if err := m.cgroupManager.Destroy(&CgroupConfig{Name: name, ResourceParameters: &ResourceConfig{}}); err != nil {
 		return fmt.Errorf("failed to delete cgroup paths for %v : %w", name.ToCgroupfs(), err)
+	}
+	return nil
+}
+
+// RemoveIfEmpty removes the pod's cgroup unless processes run in it (then
+// the kernel refuses, and it stays as it is).
+func (m *podContainerManager) RemoveIfEmpty(name CgroupName) error {
+	if err := m.cgroupManager.Destroy(&CgroupConfig{Name: name, ResourceParameters: &ResourceConfig{}}); err != nil {
+		return fmt.Errorf("failed to delete cgroup paths for %v : %w", name.ToCgroupfs(), err)
+	}
+	return nil
+}
+
+// tryKillingCgroupProcesses sends SIGKILL to every process in the cgroup
+// (and the cgroups under it) and waits for them to leave it, in up to five
+// rounds (upstream's tryKillingCgroupProcesses, which does not wait: its
+// caller tries again at the pod's next sync).
+func (m *podContainerManager) tryKillingCgroupProcesses(name CgroupName) error {
+	var pids []int
+	for attempt := 0; attempt < 5; attempt++ {
+		if pids = m.cgroupManager.Pids(name); len(pids) == 0 {
+			return nil
+		}
+		for _, pid := range pids {
+			// ESRCH: it exited meanwhile, as wanted.
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("kill %d: %w", pid, err)
+			}
+		}
+		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
+	}
+	if pids = m.cgroupManager.Pids(name); len(pids) > 0 {
+		return fmt.Errorf("processes %v still in it", pids)
 	}
 	return nil
 }
@@ -173,6 +215,7 @@ func (podContainerManagerNoop) GetPodContainerName(*v1.Pod) (CgroupName, string)
 func (podContainerManagerNoop) EnsureExists(*v1.Pod) error       { return nil }
 func (podContainerManagerNoop) Exists(*v1.Pod) bool              { return true }
 func (podContainerManagerNoop) Destroy(CgroupName) error         { return nil }
+func (podContainerManagerNoop) RemoveIfEmpty(CgroupName) error   { return nil }
 func (podContainerManagerNoop) ReduceCPULimits(CgroupName) error { return nil }
 func (podContainerManagerNoop) GetAllPodsFromCgroups() (map[types.UID]CgroupName, error) {
 	return nil, nil

@@ -167,7 +167,7 @@ func (kl *Kubelet) removeOwnPodCgroups() {
 		if _, own := kl.ownPodCgroups.Load(uid); !own {
 			continue
 		}
-		if err := pcm.Destroy(name); err != nil {
+		if err := pcm.RemoveIfEmpty(name); err != nil {
 			left++
 			klog.V(2).InfoS("Pod cgroup stays: processes still run in it", "podUID", uid, "err", err)
 			continue
