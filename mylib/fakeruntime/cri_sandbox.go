@@ -53,7 +53,7 @@ func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*run
 // CIDR. Running a sandbox that already runs (same name, namespace, uid and
 // attempt) returns its ID, as the CRI asks; the same metadata for a
 // sandbox that is stopped is an error, the name is still taken.
-func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	cfg := req.GetConfig()
 	m := cfg.GetMetadata()
 	if m.GetName() == "" || m.GetNamespace() == "" || m.GetUid() == "" {
@@ -83,11 +83,27 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 			r.net.DelIP(s.ip)
 		}
 	}
+	if err == nil && ctx.Err() != nil {
+		// The kubelet gave up on this call meanwhile (the pod was deleted
+		// while its sandbox started): undo it, as containerd does when a
+		// step of the request fails, rather than leave a sandbox that no
+		// pod wants, its process in the pod's cgroup.
+		if r.sandbox != nil {
+			r.sandbox.removePod(s.id)
+		}
+		if r.net != nil {
+			r.net.DelIP(s.ip)
+		}
+		err = ctx.Err()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
 		r.ips.Release(s.ip)
 		delete(r.names, s.nameKey())
+		if ctx.Err() != nil {
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
 		return nil, status.Errorf(codes.Internal, "RunPodSandbox %s/%s: %v", m.GetNamespace(), m.GetName(), err)
 	}
 	s.state = runtimeapi.PodSandboxState_SANDBOX_READY

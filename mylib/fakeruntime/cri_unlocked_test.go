@@ -67,3 +67,32 @@ func TestContainerOfASandboxStoppedMeanwhile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, entries, "the container's directory is removed")
 }
+
+// TestSandboxWhoseCallerGaveUpIsUndone: the kubelet cancels RunPodSandbox
+// (its pod was deleted) while the sandbox is being made: the call fails
+// with Canceled, and no sandbox, name, address or sandbox process is left;
+// the same pod's sandbox can be made again.
+func TestSandboxWhoseCallerGaveUpIsUndone(t *testing.T) {
+	r, _ := fixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.testHookUnlocked = func(what string) {
+		if what == "sandbox" {
+			cancel()
+		}
+	}
+	_, err := r.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "uid-p"}}})
+	assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	list, err := r.ListPodSandbox(context.Background(), &runtimeapi.ListPodSandboxRequest{})
+	require.NoError(t, err)
+	assert.Empty(t, list.Items)
+	if r.sandbox != nil {
+		assert.Empty(t, r.sandbox.pods, "no sandbox process")
+	}
+
+	r.testHookUnlocked = nil
+	id := runSandbox(t, r, "p", "uid-p", nil)
+	st, err := r.PodSandboxStatus(context.Background(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	require.NoError(t, err)
+	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, st.Status.State)
+}
