@@ -29,26 +29,8 @@ export LC_ALL=C # sort and join agree on the order
 
 usage="usage: scripts/capstone-bench.sh [--binary PATH] [--max-pods N] [--burst N] [--idle SECONDS] [--baseline SECONDS]"
 binary="" max_pods=110 burst=100 idle=60 baseline=60
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --binary | --max-pods | --burst | --idle | --baseline)
-      [[ $# -ge 2 ]] || die "$1 needs a value ($usage)"
-      case "$1" in
-        --binary) binary="$2" ;;
-        --max-pods) max_pods="$2" ;;
-        --burst) burst="$2" ;;
-        --idle) idle="$2" ;;
-        --baseline) baseline="$2" ;;
-      esac
-      shift 2
-      ;;
-    -h | --help) echo "$usage"; exit 0 ;;
-    *) die "unknown argument '$1' ($usage)" ;;
-  esac
-done
-for v in max_pods burst idle baseline; do
-  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} is a whole number above 0 (got '${!v}')"
-done
+parse_flags "$usage" "--binary --max-pods --burst --idle --baseline" "" "$@"
+whole_numbers max_pods burst idle baseline
 ((burst <= max_pods)) || die "--burst ($burst) cannot be above --max-pods ($max_pods): the node would reject the rest (OutOfpods)"
 if [[ -n "$binary" ]]; then
   [[ -f "$binary" && -x "$binary" ]] || die "--binary $binary is not an executable file"

@@ -93,30 +93,12 @@ for p in \
 done
 
 usage="usage: scripts/conformance.sh [--kubelet capstone|upstream] [--focus REGEX] [--short] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
-kubelet=capstone focus="" short=false procs=4 timeout="" specs=all build_only=false
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --kubelet | --focus | --procs | --timeout | --specs)
-      [[ $# -ge 2 ]] || die "$1 needs a value ($usage)"
-      case "$1" in
-        --kubelet) kubelet="$2" ;;
-        --focus) focus="$2" ;;
-        --procs) procs="$2" ;;
-        --timeout) timeout="$2" ;;
-        --specs) specs="$2" ;;
-      esac
-      shift 2
-      ;;
-    --short) short=true; shift ;;
-    --build) build_only=true; shift ;;
-    -h | --help) echo "$usage"; exit 0 ;;
-    *) die "unknown argument '$1' ($usage)" ;;
-  esac
-done
+kubelet=capstone focus="" short=false procs=4 timeout="" specs=all build=false
+parse_flags "$usage" "--kubelet --focus --procs --timeout --specs" "--short --build" "$@"
 case "$kubelet" in capstone | upstream) ;; *) die "--kubelet is capstone or upstream (got '$kubelet')" ;; esac
 case "$specs" in all) focus_file="" ;; node) focus_file=common/node/ ;; storage) focus_file=common/storage/ ;;
   *) die "--specs is all, node or storage (got '$specs')" ;; esac
-[[ "$procs" =~ ^[1-9][0-9]*$ ]] || die "--procs is a whole number above 0 (got '$procs')"
+whole_numbers procs
 ((procs <= 16)) || die "--procs ($procs) is above 16; the node runs every process's pods"
 if [[ -z "$timeout" ]]; then if $short; then timeout=20m; else timeout=60m; fi; fi
 [[ "$timeout" =~ ^[1-9][0-9]*(s|m|h)$ ]] || die "--timeout is a duration such as 45m or 2h (got '$timeout')"
@@ -160,7 +142,7 @@ build_conformance() {
 "$REPO_ROOT/scripts/build-control-plane.sh" >/dev/null
 build_conformance
 [[ "$kubelet" == upstream ]] && build_upstream_kubelet
-if $build_only; then
+if $build; then
   say "built: $CONF_DIR"
   exit 0
 fi

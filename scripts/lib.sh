@@ -35,6 +35,41 @@ export STATE_DIR CACHE_DIR BIN_DIR
 die() { echo "error: $*" >&2; exit 1; }
 say() { echo "==> $*" >&2; }
 
+# parse_flags USAGE VALUE_FLAGS SWITCHES ARG...: a script's arguments. Each
+# flag of VALUE_FLAGS ("--pods --max-pods") takes a value, which goes into
+# the variable of its name (pods, max_pods); each of SWITCHES sets its
+# variable to true. -h and --help print USAGE and exit 0; an unknown
+# argument, or a value flag at the end, ends the script with USAGE.
+parse_flags() {
+  local usage=$1 values=" $2 " switches=" $3 " var
+  shift 3
+  while [[ $# -gt 0 ]]; do
+    var=${1#--} && var=${var//-/_}
+    if [[ $1 == -h || $1 == --help ]]; then
+      echo "$usage"
+      exit 0
+    elif [[ $1 == --* && $values == *" $1 "* ]]; then
+      [[ $# -ge 2 ]] || die "$1 needs a value ($usage)"
+      printf -v "$var" '%s' "$2"
+      shift 2
+    elif [[ $1 == --* && $switches == *" $1 "* ]]; then
+      printf -v "$var" '%s' true
+      shift
+    else
+      die "unknown argument '$1' ($usage)"
+    fi
+  done
+}
+
+# whole_numbers VAR...: each variable holds a whole number above 0, or the
+# script ends naming its flag (--max-pods for max_pods).
+whole_numbers() {
+  local v
+  for v in "$@"; do
+    [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} is a whole number above 0 (got '${!v}')"
+  done
+}
+
 # free_ports N: N different loopback ports on which nothing answers now, on
 # one line (for a control plane and nodes of a script's own, beside any
 # other on this machine). They are below the kernel's range of ephemeral

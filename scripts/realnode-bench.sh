@@ -50,28 +50,14 @@ source "$REPO_ROOT/scripts/realnode.sh"
 cd "$REPO_ROOT"
 
 usage="usage: scripts/realnode-bench.sh [--pods N] [--rounds N] [--warm-up N] [--kubelets capstone,upstream] [--short]"
-pods=100 rounds=2 warmup=10 kubelets="capstone,upstream"
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --pods | --rounds | --warm-up | --kubelets)
-      [[ $# -ge 2 ]] || die "$1 needs a value ($usage)"
-      case "$1" in
-        --pods) pods="$2" ;;
-        --rounds) rounds="$2" ;;
-        --warm-up) warmup="$2" ;;
-        --kubelets) kubelets="$2" ;;
-      esac
-      shift 2
-      ;;
-    --short) pods=5 rounds=1 warmup=0; shift ;;
-    -h | --help) echo "$usage"; exit 0 ;;
-    *) die "unknown argument '$1' ($usage)" ;;
-  esac
-done
-for v in pods rounds; do
-  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$v is a whole number above 0 (got '${!v}')"
-done
-[[ "$warmup" =~ ^[0-9]+$ ]] || die "--warm-up is a whole number (got '$warmup')"
+unset pods rounds warm_up
+kubelets="capstone,upstream" short=false
+parse_flags "$usage" "--pods --rounds --warm-up --kubelets" "--short" "$@"
+# --short: 5 pods, 1 round, no warm-up, unless a flag says otherwise.
+if $short; then : "${pods=5}" "${rounds=1}" "${warm_up=0}"; fi
+: "${pods=100}" "${rounds=2}" "${warm_up=10}"
+whole_numbers pods rounds
+[[ "$warm_up" =~ ^[0-9]+$ ]] || die "--warm-up is a whole number (got '$warm_up')"
 ((pods <= 110)) || die "--pods ($pods) cannot be above 110, the nodes' maxPods"
 IFS=, read -r -a wanted <<<"$kubelets"
 ((${#wanted[@]} > 0)) || die "--kubelets names no kubelet ($usage)"
@@ -118,7 +104,7 @@ for k in "${wanted[@]}"; do
   realnode::wait_ready "bench-$k"
   [[ "$(cat "/proc/$REALNODE_KUBELET_PID/comm")" == kubelet || "$k" == capstone ]] || die "pid $REALNODE_KUBELET_PID is $(cat "/proc/$REALNODE_KUBELET_PID/comm"), not the kubelet"
   "$REALNODE_WORK/realnode-bench" --node "bench-$k" --label "$k" --kubelet-pid "$REALNODE_KUBELET_PID" --containerd-pid "$REALNODE_CONTAINERD_PID" \
-    --pods "$pods" --rounds "$rounds" --warm-up "$warmup" | tee "$REALNODE_WORK/$k.out"
+    --pods "$pods" --rounds "$rounds" --warm-up "$warm_up" | tee "$REALNODE_WORK/$k.out"
   grep '^| ' "$REALNODE_WORK/$k.out" >>"$REALNODE_WORK/table"
   realnode::stop_kubelet
   # What the kubelet left in containerd (stopped sandboxes it had yet to
@@ -128,7 +114,7 @@ for k in "${wanted[@]}"; do
 done
 
 echo
-echo "$pods pods per burst, $rounds measured bursts per kubelet (after a warm-up of $warmup), one kubelet at a time, on containerd $containerd_version:"
+echo "$pods pods per burst, $rounds measured bursts per kubelet (after a warm-up of $warm_up), one kubelet at a time, on containerd $containerd_version:"
 echo
 cat "$REALNODE_WORK/table"
 echo

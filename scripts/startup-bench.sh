@@ -31,24 +31,8 @@ cd "$REPO_ROOT"
 
 usage="usage: scripts/startup-bench.sh [--pods N] [--rounds N] [--nodes kwok,kubemark,capstone,09]"
 pods=100 rounds=2 nodes="kwok,kubemark,capstone,09"
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --pods | --rounds | --nodes)
-      [[ $# -ge 2 ]] || die "$1 needs a value ($usage)"
-      case "$1" in
-        --pods) pods="$2" ;;
-        --rounds) rounds="$2" ;;
-        --nodes) nodes="$2" ;;
-      esac
-      shift 2
-      ;;
-    -h | --help) echo "$usage"; exit 0 ;;
-    *) die "unknown argument '$1' ($usage)" ;;
-  esac
-done
-for v in pods rounds; do
-  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$v is a whole number above 0 (got '${!v}')"
-done
+parse_flags "$usage" "--pods --rounds --nodes" "" "$@"
+whole_numbers pods rounds
 ((pods <= 110)) || die "--pods ($pods) cannot be above 110, the nodes' --max-pods"
 IFS=, read -r -a wanted <<<"$nodes"
 ((${#wanted[@]} > 0)) || die "--nodes names no node ($usage)"

@@ -49,14 +49,47 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 		{[]string{"--kubelets", ""}, "error: --kubelets names no kubelet (" + u + ")"},
 		{[]string{"--pods"}, "error: --pods needs a value (" + u + ")"},
 		{[]string{"--fast"}, "error: unknown argument '--fast' (" + u + ")"},
+		{[]string{"--short", "--pods", "500"}, "error: --pods (500) cannot be above 110, the nodes' maxPods"}, // a flag wins over --short
+		{[]string{"--pods", "", "--short"}, "error: --pods is a whole number above 0 (got '')"},
 	} {
-		out, err := exec.Command(script, c.args...).CombinedOutput()
-		var exit *exec.ExitError
-		require.ErrorAs(t, err, &exit, "%v: %s", c.args, out)
-		assert.Equal(t, 1, exit.ExitCode(), c.args)
-		assert.Equal(t, c.want+"\n", string(out), c.args)
+		refused(t, script, c.args, c.want)
 	}
 	out, err := exec.Command(script, "--help").CombinedOutput()
 	require.NoError(t, err)
 	assert.Equal(t, u+"\n", string(out))
+}
+
+// TestConformanceRefusesBadArguments: scripts/conformance.sh, which shares
+// the node and the flag parsing (lib.sh's parse_flags) with this script,
+// says what is wrong in one line too, before it builds anything.
+func TestConformanceRefusesBadArguments(t *testing.T) {
+	script := filepath.Join(testcluster.RepoRoot(t), "scripts", "conformance.sh")
+	const u = "usage: scripts/conformance.sh [--kubelet capstone|upstream] [--focus REGEX] [--short] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--procs", "0"}, "error: --procs is a whole number above 0 (got '0')"},
+		{[]string{"--short", "--procs"}, "error: --procs needs a value (" + u + ")"},
+		{[]string{"--kubelet", "kwok"}, "error: --kubelet is capstone or upstream (got 'kwok')"},
+		{[]string{"--build", "--specs", "auth"}, "error: --specs is all, node or storage (got 'auth')"},
+		{[]string{"--timeout", "soon"}, "error: --timeout is a duration such as 45m or 2h (got 'soon')"},
+		{[]string{"--shorter"}, "error: unknown argument '--shorter' (" + u + ")"},
+	} {
+		refused(t, script, c.args, c.want)
+	}
+	out, err := exec.Command(script, "-h").CombinedOutput()
+	require.NoError(t, err)
+	assert.Equal(t, u+"\n", string(out))
+}
+
+// refused runs script with args and checks that it printed want, one
+// line, and exited 1.
+func refused(t *testing.T, script string, args []string, want string) {
+	t.Helper()
+	out, err := exec.Command(script, args...).CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%v: %s", args, out)
+	assert.Equal(t, 1, exit.ExitCode(), args)
+	assert.Equal(t, want+"\n", string(out), args)
 }
