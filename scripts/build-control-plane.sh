@@ -21,11 +21,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 force=false
-case "${1:-}" in
-  "") ;;
-  --force) force=true ;;
-  *) die "unknown argument '$1' (usage: $0 [--force])" ;;
-esac
+parse_flags "usage: $0 [--force]" "" "--force" "$@"
 
 command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.md, Prerequisites)"
 
