@@ -3,10 +3,14 @@ package fakeruntime
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -99,4 +103,58 @@ func TestASandboxProcessRunsUnderASeccompFilter(t *testing.T) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", sandboxPID(t, r, sb)))
 	require.NoError(t, err)
 	require.Contains(t, string(status), "Seccomp:\t2\n")
+}
+
+// TestACodeExecutionBugStaysInItsPod plays a bug of the interpreter that
+// runs native code in a pod's sandbox process: the sandbox binary built
+// with the tag mykubelet_codeexec, whose scripts can call
+// mykubelet-codeexec (sandboxproc/codeexec_hook.go). With the forged file
+// handle of the "shocker" escape (open_by_handle_at, inode 2) it opens
+// nothing, on its own root nor on its container's mount, which is the
+// host's filesystem; and of the host's /etc, which the runtime holds
+// without close-on-exec, it holds no descriptor.
+func TestACodeExecutionBugStaysInItsPod(t *testing.T) {
+	r := sandboxRuntime(t)
+	r.sandbox.exe = codeExecSandboxBinary(t)
+	fd, err := unix.Open("/etc", unix.O_RDONLY|unix.O_DIRECTORY, 0) // no O_CLOEXEC
+	require.NoError(t, err)
+	t.Cleanup(func() { unix.Close(fd) })
+	var etc, state unix.Stat_t
+	require.NoError(t, unix.Fstat(fd, &etc))
+
+	st, out := runLogged(t, r, "codeexec", `mykubelet-codeexec handles; mykubelet-codeexec fds`)
+	r.mu.Lock()
+	require.NoError(t, unix.Stat(r.stateDir, &state)) // where its containers' files are
+	r.mu.Unlock()
+	require.EqualValues(t, 0, st.ExitCode, out)
+	handles := regexp.MustCompile(`(?m)^handle (\S+) dev (\d+): (.*)$`).FindAllStringSubmatch(out, -1)
+	fds := regexp.MustCompile(`(?m)^fd (\d+): dev (\d+) ino (\d+)$`).FindAllStringSubmatch(out, -1)
+	require.NotEmpty(t, fds, out)
+	onHost := false
+	for _, h := range handles {
+		assert.NotEqual(t, "opened", h[3], "%s: open_by_handle_at gave the process its filesystem's root", h[1])
+		onHost = onHost || h[2] == strconv.FormatUint(state.Dev, 10)
+	}
+	require.True(t, onHost, "no directory the process can name is on the host's filesystem (dev %d): the attack was not tried there\n%s", state.Dev, out)
+	for _, f := range fds {
+		assert.False(t, f[2] == strconv.FormatUint(etc.Dev, 10) && f[3] == strconv.FormatUint(etc.Ino, 10),
+			"fd %s of the sandbox process is the host's /etc", f[1])
+	}
+}
+
+// codeExecSandboxBinary builds the sandbox binary with the tag
+// mykubelet_codeexec, as the runtime builds its own (sandboxproc_binary.go),
+// and opens it.
+func codeExecSandboxBinary(t *testing.T) *os.File {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mykubelet-sandbox-codeexec")
+	cmd := exec.Command("go", "build", "-tags", "mykubelet_codeexec", "-o", bin, sandboxBinaryPackage)
+	cmd.Dir = moduleDir()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-trimpath")
+	msg, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", msg)
+	f, err := openExe(bin)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f
 }
