@@ -353,6 +353,65 @@ func TestMemoryLimitOOMKillsADoublingVariable(t *testing.T) {
 	assert.Equal(t, int64(DefaultContainerMemory), (&sandboxproc.Limits{}).MemoryMax(), "without a limit, the default one")
 }
 
+// TestMemoryLimitChargesDefinitionsAndBraceCopies: what a script keeps
+// outside its variables is charged with them. Each of these grew the
+// runtime's heap by gigabytes in a 64 MiB container, never killed: 64 KiB
+// aliases, functions defined by eval, and a brace expansion's 16000
+// copies of a 64 KiB word. Each is OOM-killed now, with the runtime's heap
+// far below where it went.
+func TestMemoryLimitChargesDefinitionsAndBraceCopies(t *testing.T) {
+	const limit = 64 << 20
+	const x64k = `x=a; i=0; while [ $i -lt 16 ]; do x=$x$x; i=$((i+1)); done; i=0; `
+	for name, script := range map[string]string{
+		"aliases":        x64k + `while :; do alias a$i="$x"; i=$((i+1)); done`,
+		"eval functions": x64k + `while :; do eval "f$i() { : $x; }"; i=$((i+1)); done`,
+		"brace copies":   x64k + `eval ': {1..16000}'$x`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := fixtureConfig(t, Config{})
+			sb := runSandbox(t, r, "web", "uid-1", nil)
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			c := createLimited(t, r, sb, "app", "busybox:1.36", limit, "sh", "-c", script)
+			startContainer(t, r, c)
+			r.mu.Lock()
+			done := r.containers[c].done
+			r.mu.Unlock()
+			// The heap, sampled until the container ends: the test stops
+			// the container and fails at 8 times the limit, long before
+			// the gigabytes it reached.
+			var peak uint64
+			for ended := false; !ended; {
+				select {
+				case <-done:
+					ended = true
+				case <-time.After(20 * time.Millisecond):
+				}
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				peak = max(peak, m.HeapAlloc)
+				if peak > before.HeapAlloc+8*limit {
+					_, _ = r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c})
+					require.Fail(t, "the heap grew past 8 times the limit with the container still running", "%d MiB", (peak-before.HeapAlloc)>>20)
+				}
+			}
+			st := containerStatus(t, r, c)
+			assert.Equal(t, int32(ExitCodeSIGKILL), st.ExitCode)
+			assert.Equal(t, ReasonOOMKilled, st.Reason)
+			t.Logf("heap at most %d MiB above its start", (peak-before.HeapAlloc)>>20)
+		})
+	}
+	// What the charges leave as it was: a word of braces and a variable
+	// (now with its check), an alias, a function of an eval, unset -f.
+	r := fixtureConfig(t, Config{})
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	c := createContainer(t, r, sb, "app", "sleep", "3600")
+	startContainer(t, r, c)
+	resp := execIn(t, r, c, "sh", "-c", `x=1; echo {a,b}$x {1..3} "{a,b}"; alias hi='echo hi'; eval 'f() { echo f$1; }'; f 2; unset -f f; f 3 || echo gone`)
+	assert.Equal(t, "a1 b1 1 2 3 {a,b}\nf2\ngone\n", string(resp.Stdout), string(resp.Stderr))
+}
+
 func TestMemoryLimitCountsTheWritableLayer(t *testing.T) {
 	r := fixtureConfig(t, Config{})
 	sb := runSandbox(t, r, "web", "uid-1", nil)

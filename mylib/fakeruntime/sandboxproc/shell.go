@@ -68,6 +68,8 @@ type proc struct {
 	quiet   bool
 	// Net is where the server commands listen (shell_servers.go); nil in an exec.
 	Net *ContainerNet
+	// defs is the sizes of its aliases and eval's functions (shell_defs.go).
+	defs definitions
 }
 
 // ProcTable counts the utilities running in a container, and holds its
@@ -372,21 +374,34 @@ func (p *proc) callBuiltin(ctx context.Context, args []string) []string {
 		if err != nil {
 			return failing("eval", err)
 		}
+		p.defs.defineFunctions(f)
 		return []string{"eval", src}
 	case "alias":
 		for _, a := range args[1:] {
-			if _, value, ok := strings.Cut(a, "="); ok {
+			if name, value, ok := strings.Cut(a, "="); ok {
 				if err := checkWords(value); err != nil {
 					return failing("alias", err)
 				}
+				p.defs.set("alias "+name, 2*len(value)) // its text and its parsed words
 			}
 		}
+	case "unalias":
+		for _, a := range args[1:] {
+			if a == "-a" {
+				p.defs.removeAliases()
+			}
+			p.defs.remove("alias " + a)
+		}
 	case "unset":
+		functions := slices.Contains(args[1:], "-f")
 		for _, a := range args[1:] {
 			if i := strings.IndexByte(a, '['); i > 0 && strings.HasSuffix(a, "]") {
 				if err := checkArithmetic(a[i+1 : len(a)-1]); err != nil {
 					return failing("unset", err)
 				}
+			}
+			if functions {
+				p.defs.remove("func " + a)
 			}
 		}
 	case "test", "[":

@@ -1,6 +1,7 @@
 package sandboxproc
 
 import (
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/interp"
@@ -56,15 +57,20 @@ func predictedOutput(hc interp.HandlerContext, args []string) int64 {
 		oneFormat, all := printfSize(call[1], call[2:])
 		return oneFormat + outputBuffer(hc, all)
 	case len(args) > 1 && args[0] == ExpandsCommand:
-		var n int64
-		for _, name := range args[1:] {
+		copies, n, names := int64(1), int64(0), args[1:]
+		if len(names) >= 4 && names[0] == "-n" && names[2] == "-b" { // a brace expansion's copies, and its text in each
+			copies, _ = strconv.ParseInt(names[1], 10, 64)
+			n, _ = strconv.ParseInt(names[3], 10, 64)
+			names = names[4:]
+		}
+		for _, name := range names {
 			vr := hc.Env.Get(name)
 			n += int64(len(vr.Str))
 			for _, s := range vr.List {
 				n += int64(len(s)) + 1
 			}
 		}
-		return n + outputBuffer(hc, 0)
+		return copies*n + outputBuffer(hc, 0)
 	}
 	return outputBuffer(hc, 0)
 }
@@ -143,17 +149,27 @@ func printfOnce(format string, args []string) (size int64, consumed int) {
 }
 
 // ExpandsCommand is the command rewriteExpansions puts in a word that
-// names variables more than once: `$(fakeruntime-expands NAME…)`. Its
-// call charges the variables' sizes (predictedOutput); it prints nothing
-// and succeeds (a command substitution's status is $? of an assignment).
+// names variables more than once: `$(fakeruntime-expands NAME…)`, or
+// that brace expansion copies: `$(fakeruntime-expands -n COPIES -b BYTES
+// NAME…)`, BYTES its text in each copy. Its call charges the variables'
+// sizes (predictedOutput), times the copies; it prints nothing and
+// succeeds (a command substitution's status is $? of an assignment).
 const ExpandsCommand = "fakeruntime-expands"
+
+// bracesCharged is the size of a brace expansion without variables from
+// which it is charged (a word of it is rewritten): below, a script's
+// `{a,b}` runs as written.
+const bracesCharged = 1 << 20
 
 // rewriteExpansions rewrites each word of node that names variables more
 // than once ($x, ${x}, "$x", ${x:-y}…, not ${#x}), here-documents
-// included, so that its expansion is charged before it is made (see the
-// top of this file). A word it rewrote already is left as it is. The one
-// thing the check changes: in `x=$(false) y=$a$b`, $? is 0 (the check is
-// the last command substitution), where sh says 1.
+// included, or that brace expansion copies (`{1..16000}$x`, or literal
+// text copied past bracesCharged), so that its expansion is charged
+// before it is made (see the top of this file). The check then runs once
+// per brace's word, each time before that word is built. A word it
+// rewrote already is left as it is. The one thing the check changes: in
+// `x=$(false) y=$a$b`, $? is 0 (the check is the last command
+// substitution), where sh says 1.
 func rewriteExpansions(node syntax.Node) {
 	syntax.Walk(node, func(n syntax.Node) bool {
 		w, ok := n.(*syntax.Word)
@@ -167,7 +183,9 @@ func rewriteExpansions(node syntax.Node) {
 			}
 			names = appendParamNames(names, part)
 		}
-		if len(names) < 2 {
+		copies, text := braceWords(w)
+		braced := copies > 1 && (len(names) > 0 || copies*text > bracesCharged)
+		if len(names) < 2 && !braced {
 			return true
 		}
 		// First in the word, so that a command substitution of its own
@@ -177,9 +195,13 @@ func rewriteExpansions(node syntax.Node) {
 		if lit, ok := w.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(lit.Value, "~") {
 			first = 1
 		}
-		args := []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: ExpandsCommand}}}}
+		lit := func(s string) *syntax.Word { return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: s}}} }
+		args := []*syntax.Word{lit(ExpandsCommand)}
+		if braced {
+			args = append(args, lit("-n"), lit(strconv.FormatInt(copies, 10)), lit("-b"), lit(strconv.FormatInt(text, 10)))
+		}
 		for _, name := range names {
-			args = append(args, &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: name}}})
+			args = append(args, lit(name))
 		}
 		tick := &syntax.CmdSubst{Stmts: []*syntax.Stmt{{Cmd: &syntax.CallExpr{Args: args}}}}
 		w.Parts = append(w.Parts[:first:first], append([]syntax.WordPart{tick}, w.Parts[first:]...)...)

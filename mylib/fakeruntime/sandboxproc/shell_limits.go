@@ -216,7 +216,7 @@ func (p *proc) checkLimits(ctx context.Context, args []string) error {
 		return fmt.Errorf("maximum nesting depth (%d stack frames) exceeded", MaxStackFrames)
 	}
 	hc := interp.HandlerCtx(ctx)
-	if p.running.Killed() || p.running.charge(p.rootUsage(), varsSize(hc)+predictedOutput(hc, args)) {
+	if p.running.Killed() || p.running.charge(p.rootUsage(), varsSize(hc)+p.defs.size()+predictedOutput(hc, args)) {
 		return errOOM // before the OOM context reaches this script (it runs its AfterFuncs on goroutines of their own)
 	}
 	return nil
