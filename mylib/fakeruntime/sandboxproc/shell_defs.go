@@ -8,11 +8,12 @@ import (
 )
 
 // The definitions a shell keeps besides its variables, charged with them
-// (checkLimits): its aliases (`alias a=…`) and the functions an eval
-// defines (`eval "f() { …; }"`). The interpreter holds both where no
-// handler sees them, so the call handler, which sees `alias`, `unalias`,
-// `unset -f` and `eval`, keeps their sizes by name. A script's own
-// functions need no charge: they are its text, bounded (MaxScriptBytes).
+// (checkLimits): its aliases (`alias a=…`) and the functions an eval or
+// a sourced file defines (`eval "f() { …; }"`, `. /data/f.sh`). The
+// interpreter holds both where no handler sees them, so the handlers that
+// see `alias`, `unalias`, `unset -f`, `eval` and `.` keep their sizes by
+// name. A script's own functions need no charge: they are its text,
+// bounded (MaxScriptBytes).
 // A definition made in a subshell stays charged after the subshell ends:
 // the count errs on the side of the limit.
 type definitions struct {
@@ -62,8 +63,8 @@ func (d *definitions) size() int64 {
 	return d.total
 }
 
-// defineFunctions charges the functions that f, an eval's script,
-// defines, by their text.
+// defineFunctions charges the functions that f, an eval's or a sourced
+// script, defines, by their text.
 func (d *definitions) defineFunctions(f *syntax.File) {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if fn, ok := n.(*syntax.FuncDecl); ok && fn.Name != nil {

@@ -195,6 +195,7 @@ func (p *proc) openSource(ctx context.Context, name string) (io.ReadWriteCloser,
 	if err != nil {
 		return nil, &fs.PathError{Op: "parse", Path: name, Err: err}
 	}
+	p.defs.defineFunctions(f)
 	return readOnly{strings.NewReader(src)}, nil
 }
 
