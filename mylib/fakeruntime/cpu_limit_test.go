@@ -165,3 +165,34 @@ func TestACPULimitHoldsASandboxProcessWithNoCgroup(t *testing.T) {
 	// a CI run at load 8).
 	assert.Greater(t, freeProcess, process, "more with no limit")
 }
+
+// TestBlockedJobsOfOneContainerLeaveTheOthersTheirMeter: two containers
+// each run 300 jobs blocked in a read, `{ sleep 100000 | read v; } &`,
+// each holding a metered thread while it waits. Before, they took all 512
+// of the process's, and another pod's 100m busy loop then ran unmetered,
+// at 0.9 core, throttled 0 times. Each container holds its share at most
+// now (sandboxproc's maxMeteredPerContainer), and the 100m loop is held
+// to its quota.
+func TestBlockedJobsOfOneContainerLeaveTheOthersTheirMeter(t *testing.T) {
+	r, _ := fixture(t)
+	const jobs = 300
+	for _, name := range []string{"hog1", "hog2"} {
+		c := createCPULimited(t, r, runSandbox(t, r, name, "uid-"+name, nil), name, "busybox:1.36", 0, "sh", "-c",
+			`i=0; while [ $i -lt 300 ]; do { sleep 100000 | read v; } & i=$((i+1)); done; wait`)
+		startContainer(t, r, c)
+		require.Eventually(t, func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.containers[c].running.Count("sleep") == jobs
+		}, time.Minute, 20*time.Millisecond, "%s started its %d jobs", name, jobs)
+	}
+	time.Sleep(200 * time.Millisecond) // each job's read is blocked by now (its sleep is)
+	limited := createCPULimited(t, r, runSandbox(t, r, "limited", "uid-limited", nil), "limited", "busybox:1.36", 10000, "sh", "-c", "while :; do :; done")
+	startContainer(t, r, limited)
+	cores, process := cpuWindow(t, r, 3*time.Second, os.Getpid(), limited)
+	t.Logf("the 100m container beside 600 blocked jobs: %.3f core by its meter, the runtime's process %.3f core; %+v", cores[0], process, cpuStatOf(r, limited))
+	assert.Greater(t, cores[0], 0.0, "it is metered")
+	assert.LessOrEqual(t, cores[0], 0.15, "at most ~0.15 core with a 100m quota, by the meter")
+	assert.LessOrEqual(t, process, 0.3, "and by the runtime's process, whose other containers wait")
+	assert.Positive(t, cpuStatOf(r, limited).NrThrottled, "it was throttled")
+}

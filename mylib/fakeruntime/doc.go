@@ -33,7 +33,9 @@
 // servers' connections read and wrote. What is not counted: the builtins
 // of a pipeline's left side (the interpreter's own goroutine), the
 // servers' request handling, the runtime's own work for a container,
-// what runs past maxMeteredThreads goroutines metered at once; and
+// what a container with no CPU limit runs past its share of metered
+// goroutines (maxMeteredPerContainer) or the process's (maxMeteredThreads;
+// one with a limit waits for a metered one); and
 // the network bytes are payload counted at the pod's sockets, not an
 // interface's packets (the sandboxes share one veth, whose counters are
 // every pod's).

@@ -177,7 +177,7 @@ func (p *proc) Run(ctx context.Context, script string, params []string) (code in
 	defer p.enterProcess()()
 	// Counted on a thread of its own (shell_usage.go), once it is a
 	// process: a fork that fails costs no thread.
-	defer p.running.cpu.start()()
+	defer p.running.cpu.start(ctx.Done())()
 	file, err := ParseScript(script)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sh: %v\n", err)
@@ -537,7 +537,7 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 	}
 	// A utility on a goroutine the interpreter started (a pipeline's
 	// left side) counts its own CPU time; on the script's, it is counted.
-	defer p.running.cpu.start()()
+	defer p.running.cpu.start(ctx.Done())()
 	if !p.quiet {
 		defer p.running.leave(p.running.enter(args))
 	}

@@ -20,7 +20,7 @@ import (
 
 func (p *proc) Interactive(ctx context.Context, in io.Reader, prompt string) (code int) {
 	defer p.recoverInternal(&code)
-	defer p.running.cpu.start()()
+	defer p.running.cpu.start(ctx.Done())()
 	ctx, cancel := p.bindOOM(ctx)
 	defer cancel()
 	if !p.running.fork() {

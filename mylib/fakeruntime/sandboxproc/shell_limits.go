@@ -483,7 +483,7 @@ func (p *proc) job(ctx context.Context, hc interp.HandlerContext, src string) (e
 		return interp.NewExitStatus(1)
 	}
 	defer p.running.exit()
-	defer p.running.cpu.start()() // on the interpreter's goroutine for `&`: counted on its own
+	defer p.running.cpu.start(ctx.Done())() // on the interpreter's goroutine for `&`: counted on its own
 	defer func() {
 		// A panic here is on the job's goroutine, which only this
 		// handler can catch.
@@ -566,7 +566,7 @@ func (p *proc) stress(ctx context.Context, hc interp.HandlerContext, args []stri
 	var hogs sync.WaitGroup
 	for range cpus {
 		hogs.Go(func() {
-			defer p.running.cpu.start()()
+			defer p.running.cpu.start(stopped)()
 			for i := 0; !stop.Load(); i++ { // spins: what a cpu hog does
 				if i%hogCheck == 0 {
 					p.running.cpu.throttle(stopped) // its CPU limit (shell_usage.go)

@@ -26,8 +26,9 @@ import (
 //     cat`: the interpreter runs them on a goroutine of its own, which
 //     this runtime does not see start), the interpreter's here-document
 //     writers, the server commands' request handling (net/http's and
-//     gRPC's goroutines) and the runtime's own work for the container
-//     (its log, its CRI calls).
+//     gRPC's goroutines), the runtime's own work for the container (its
+//     log, its CRI calls), and what a container with no CPU limit runs
+//     past its share of metered threads (begin).
 //   - Memory: the figure the limits charge (shell_limits.go): the shell
 //     variables of the last command checked, what stress holds, and the
 //     bytes of the writable layer.
@@ -47,8 +48,13 @@ import (
 // CPU limit, which it enforces (throttle).
 type cpuMeter struct {
 	mu   sync.Mutex
-	done int64         // nanoseconds of the segments that ended
-	live map[int]int64 // thread ID -> its CPU clock when its segment began
+	done int64           // nanoseconds of the segments that ended
+	live map[int]segment // by thread ID
+
+	// slots is its share of meteredThreads: a token per goroutine of it
+	// metered now (maxMeteredPerContainer), made on first use.
+	slots     chan struct{}
+	slotsOnce sync.Once
 
 	// CFS bandwidth: quota nanoseconds of CPU in each period of wall
 	// time; a quota of 0 is no limit. The rest is guarded by mu.
@@ -60,6 +66,14 @@ type cpuMeter struct {
 	// As cpu.stat counts them: periods that began, periods in which the
 	// container was throttled, and how long it was (nanoseconds).
 	nrPeriods, nrThrottled, throttledTime int64
+}
+
+// segment is a goroutine's run on its locked thread: the thread's CPU
+// clock when it began, and what ends the goroutine's wait for a metered
+// thread again when it resumes after an idle spell (nil: it does not wait).
+type segment struct {
+	at   int64
+	stop <-chan struct{}
 }
 
 // threadClock is the CPU clock ID of thread tid of this process:
@@ -91,19 +105,32 @@ func (m *cpuMeter) measuring() bool {
 // metered at once, each on an OS thread of its own. Go ends a process
 // that makes 10,000 threads (debug.SetMaxThreads), and a container may run
 // up to its pids limit of busy jobs: without the bound, a few such
-// containers would end the runtime and every container with it. Past it,
-// a goroutine runs unlocked and its CPU time is not counted.
+// containers would end the runtime and every container with it.
 const maxMeteredThreads = 512
+
+// maxMeteredPerContainer is one container's share of them: its jobs
+// blocked in a read (`{ sleep 100000 | read v; } &`, each holding its
+// thread) cannot take the threads the other containers' limits need.
+const maxMeteredPerContainer = 64
 
 // meteredThreads holds a token for each goroutine metered now.
 var meteredThreads = make(chan struct{}, maxMeteredThreads)
 
 // begin locks the calling goroutine to its thread and counts it from now,
-// if a metered thread is free; false if none is (nothing is counted).
-func (m *cpuMeter) begin() bool {
-	select {
-	case meteredThreads <- struct{}{}:
-	default:
+// once a metered thread is free, of its container's share and of the
+// process's. A container with a CPU limit waits for one until stop is
+// closed (unmetered, it would run past its quota); one without runs on
+// unmetered at once. False: nothing is counted.
+func (m *cpuMeter) begin(stop <-chan struct{}) bool {
+	m.slotsOnce.Do(func() { m.slots = make(chan struct{}, maxMeteredPerContainer) })
+	if m.quota.Load() <= 0 {
+		stop = nil
+	}
+	if !takeSlot(m.slots, stop) {
+		return false
+	}
+	if !takeSlot(meteredThreads, stop) {
+		<-m.slots
 		return false
 	}
 	runtime.LockOSThread()
@@ -112,15 +139,36 @@ func (m *cpuMeter) begin() bool {
 	if !ok { // cannot happen for a live thread of ours
 		runtime.UnlockOSThread()
 		<-meteredThreads
+		<-m.slots
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.live == nil {
-		m.live = map[int]int64{}
+		m.live = map[int]segment{}
 	}
-	m.live[tid] = at
+	m.live[tid] = segment{at: at, stop: stop}
 	return true
+}
+
+// takeSlot puts a token into slots: at once, or false if it is full; with
+// stop not nil, it waits for room (the waiting goroutine holds no thread)
+// until stop is closed.
+func takeSlot(slots chan struct{}, stop <-chan struct{}) bool {
+	if stop == nil {
+		select {
+		case slots <- struct{}{}:
+			return true
+		default:
+			return false
+		}
+	}
+	select {
+	case slots <- struct{}{}:
+		return true
+	case <-stop:
+		return false
+	}
 }
 
 // end adds the calling goroutine's segment to done, and unlocks it from
@@ -131,10 +179,10 @@ func (m *cpuMeter) end() {
 	tid := unix.Gettid()
 	now, ok := threadCPU(tid)
 	m.mu.Lock()
-	at, live := m.live[tid]
+	seg, live := m.live[tid]
 	if live {
-		if ok && now > at {
-			m.done += now - at
+		if ok && now > seg.at {
+			m.done += now - seg.at
 		}
 		delete(m.live, tid)
 	}
@@ -142,14 +190,17 @@ func (m *cpuMeter) end() {
 	if live {
 		runtime.UnlockOSThread()
 		<-meteredThreads
+		<-m.slots
 	}
 }
 
 // start counts the calling goroutine's work until stop is called (on the
-// same goroutine), locked to its OS thread. On a goroutine counted already
-// (a nested sh -c, a utility of the script itself) it does nothing.
-func (m *cpuMeter) start() (stop func()) {
-	if m.measuring() || !m.begin() {
+// same goroutine), locked to its OS thread; the wait for a metered thread
+// (begin) ends when done is closed (the script's end: its context's
+// Done). On a goroutine counted already (a nested sh -c, a utility of the
+// script itself) it does nothing.
+func (m *cpuMeter) start(done <-chan struct{}) (stop func()) {
+	if m.measuring() || !m.begin(done) {
 		return func() {}
 	}
 	return m.end
@@ -161,7 +212,11 @@ func (m *cpuMeter) start() (stop func()) {
 // goroutine) counts it again, if a metered thread is free. On a goroutine
 // not counted it does nothing.
 func (m *cpuMeter) idle() (resume func()) {
-	if !m.measuring() {
+	tid := unix.Gettid()
+	m.mu.Lock()
+	seg, ok := m.live[tid]
+	m.mu.Unlock()
+	if !ok {
 		return func() {}
 	}
 	m.end()
@@ -169,7 +224,7 @@ func (m *cpuMeter) idle() (resume func()) {
 	return func() {
 		if !resumed {
 			resumed = true
-			m.begin()
+			m.begin(seg.stop)
 		}
 	}
 }
@@ -185,11 +240,11 @@ func (m *cpuMeter) total() int64 {
 // totalLocked is total; the caller holds m.mu.
 func (m *cpuMeter) totalLocked() int64 {
 	n := m.done
-	for tid, at := range m.live {
+	for tid, seg := range m.live {
 		// The thread is alive: its goroutine takes it out of live, under
 		// mu, before it lets it go.
-		if now, ok := threadCPU(tid); ok && now > at {
-			n += now - at
+		if now, ok := threadCPU(tid); ok && now > seg.at {
+			n += now - seg.at
 		}
 	}
 	return n

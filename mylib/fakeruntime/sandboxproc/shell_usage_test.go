@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,10 +35,10 @@ func TestCPUMeterCountsOnlyWhileMeasuring(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		stop := m.start()
+		stop := m.start(nil)
 		defer stop()
 		assert.True(t, m.measuring())
-		nested := m.start() // a nested sh: counted once
+		nested := m.start(nil) // a nested sh: counted once
 		burn(50 * time.Millisecond)
 		nested()
 		live := time.Duration(m.total())
@@ -97,13 +98,13 @@ func TestMeteredThreadsAreBounded(t *testing.T) {
 		}
 	})
 	var m cpuMeter
-	stop := m.start()
+	stop := m.start(nil)
 	assert.False(t, m.measuring(), "every metered thread taken: not counted")
 	stop()
 
 	<-meteredThreads // one is free again
 	taken--
-	stop = m.start()
+	stop = m.start(nil)
 	assert.True(t, m.measuring(), "a free metered thread: counted")
 	resume := m.idle()
 	assert.False(t, m.measuring(), "idle gives the thread back")
@@ -115,13 +116,61 @@ func TestMeteredThreadsAreBounded(t *testing.T) {
 	assert.Len(t, meteredThreads, maxMeteredThreads-1, "stop gives the token back")
 }
 
+// TestAContainerHoldsItsShareOfMeteredThreads: one container's goroutines
+// take at most maxMeteredPerContainer metered threads, whatever the
+// process has left; past its share, one without a CPU limit runs
+// unmetered, and one with a limit waits for a thread of its share (until
+// its script ends), instead of running past its quota unmetered.
+func TestAContainerHoldsItsShareOfMeteredThreads(t *testing.T) {
+	var hog cpuMeter
+	release := make(chan struct{})
+	var held sync.WaitGroup
+	for range maxMeteredPerContainer {
+		held.Add(1)
+		go func() {
+			stop := hog.start(nil)
+			held.Done()
+			<-release
+			stop()
+		}()
+	}
+	held.Wait()
+	t.Cleanup(func() { close(release) })
+	assert.Len(t, hog.slots, maxMeteredPerContainer)
+	assert.Less(t, len(meteredThreads), maxMeteredThreads, "the process has threads left")
+
+	stop := hog.start(nil)
+	assert.False(t, hog.measuring(), "past its share, no limit: unmetered")
+	stop()
+
+	var other cpuMeter
+	stop = other.start(nil)
+	assert.True(t, other.measuring(), "another container gets one")
+	stop()
+
+	hog.setLimit(10000, 100000)
+	scriptEnded := make(chan struct{})
+	got := make(chan bool)
+	go func() {
+		defer hog.start(scriptEnded)()
+		got <- hog.measuring()
+	}()
+	select {
+	case <-got:
+		t.Fatal("past its share, with a CPU limit: it ran at once")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(scriptEnded)
+	assert.False(t, <-got, "its script ended while it waited: it runs nothing metered")
+}
+
 // TestThrottleHoldsAMeterToItsQuota: a metered goroutine that burns and
 // checks, with a quota of 10 ms every 100 ms, runs about 10 ms a period
 // (its thread idle, uncounted, while throttled) and says it was
 // throttled, as cpu.stat's nr_throttled; with no quota it is never held.
 func TestThrottleHoldsAMeterToItsQuota(t *testing.T) {
 	spin := func(m *cpuMeter, d time.Duration) {
-		defer m.start()()
+		defer m.start(nil)()
 		for end := time.Now().Add(d); time.Now().Before(end); {
 			for i := 0; i < 1000; i++ {
 			}
