@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Figures of the capstone, mykubelet as one binary (chapters/13-mykubelet),
-# on a fresh local control plane of its own (scripts/cluster.sh, free ports,
+# on a fresh local control plane of its own (scripts/realnode.sh: free ports,
 # a temporary state directory, all removed at the end). It prints; it
 # asserts nothing about time. Run it on a quiet machine and quote the load
 # it prints with the figures.
@@ -24,6 +24,8 @@
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=scripts/realnode.sh
+source "$REPO_ROOT/scripts/realnode.sh"
 cd "$REPO_ROOT"
 export LC_ALL=C # sort and join agree on the order
 
@@ -41,31 +43,10 @@ fi
 command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.md, Prerequisites)"
 "$REPO_ROOT/scripts/build-control-plane.sh" >/dev/null
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/capstone-bench.XXXXXX")"
-node_pid="" approver_pid="" cluster_up=false
-export MYKUBELET_STATE_DIR="$work/state" KUBECONFIG="$work/state/cluster/admin.kubeconfig"
-kubectl() { "$BIN_DIR/kubectl" "$@"; }
-cleanup() {
-  local rc=$?
-  set +e
-  if [[ $rc -ne 0 && -s "$work/node.log" ]]; then
-    echo "--- the last lines of the node program's log:" >&2
-    tail -n 20 "$work/node.log" >&2
-  fi
-  [[ -n "$approver_pid" ]] && kill "$approver_pid" 2>/dev/null
-  if [[ -n "$node_pid" ]] && kill -0 "$node_pid" 2>/dev/null; then
-    kill -INT "$node_pid"
-    for _ in $(seq 100); do kill -0 "$node_pid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$node_pid" 2>/dev/null
-  fi
-  $cluster_up && "$REPO_ROOT/scripts/cluster.sh" down >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# A control plane on ports of its own (and the nodes' ports).
-own_control_plane_ports 1
-kubelet_port="${OWN_PORTS[0]}"
+# The work directory, a control plane on ports of its own (and the node's
+# port), and the trap that stops and removes all of it.
+realnode::init capstone-bench
+work="$REALNODE_WORK" kubelet_port="$REALNODE_KUBELET_PORT"
 
 say "building (the node binary, chapter 03 if needed, the measuring helper)"
 if [[ -z "$binary" ]]; then
@@ -79,13 +60,11 @@ if ! has_flag bootstrap-kubeconfig; then
   go build -o "$work/03-tls-bootstrap" ./chapters/03-tls-bootstrap
 fi
 
-say "a local control plane of its own on 127.0.0.1:$MYKUBELET_APISERVER_PORT"
-cluster_up=true
-"$REPO_ROOT/scripts/cluster.sh" up >/dev/null 2>&1 || die "scripts/cluster.sh up failed"
-go run ./scripts/classroom --state-dir "$work" issue bench-node >/dev/null
-bootstrap_kubeconfig="$work/classroom/bench-node/bootstrap-kubelet.kubeconfig"
-[[ -f "$bootstrap_kubeconfig" ]] || die "scripts/classroom wrote no $bootstrap_kubeconfig"
+realnode::cluster_up
 node=bench-node
+realnode::issue "$node"
+bootstrap_kubeconfig="$(realnode::bootstrap "$node")"
+[[ -f "$bootstrap_kubeconfig" ]] || die "scripts/classroom wrote no $bootstrap_kubeconfig"
 nodedir="$work/node"
 mkdir -p "$nodedir" && chmod 0700 "$nodedir"
 
@@ -113,15 +92,8 @@ writes >"$work/w1"
 per_minute "$work/w0" "$work/w1" "$baseline" >"$work/base"
 
 # Serving certificates are approved by hand upstream (no controller signs
-# kubernetes.io/kubelet-serving by itself): approve this node's, as an admin.
-(
-  while sleep 1; do
-    kubectl get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name} {.spec.username} {.status.conditions[0].type}{"\n"}{end}' 2>/dev/null |
-      awk -v u="system:node:$node" '$2 == u && NF == 2 { print $1 }' |
-      while read -r csr; do kubectl certificate approve "$csr" >/dev/null 2>&1 || true; done
-  done
-) &
-approver_pid=$!
+# kubernetes.io/kubelet-serving by itself): approve the node's, as an admin.
+realnode::approve_serving_csrs
 
 args=(--node-ip 127.0.0.1 --max-pods "$max_pods")
 if has_flag hostname-override; then args+=(--hostname-override "$node"); else args+=(--node-name "$node"); fi
@@ -143,6 +115,7 @@ if ! has_flag bootstrap-kubeconfig; then
 fi
 GOTRACEBACK=all "$binary" "${args[@]}" >"$work/node.log" 2>&1 &
 node_pid=$!
+realnode::started "$node_pid" node
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 until kubectl get node "$node" >/dev/null 2>&1; do
   kill -0 "$node_pid" 2>/dev/null || die "the node program exited: $(tail -n 3 "$work/node.log")"

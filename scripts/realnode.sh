@@ -1,29 +1,37 @@
 # shellcheck shell=bash
-# One real node, set up once for the scripts that measure on it
-# (scripts/conformance.sh, scripts/realnode-bench.sh), as upstream's
-# hack/lib/etcd.sh sets up etcd: a control plane of its own on free ports,
-# containerd with a CNI bridge and the offline images, a cgroup root in
-# every hierarchy, bootstrap tokens, the approval of the serving
-# certificates' CSRs, the start of either kubelet (the capstone or
-# upstream's) and the wait for its node to be Ready. It owns what it starts:
-# realnode::init installs the EXIT trap (realnode::cleanup) that stops the
-# kubelet, the approver, containerd and the control plane, removes the
+# The nodes the scripts that measure set up (scripts/conformance.sh and
+# every bench), set up once here, as upstream's hack/lib/etcd.sh sets up
+# etcd: a control plane of its own on free ports, containerd with a CNI
+# bridge and the offline images, a cgroup root in every hierarchy,
+# bootstrap tokens, the approval of the serving certificates' CSRs, the
+# start of either kubelet on containerd (the capstone or upstream's) and
+# the wait for its node to be Ready. A bench of the mock runtime takes the
+# control plane, the tokens and the approval only, and hands over the
+# nodes it starts itself. It owns what it starts: realnode::init installs
+# the EXIT trap (realnode::cleanup) that stops the kubelet and every node
+# handed over, the approver, containerd and the control plane, removes the
 # cgroup root and the mounts, and deletes its work directory. Source it
 # after scripts/lib.sh; do not run it.
 #
-#   realnode::init NAME BRIDGE SUBNET CGROUP_ROOT   the work directory, the environment, the trap
-#   realnode::up [--e2e DIR]                        control plane, containerd, images, cgroup root
+#   realnode::init NAME [BRIDGE SUBNET CGROUP_ROOT]  the work directory, the environment, the trap
+#   realnode::up [--e2e DIR]                        realnode::cluster_up, then realnode::containerd_up
+#   realnode::cluster_up                            the control plane, until the default ServiceAccount exists
+#   realnode::containerd_up [--e2e DIR]             containerd, its images, the cgroup root
 #   realnode::issue NODE...                         a bootstrap token per node (realnode::bootstrap NODE: its kubeconfig)
 #   realnode::approve_serving_csrs                  in the background, until the end
 #   realnode::capstone_config [LINES]               $REALNODE_WORK/capstone/config.yaml; then
 #   realnode::start_capstone NODE NODE_IP
 #   realnode::upstream_config ADDRESS [LINES]       $REALNODE_WORK/upstream/config.yaml; then
 #   realnode::start_upstream NODE NODE_IP [--shared-root]
+#   realnode::started PID NAME                      PID is the kubelet now (its log: $REALNODE_WORK/NAME.log)
+#   realnode::adopt PID...                          more nodes' processes, stopped at the end as the kubelet is
 #   realnode::wait_ready NODE                       Ready within 2 minutes, or the kubelet's last lines
 #   realnode::stop_kubelet                          Ctrl-C, 30 s, then SIGKILL
 #
-# What it sets: REALNODE_WORK (0700, under /tmp), REALNODE_KUBELET_PORT,
-# REALNODE_SOCK (containerd's socket), REALNODE_CONTAINERD_PID,
+# What it sets: REALNODE_WORK (0700, under /tmp), REALNODE_KUBELET_PORT
+# (the first of OWN_PORTS: REALNODE_PORTS free ports besides the control
+# plane's, 1 unless the caller sets it), REALNODE_SOCK (containerd's
+# socket), REALNODE_CONTAINERD_PID,
 # REALNODE_KUBELET_PID and REALNODE_KUBELET (capstone or upstream) while
 # one runs; REALNODE_REPORT_DIR, when the caller sets it, gets the
 # kubelet's and containerd's logs at the end.
@@ -36,36 +44,48 @@ crictl() { "$CACHE_DIR/crictl-v1.37.0/bin/crictl" --runtime-endpoint "unix://$RE
 
 REALNODE_KUBELET_PID="" REALNODE_KUBELET="" REALNODE_REPORT_DIR="${REALNODE_REPORT_DIR:-}"
 realnode_cluster_up=false realnode_containerd_up=false realnode_shared_root="" realnode_approver=""
-realnode_cg_dirs=()
+realnode_cg_dirs=() realnode_adopted=()
 
-# realnode::init NAME BRIDGE SUBNET CGROUP_ROOT: the work directory
+# realnode::init NAME [BRIDGE SUBNET CGROUP_ROOT]: the work directory
 # /tmp/NAME.XXXXXX, the state of the control plane and containerd in it,
 # containerd's CNI bridge BRIDGE on SUBNET (its first address is the
-# bridge's), both kubelets' kubepods under CGROUP_ROOT, free ports, and
-# the EXIT trap.
+# bridge's), both kubelets' kubepods under CGROUP_ROOT (none of the three
+# for a bench of the mock runtime), free ports, and the EXIT trap.
 realnode::init() {
   REALNODE_WORK="$(mktemp -d "/tmp/$1.XXXXXX")"
   chmod 0700 "$REALNODE_WORK"
   export MYKUBELET_STATE_DIR="$REALNODE_WORK/state" KUBECONFIG="$REALNODE_WORK/state/cluster/admin.kubeconfig"
-  export MYKUBELET_CNI_BRIDGE="$2" MYKUBELET_CNI_SUBNET="$3"
-  REALNODE_CG_ROOT="$4"
+  if (($# > 1)); then
+    export MYKUBELET_CNI_BRIDGE="$2" MYKUBELET_CNI_SUBNET="$3"
+    REALNODE_CG_ROOT="$4"
+  fi
   REALNODE_SOCK="$REALNODE_WORK/state/containerd/containerd.sock"
   trap realnode::cleanup EXIT
-  own_control_plane_ports 1
+  own_control_plane_ports "${REALNODE_PORTS:-1}"
   REALNODE_KUBELET_PORT="${OWN_PORTS[0]}"
 }
 
-# realnode::up [--e2e DIR]: the control plane (until the default
-# ServiceAccount exists), containerd with the offline images (and the e2e
-# specs' with --e2e), the cgroup root in every hierarchy.
+# realnode::up [--e2e DIR]: realnode::cluster_up and realnode::containerd_up.
 realnode::up() {
-  local mp
+  realnode::cluster_up
+  realnode::containerd_up "$@"
+}
+
+# realnode::cluster_up: the control plane, until the default
+# ServiceAccount exists (the pods' token volumes need it).
+realnode::cluster_up() {
   say "a local control plane of its own on 127.0.0.1:$MYKUBELET_APISERVER_PORT"
   realnode_cluster_up=true
   "$REPO_ROOT/scripts/cluster.sh" up >"$REALNODE_WORK/cluster.log" 2>&1 || die "scripts/cluster.sh up failed (see above)"
   for _ in $(seq 120); do kubectl get serviceaccount default >/dev/null 2>&1 && break; sleep 0.5; done
   kubectl get serviceaccount default >/dev/null || die "no ServiceAccount default/default after 60 s"
+}
 
+# realnode::containerd_up [--e2e DIR]: containerd with the offline images
+# (and the e2e specs' with --e2e), the cgroup root in every hierarchy.
+realnode::containerd_up() {
+  local mp
+  [[ -n "${REALNODE_CG_ROOT:-}" ]] || die "realnode::init was given no bridge, subnet and cgroup root for containerd"
   say "containerd of its own (bridge $MYKUBELET_CNI_BRIDGE, $MYKUBELET_CNI_SUBNET) and the offline images${1:+, the e2e ones too}"
   realnode_containerd_up=true
   "$REPO_ROOT/scripts/containerd.sh" up >"$REALNODE_WORK/containerd-up.log" 2>&1 ||
@@ -181,6 +201,15 @@ realnode::start_upstream() {
   REALNODE_KUBELET_PID=$! REALNODE_KUBELET=upstream
 }
 
+# realnode::started PID NAME: PID, started by the caller, is the kubelet
+# from now on (realnode::wait_ready, realnode::stop_kubelet, the cleanup),
+# its log $REALNODE_WORK/NAME.log.
+realnode::started() { REALNODE_KUBELET_PID="$1" REALNODE_KUBELET="$2"; }
+
+# realnode::adopt PID...: more processes of nodes the caller started (a
+# bench's several nodes), stopped at the end as the kubelet is.
+realnode::adopt() { realnode_adopted+=("$@"); }
+
 # realnode::wait_ready NODE: the node Ready within 2 minutes, or an error
 # with the kubelet's last lines (at once if it exits).
 realnode::wait_ready() {
@@ -196,15 +225,24 @@ realnode::wait_ready() {
 # SIGKILL after 30 s.
 realnode::stop_kubelet() {
   [[ -n "$REALNODE_KUBELET_PID" ]] || return 0
-  kill -INT "$REALNODE_KUBELET_PID" 2>/dev/null || true
-  for _ in $(seq 150); do kill -0 "$REALNODE_KUBELET_PID" 2>/dev/null || break; sleep 0.2; done
-  kill -KILL "$REALNODE_KUBELET_PID" 2>/dev/null || true
-  wait "$REALNODE_KUBELET_PID" 2>/dev/null || true
+  realnode_stop "$REALNODE_KUBELET_PID"
   REALNODE_KUBELET_PID=""
 }
 
+# realnode_stop PID...: Ctrl-C (SIGINT) to each, then SIGKILL to those
+# still running after 30 s.
+realnode_stop() {
+  local p
+  for p in "$@"; do kill -INT "$p" 2>/dev/null || true; done
+  for p in "$@"; do
+    for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+}
+
 # realnode::cleanup, the EXIT trap: on failure the last lines of each log;
-# then the approver, the kubelet, containerd, the control plane, the
+# then the approver, the kubelet, the nodes handed over, containerd, the control plane, the
 # mounts, the cgroup root (once its pods' cgroups are empty) and the work
 # directory.
 realnode::cleanup() {
@@ -212,6 +250,7 @@ realnode::cleanup() {
   set +e
   [[ -n "$realnode_approver" ]] && kill "$realnode_approver" 2>/dev/null
   realnode::stop_kubelet
+  ((${#realnode_adopted[@]} == 0)) || realnode_stop "${realnode_adopted[@]}"
   if [[ -n "$REALNODE_REPORT_DIR" ]]; then
     [[ -n "$REALNODE_KUBELET" ]] && cp "$REALNODE_WORK/$REALNODE_KUBELET.log" "$REALNODE_REPORT_DIR/kubelet.log" 2>/dev/null
     cp "$REALNODE_WORK/state/containerd/containerd.log" "$REALNODE_REPORT_DIR/containerd.log" 2>/dev/null

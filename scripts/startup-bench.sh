@@ -27,6 +27,8 @@
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=scripts/realnode.sh
+source "$REPO_ROOT/scripts/realnode.sh"
 cd "$REPO_ROOT"
 
 usage="usage: scripts/startup-bench.sh [--pods N] [--rounds N] [--nodes kwok,kubemark,capstone,09]"
@@ -47,29 +49,10 @@ command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.m
 "$REPO_ROOT/scripts/build-control-plane.sh" >/dev/null
 if want kwok || want kubemark; then "$REPO_ROOT/scripts/build-bench-nodes.sh" >/dev/null; fi
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/startup-bench.XXXXXX")"
-chmod 0700 "$work"
-pids=() cluster_up=false
-export MYKUBELET_STATE_DIR="$work/state" KUBECONFIG="$work/state/cluster/admin.kubeconfig"
-kubectl() { "$BIN_DIR/kubectl" "$@"; }
-cleanup() {
-  local rc=$? p
-  set +e
-  if [[ $rc -ne 0 ]]; then
-    tail_logs "$work"
-  fi
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$p" 2>/dev/null
-  done
-  $cluster_up && "$REPO_ROOT/scripts/cluster.sh" down >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# A control plane on ports of its own (and the nodes' ports).
-own_control_plane_ports 3
+# The work directory, a control plane on ports of its own (and the nodes'
+# ports), and the trap that stops and removes all of it.
+REALNODE_PORTS=3 realnode::init startup-bench
+work="$REALNODE_WORK" pids=()
 kwok_port="${OWN_PORTS[0]}" kubemark_port="${OWN_PORTS[1]}" capstone_port="${OWN_PORTS[2]}"
 
 say "building the nodes and the measuring helper"
@@ -80,30 +63,27 @@ if want 09; then
   go build -o "$work/09-sync-pod" ./chapters/09-sync-pod
 fi
 
-say "a local control plane of its own on 127.0.0.1:$MYKUBELET_APISERVER_PORT"
-cluster_up=true
-"$REPO_ROOT/scripts/cluster.sh" up >/dev/null 2>&1 || die "scripts/cluster.sh up failed"
+# The pods' token volumes need the default ServiceAccount: cluster_up
+# waits for it.
+realnode::cluster_up
 apiserver_pid="$(head -n 1 "$MYKUBELET_STATE_DIR/cluster/run/kube-apiserver.pid")" # its pid, then its binary
 kill -0 "$apiserver_pid" 2>/dev/null || die "no kube-apiserver process $apiserver_pid"
-# The pods' token volumes need the default ServiceAccount, which the
-# controller manager creates.
-for _ in $(seq 120); do kubectl get serviceaccount default >/dev/null 2>&1 && break; sleep 0.5; done
-kubectl get serviceaccount default >/dev/null || die "no ServiceAccount default/default after 60 s"
 
 # Every node but KWOK's joins with a bootstrap token of its own, as a real
 # node does, and then speaks with its own credentials (system:node:NAME).
 issue=()
 for n in kubemark capstone 09; do want "$n" && issue+=("bench-$n"); done
 if ((${#issue[@]} > 0)); then
-  go run ./scripts/classroom --state-dir "$work" issue "${issue[@]}" >/dev/null
+  realnode::issue "${issue[@]}"
 fi
-bootstrap() { echo "$work/classroom/bench-$1/bootstrap-kubelet.kubeconfig"; }
+bootstrap() { realnode::bootstrap "bench-$1"; }
 declare -A node_arg
 start_node() { # LABEL LOG COMMAND…: starts a node's process, remembers it
   local label="$1" log="$2"
   shift 2
   "$@" >"$log" 2>&1 &
   pids+=($!)
+  realnode::adopt $!
   node_arg[$label]="$label=bench-$label:$!"
 }
 
@@ -156,12 +136,7 @@ fi
 
 # Serving certificates are approved by hand upstream; the capstone's
 # /metrics (read below through the API server) needs one.
-approve() {
-  kubectl get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name} {.status.conditions[0].type}{"\n"}{end}' 2>/dev/null |
-    awk 'NF == 1 { print $1 }' | while read -r csr; do kubectl certificate approve "$csr" >/dev/null 2>&1 || true; done
-}
-(while sleep 1; do approve; done) &
-pids+=($!)
+realnode::approve_serving_csrs
 for n in "${wanted[@]}"; do
   for _ in $(seq 240); do
     kubectl wait --for=condition=Ready "node/bench-$n" --timeout=1s >/dev/null 2>&1 && break
