@@ -361,7 +361,6 @@ func TestMemoryLimitOOMKillsADoublingVariable(t *testing.T) {
 // in an 8 MiB container: fewer turns of the loops, under -race too), with
 // the runtime's heap far below where it went.
 func TestMemoryLimitChargesDefinitionsAndBraceCopies(t *testing.T) {
-	const limit, heapBound = 8 << 20, 256 << 20
 	const x64k = `x=a; i=0; while [ $i -lt 16 ]; do x=$x$x; i=$((i+1)); done; i=0; `
 	for name, script := range map[string]string{
 		"aliases":        x64k + `while :; do alias a$i="$x"; i=$((i+1)); done`,
@@ -371,38 +370,10 @@ func TestMemoryLimitChargesDefinitionsAndBraceCopies(t *testing.T) {
 		"brace copies":      x64k + `eval ': {1..16000}'$x`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := fixtureConfig(t, Config{})
-			sb := runSandbox(t, r, "web", "uid-1", nil)
-			runtime.GC()
-			var before runtime.MemStats
-			runtime.ReadMemStats(&before)
-			c := createLimited(t, r, sb, "app", "busybox:1.36", limit, "sh", "-c", script)
-			startContainer(t, r, c)
-			r.mu.Lock()
-			done := r.containers[c].done
-			r.mu.Unlock()
-			// The heap, sampled until the container ends: the test stops
-			// the container and fails at heapBound, long before the
-			// gigabytes it reached.
-			var peak uint64
-			for ended := false; !ended; {
-				select {
-				case <-done:
-					ended = true
-				case <-time.After(20 * time.Millisecond):
-				}
-				var m runtime.MemStats
-				runtime.ReadMemStats(&m)
-				peak = max(peak, m.HeapAlloc)
-				if peak > before.HeapAlloc+heapBound {
-					_, _ = r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c})
-					require.Fail(t, "the heap grew past its bound with the container still running", "%d MiB", (peak-before.HeapAlloc)>>20)
-				}
-			}
-			st := containerStatus(t, r, c)
+			st, peak := runUnderHeapBound(t, script, 0)
 			assert.Equal(t, int32(ExitCodeSIGKILL), st.ExitCode)
 			assert.Equal(t, ReasonOOMKilled, st.Reason)
-			t.Logf("heap at most %d MiB above its start", (peak-before.HeapAlloc)>>20)
+			t.Logf("heap at most %d MiB above its start", peak>>20)
 		})
 	}
 	// What the charges leave as it was: a word of braces and a variable
@@ -413,6 +384,76 @@ func TestMemoryLimitChargesDefinitionsAndBraceCopies(t *testing.T) {
 	startContainer(t, r, c)
 	resp := execIn(t, r, c, "sh", "-c", `x=1; echo {a,b}$x {1..3} "{a,b}"; alias hi='echo hi'; eval 'f() { echo f$1; }'; f 2; unset -f f; f 3 || echo gone`)
 	assert.Equal(t, "a1 b1 1 2 3 {a,b}\nf2\ngone\n", string(resp.Stdout), string(resp.Stderr))
+}
+
+// heapBound is how far the runtime's heap may grow while one script runs
+// in a container of heapTestLimit: far below the gigabytes the vectors of
+// TestMemoryLimitChargesDefinitionsAndBraceCopies reached, far above what
+// the limit lets live (with its garbage).
+const heapTestLimit, heapBound = 8 << 20, 256 << 20
+
+// runUnderHeapBound runs script in a container of heapTestLimit, on a
+// runtime of its own, sampling the heap until the container ends (or, if
+// stopAfter is not 0, until it is stopped then), and fails the test,
+// stopping the container, if the heap grows past heapBound. It returns the
+// container's status and the heap's peak above its start.
+func runUnderHeapBound(t *testing.T, script string, stopAfter time.Duration) (*runtimeapi.ContainerStatus, uint64) {
+	t.Helper()
+	r := fixtureConfig(t, Config{})
+	sb := runSandbox(t, r, "web", "uid-1", nil)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c := createLimited(t, r, sb, "app", "busybox:1.36", heapTestLimit, "sh", "-c", script)
+	startContainer(t, r, c)
+	r.mu.Lock()
+	done := r.containers[c].done
+	r.mu.Unlock()
+	stop := func() {
+		_, _ = r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: c, Timeout: 0})
+	}
+	var deadline <-chan time.Time
+	if stopAfter > 0 {
+		deadline = time.After(stopAfter)
+	}
+	var peak uint64
+	for ended := false; !ended; {
+		select {
+		case <-done:
+			ended = true
+		case <-deadline:
+			stop()
+			deadline = nil
+		case <-time.After(20 * time.Millisecond):
+		}
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		peak = max(peak, m.HeapAlloc)
+		if peak > before.HeapAlloc+heapBound {
+			stop()
+			require.Fail(t, "the heap grew past its bound with the container still running", "%d MiB, script %q", (peak-before.HeapAlloc)>>20, script)
+		}
+	}
+	return containerStatus(t, r, c), peak - min(peak, before.HeapAlloc)
+}
+
+// FuzzMemoryStaysUnderTheLimit: whatever a script keeps (variables,
+// aliases, functions, buffers, a word's copies), the runtime's heap stays
+// within heapBound while it runs in a container of heapTestLimit, for at
+// most a second: a script past its limit is OOM-killed before the heap
+// gets there. Its seeds are the doubling variable and a brace expansion's
+// copies (the other vectors: TestMemoryLimitChargesDefinitionsAndBraceCopies).
+//
+//	go test -run '^$' -fuzz FuzzMemoryStaysUnderTheLimit -fuzztime 5m ./mylib/fakeruntime/
+func FuzzMemoryStaysUnderTheLimit(f *testing.F) {
+	f.Add(`x=a; while :; do x=$x$x; done`)
+	f.Add(`x=$(printf '%65536s' a); eval ': {1..16000}'$x`)
+	f.Fuzz(func(t *testing.T, script string) {
+		if len(script) > 4096 {
+			return // a script's own size is bounded elsewhere (MaxScriptBytes)
+		}
+		runUnderHeapBound(t, script, time.Second)
+	})
 }
 
 func TestMemoryLimitCountsTheWritableLayer(t *testing.T) {
