@@ -91,14 +91,25 @@ func threadCPU(tid int) (int64, bool) {
 }
 
 // measuring reports whether the calling goroutine is counted now: its
-// thread is in live. Only the goroutine locked to a thread runs on it, so
-// a thread in live is the calling goroutine's own.
+// thread is in live.
 func (m *cpuMeter) measuring() bool {
+	_, ok := m.ownSegment()
+	return ok
+}
+
+// ownSegment is the calling goroutine's segment, if it is counted now. The
+// goroutine is locked to its thread while it looks: only the goroutine
+// locked to a thread runs on it, so a thread in live is the caller's own.
+// (Unlocked, a goroutine could read its thread's ID, lose the thread while
+// it waits for mu, and find the ID in live, locked by another since.)
+func (m *cpuMeter) ownSegment() (segment, bool) {
+	runtime.LockOSThread() // nested in begin's lock, if any: the unlock keeps begin's
+	defer runtime.UnlockOSThread()
 	tid := unix.Gettid()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.live[tid]
-	return ok
+	seg, ok := m.live[tid]
+	return seg, ok
 }
 
 // maxMeteredThreads bounds how many goroutines of this process are
@@ -212,10 +223,7 @@ func (m *cpuMeter) start(done <-chan struct{}) (stop func()) {
 // goroutine) counts it again, if a metered thread is free. On a goroutine
 // not counted it does nothing.
 func (m *cpuMeter) idle() (resume func()) {
-	tid := unix.Gettid()
-	m.mu.Lock()
-	seg, ok := m.live[tid]
-	m.mu.Unlock()
+	seg, ok := m.ownSegment()
 	if !ok {
 		return func() {}
 	}

@@ -122,6 +122,10 @@ func TestMeteredThreadsAreBounded(t *testing.T) {
 // unmetered, and one with a limit waits for a thread of its share (until
 // its script ends), instead of running past its quota unmetered.
 func TestAContainerHoldsItsShareOfMeteredThreads(t *testing.T) {
+	// The scripts of the tests before may still be ending: wait for room
+	// for two containers' shares.
+	require.Eventually(t, func() bool { return len(meteredThreads) <= maxMeteredThreads-2*maxMeteredPerContainer }, time.Minute, 10*time.Millisecond,
+		"the earlier tests' scripts give their metered threads back")
 	var hog cpuMeter
 	release := make(chan struct{})
 	var held sync.WaitGroup
