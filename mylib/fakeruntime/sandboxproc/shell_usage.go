@@ -183,9 +183,8 @@ func takeSlot(slots chan struct{}, stop <-chan struct{}) bool {
 }
 
 // end adds the calling goroutine's segment to done, and unlocks it from
-// its thread. On a goroutine not counted it does nothing: its thread is
-// in live only if the goroutine is locked to it (no other goroutine runs
-// on a locked thread).
+// its thread. Only a counted goroutine calls it (start's stop, idle), one
+// locked to its thread, whose ID in live is its own.
 func (m *cpuMeter) end() {
 	tid := unix.Gettid()
 	now, ok := threadCPU(tid)
@@ -220,8 +219,9 @@ func (m *cpuMeter) start(done <-chan struct{}) (stop func()) {
 // idle stops counting the calling goroutine while it waits (a sleep, a
 // server waiting for its end) and gives its thread back, so that an idle
 // container holds no OS thread; resume (idempotent, on the same
-// goroutine) counts it again, if a metered thread is free. On a goroutine
-// not counted it does nothing.
+// goroutine) counts it again, once a metered thread is free (begin: a
+// container with a CPU limit waits for one). On a goroutine not counted
+// it does nothing.
 func (m *cpuMeter) idle() (resume func()) {
 	seg, ok := m.ownSegment()
 	if !ok {
