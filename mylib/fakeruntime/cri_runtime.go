@@ -528,16 +528,6 @@ func (r *Runtime) containersDir() (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	if r.sandbox != nil {
-		// Where the sandbox processes mount their roots, each its own
-		// tmpfs; on the host, root's: others may pass through, not write (it
-		// could otherwise swap a container's directory for a symlink the
-		// runtime would follow); each container's rootfs is its own.
-		r.sandbox.setDir(dir)
-		if err := os.Chmod(dir, 0o711); err != nil {
-			return "", err
-		}
-	}
 	return dir, nil
 }
 

@@ -15,10 +15,13 @@ package fakeruntime
 //	runtime at each container's first run   (/<id>/rootfs, /.mounts/<id>/<i>: nosuid, nodev, noexec, read-only
 //	                                        when the mount is; each a clone of what the runtime pinned at
 //	                                        CreateContainer; os.Root each; sandboxproc_pod.go)
-//	a uid and gid of its own, no groups,    every privilege of root but reading any file (CAP_DAC_READ_SEARCH,
-//	(SandboxUIDBase+, sandboxproc_uid.go)   kept: a container's root reads its 0400 Secret), and signalling,
-//	started a second time as that user      tracing or writing as another pod's process; any other local user
-//	                                        signalling it
+//	a user namespace of its own: its root   its capability counting on the host's files (open_by_handle_at on
+//	no one of the host's (the root stand-   the host's filesystem is refused); its mounts are idmapped with it,
+//	in), its pod's user itself              so root's files there are its root's (sandboxproc_pod.go)
+//	a uid and gid of its own, no groups,    every privilege of root but reading any file of its namespace's
+//	(SandboxUIDBase+, sandboxproc_uid.go)   (CAP_DAC_READ_SEARCH: a container's root reads its 0400 Secret),
+//	started a second time as that user      and signalling, tracing or writing as another pod's process; any
+//	                                        other local user signalling it
 //	no_new_privs                            gaining privileges back through exec
 //	a seccomp filter (sandboxproc/seccomp.go) open_by_handle_at, new user namespaces, mounts, keys, bpf, ptrace…
 //	rlimits (core 0, open files)            core dumps on the host; a runaway of file descriptors
@@ -119,6 +122,8 @@ type sandboxChild struct {
 	conn   *net.UnixConn
 	stderr *tailBuffer
 	mntns  *os.File   // its mount namespace, where the runtime binds its containers' files
+	userns *os.File   // its user namespace, which idmaps those binds (nil: it has none)
+	rootID int        // the host's id of its root (0: it has no user namespace)
 	cgroup *podCgroup // nil: none
 	oom    uint64     // the cgroup's OOM kills when it started
 	exited chan struct{}
@@ -296,8 +301,9 @@ func (s *sandboxProcess) running(spec runSpec) (*sandboxChild, error) {
 }
 
 // startSandboxChild starts the runtime's binary (exe) as the sandbox
-// process of pod, running as uid, in cg (nil: none).
-func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn *podnet.Network) (*sandboxChild, error) {
+// process of pod, running as uid, in cg (nil: none), in a user namespace
+// whose root is rootUID (0: none).
+func startSandboxChild(exe *os.File, pod string, uid, rootUID int, cg *podCgroup, pn *podnet.Network) (*sandboxChild, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -310,7 +316,7 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 		return nil, err
 	}
 	conn := fc.(*net.UnixConn)
-	cfg, _ := json.Marshal(sandboxproc.SandboxConfig{Dir: dir, NoNet: pn == nil, Ports: pn != nil, UID: uid}) // plain fields always marshal
+	cfg, _ := json.Marshal(sandboxproc.SandboxConfig{Dir: sandboxRootDir, NoNet: pn == nil, UID: uid, RootUID: rootUID}) // plain fields always marshal
 	stderr := &tailBuffer{max: 4096}
 	cmd := &exec.Cmd{
 		// The binary the runtime was started from, by the descriptor it
@@ -329,6 +335,16 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 	if pn == nil {
 		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNET
 	}
+	if rootUID != 0 {
+		// Its own user namespace (IDMap), in which it starts as root: the
+		// namespaces born with it are that namespace's, so its root may
+		// mount its own root there; the pod network's stays the host's.
+		ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: rootUID, Size: 1}, {ContainerID: uid, HostID: uid, Size: 1}}
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
+		cmd.SysProcAttr.UidMappings, cmd.SysProcAttr.GidMappings = ids, ids
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = true // so that it can drop the runtime's groups
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
+	}
 	if err := startWalledIn(cmd, pn); err != nil {
 		conn.Close()
 		return nil, err
@@ -340,9 +356,7 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 		conn.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		if child.mntns != nil {
-			child.mntns.Close()
-		}
+		child.closeNamespaces()
 		return nil, err
 	}
 	// Into its pod's cgroup before it runs a script (it runs none before
@@ -362,9 +376,16 @@ func startSandboxChild(exe *os.File, dir, pod string, uid int, cg *podCgroup, pn
 	if err != nil || n == 0 || json.Unmarshal(buf[:n], &ready) != nil || ready.ID != sandboxproc.ReadyID {
 		return fail(fmt.Errorf("it did not start: %s", bytes.TrimSpace([]byte(stderr.String()))))
 	}
-	// Its mount namespace, now that it has its own root there.
+	// Its mount namespace, now that it has its own root there, and its
+	// user namespace.
 	if child.mntns, err = os.Open(fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid)); err != nil {
 		return fail(err)
+	}
+	if rootUID != 0 {
+		if child.userns, err = os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid)); err != nil {
+			return fail(err)
+		}
+		child.rootID = rootUID
 	}
 	go child.readExits()
 	return child, nil
@@ -377,13 +398,19 @@ const sandboxStartTimeout = 30 * time.Second
 // startWalledIn starts cmd from an OS thread of its own that first joins
 // the pod network's namespace (the child is born in it: once it is nobody
 // it could not join it) and sets no_new_privs (which the child inherits:
-// Go cannot set it on all of its own threads). The thread is spoiled for
-// anything else, so it ends with cmd's start (podnet.OnOwnThread).
+// Go cannot set it on all of its own threads). There it also lets any
+// user bind the ports below 1024, as the images' servers do (nginx on
+// 80): the pod network's namespace is the host's user namespace's, in
+// which the child holds no capability. The thread is spoiled for anything
+// else, so it ends with cmd's start (podnet.OnOwnThread).
 func startWalledIn(cmd *exec.Cmd, pn *podnet.Network) error {
 	return podnet.OnOwnThread(func() error {
 		if pn != nil {
 			if err := pn.Enter(); err != nil {
 				return err
+			}
+			if err := os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("0"), 0); err != nil {
+				return fmt.Errorf("unprivileged ports: %w", err)
 			}
 		}
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -391,6 +418,17 @@ func startWalledIn(cmd *exec.Cmd, pn *podnet.Network) error {
 		}
 		return cmd.Start()
 	})
+}
+
+// closeNamespaces lets go of its namespaces. Caller holds c.bindMu, or
+// c is not shared yet.
+func (c *sandboxChild) closeNamespaces() {
+	for _, f := range []**os.File{&c.mntns, &c.userns} {
+		if *f != nil {
+			(*f).Close()
+			*f = nil
+		}
+	}
 }
 
 // send writes one message, with files passed as descriptors.
@@ -441,10 +479,7 @@ func (c *sandboxChild) readExits() {
 	c.mu.Unlock()
 	werr := c.cmd.Wait()
 	c.bindMu.Lock()
-	if c.mntns != nil {
-		c.mntns.Close()
-		c.mntns = nil
-	}
+	c.closeNamespaces()
 	c.bindMu.Unlock()
 	reason := ""
 	if c.cgroup != nil && c.cgroup.oomKills() > c.oom {
@@ -622,14 +657,6 @@ func readFrames(r io.Reader, stdout, stderr io.Writer, consumed func(int64)) {
 		}
 		_, _ = w.Write(buf[:n])
 	}
-}
-
-// setDir sets the containers' directory, on which each sandbox process
-// mounts its own root (in its own mount namespace).
-func (s *sandboxProcess) setDir(dir string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dir = dir
 }
 
 // adopt gives the user of c's pod's sandbox process c's new root file

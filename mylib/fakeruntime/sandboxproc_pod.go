@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +24,6 @@ import (
 // pod sandbox, started at RunPodSandbox (and by a run after it died),
 // ended at StopPodSandbox (its user and cgroup given back at RemovePodSandbox).
 type sandboxProcess struct {
-	dir string          // the containers' directory
 	net *podnet.Network // nil: no pod network
 
 	// exe is the sandbox binary (sandboxproc_binary.go), opened once per
@@ -36,7 +36,15 @@ type sandboxProcess struct {
 	pods map[string]*podProcess // by sandbox ID
 
 	noCgroup sync.Once // the log says once that a pod has no cgroup
+
+	// rootUID is the root stand-in of the sandbox processes' user
+	// namespaces (sandboxproc_uid.go); 0 once none can be made.
+	rootUID int
 }
+
+// noIDMap says once, for every runtime of the process, that a mount
+// could not be idmapped.
+var noIDMap sync.Once
 
 // podProcess is one pod sandbox's process, its user and its cgroup.
 type podProcess struct {
@@ -55,7 +63,33 @@ type podProcess struct {
 func newSandboxProcess(pn *podnet.Network) *sandboxProcess {
 	s := &sandboxProcess{net: pn, pods: map[string]*podProcess{}}
 	s.exe, s.exeErr = sandboxBinary()
+	if s.exeErr == nil {
+		s.exeErr = makeSandboxRootDir()
+	}
+	var err error
+	if s.rootUID, err = rootStandIn(); err != nil {
+		klog.InfoS(noUserNamespaceMessage, "err", err)
+	}
 	return s
+}
+
+// sandboxRootDir is where each sandbox process mounts its root, a tmpfs
+// of its own, in its own mount namespace: the host sees nothing there.
+// Its root, no one of the host's, must reach it: the directories to it
+// are root's, and others may pass through them, not list or write them.
+var sandboxRootDir = "/run/mykubelet/sandbox-root"
+
+// makeSandboxRootDir makes sandboxRootDir, and its parent, so.
+func makeSandboxRootDir() error {
+	for _, d := range []string{filepath.Dir(sandboxRootDir), sandboxRootDir} {
+		if err := os.Mkdir(d, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("the sandbox processes' mount point: %w", err)
+		}
+		if err := os.Chmod(d, 0o711); err != nil {
+			return fmt.Errorf("the sandbox processes' mount point: %w", err)
+		}
+	}
+	return nil
 }
 
 // openExe opens the binary at name for the sandbox processes, on a
@@ -106,7 +140,7 @@ func (s *sandboxProcess) pod(id, cgroupParent string) (*podProcess, error) {
 	if id == "" {
 		return nil, errors.New("a run names no pod sandbox")
 	}
-	slot, err := claimUID()
+	slot, err := claimUID(s.rootUID)
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +231,6 @@ func (p *podProcess) remove() {
 // startChild starts pod p's process, in its cgroup when it has a
 // CgroupParent (made at the first start). Caller holds p.mu.
 func (s *sandboxProcess) startChild(p *podProcess) (*sandboxChild, error) {
-	s.mu.Lock()
-	dir := s.dir
-	s.mu.Unlock()
 	if s.exeErr != nil {
 		return nil, s.exeErr
 	}
@@ -216,8 +247,37 @@ func (s *sandboxProcess) startChild(p *podProcess) (*sandboxChild, error) {
 			return nil, err
 		}
 	}
-	return startSandboxChild(s.exe, dir, p.id, p.uid.uid, p.cgroup, s.net)
+	s.mu.Lock()
+	rootUID := s.rootUID
+	s.mu.Unlock()
+	child, err := startSandboxChild(s.exe, p.id, p.uid.uid, rootUID, p.cgroup, s.net)
+	if rootUID != 0 && userNamespaceRefused(err) {
+		s.noUserNamespace(err)
+		return startSandboxChild(s.exe, p.id, p.uid.uid, 0, p.cgroup, s.net)
+	}
+	return child, err
 }
+
+// userNamespaceRefused reports whether err is the kernel's refusal of a
+// new user namespace (disabled, or the limit reached): the runtime goes
+// on without.
+func userNamespaceRefused(err error) bool {
+	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EUSERS) || errors.Is(err, unix.EINVAL)
+}
+
+// noUserNamespace makes every later sandbox process start without a user
+// namespace of its own, saying what that costs, once.
+func (s *sandboxProcess) noUserNamespace(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rootUID == 0 {
+		return
+	}
+	s.rootUID = 0
+	klog.InfoS(noUserNamespaceMessage, "err", err)
+}
+
+const noUserNamespaceMessage = "The mock runtime cannot give its sandbox processes user namespaces of their own: each keeps no capability, so a container's root reads only what the modes let its pod's user read (a Secret file of mode 0400 is refused)"
 
 // bind binds spec's container's rootfs and mounts into the sandbox
 // process's root, as runc bind-mounts them into a container's: each is
@@ -253,6 +313,20 @@ func (c *sandboxChild) bind(spec runSpec) error {
 		if err := unix.MountSetattr(t, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: attr}); err != nil {
 			return fmt.Errorf("mount_setattr: %w", err)
 		}
+		if c.userns == nil {
+			return nil
+		}
+		// Idmapped with its user namespace: a file of root's is its
+		// root's there, one of its pod's user its user's, any other
+		// nobody's; what it writes is its user's on the disk, as before.
+		// A filesystem that cannot be idmapped is bound as it is: its
+		// files of root's are nobody's there.
+		err = unix.MountSetattr(t, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(c.userns.Fd())})
+		if err != nil {
+			noIDMap.Do(func() {
+				klog.InfoS("The mock runtime binds a container's files into its sandbox process without idmapping them: a file of root's there is nobody's, and a container's root reads it only if its mode lets anyone (a Secret file of mode 0400 is refused)", "err", err)
+			})
+		}
 		return nil
 	}
 	rootfs, err := unix.Open(spec.rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -285,6 +359,13 @@ func (c *sandboxChild) bind(spec runSpec) error {
 	}
 	id := spec.Container
 	err = c.inNamespace(func() error {
+		// What it makes in the process's root is that root's: the
+		// runtime's own user (the host's root) is no one in the
+		// namespace that mounted it (its files would be refused).
+		if c.rootID != 0 {
+			unix.Setfsuid(c.rootID)
+			unix.Setfsgid(c.rootID)
+		}
 		if err := mkdirs(path.Dir(sandboxproc.BoundRootfs(id)), sandboxproc.BoundRootfs(id), "/"+sandboxproc.MountsDir); err != nil {
 			return err
 		}

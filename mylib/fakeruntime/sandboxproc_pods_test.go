@@ -325,7 +325,7 @@ func TestSandboxUIDsAreClaimedOnceAcrossRuntimes(t *testing.T) {
 	seen := map[int]bool{}
 	var slots []*uidSlot
 	for range 20 {
-		s, err := claimUID()
+		s, err := claimUID(0)
 		require.NoError(t, err)
 		require.False(t, seen[s.uid], "uid %d claimed twice", s.uid)
 		seen[s.uid] = true

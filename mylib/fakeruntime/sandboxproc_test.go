@@ -176,15 +176,23 @@ func TestSandboxProcessIsWalledIn(t *testing.T) {
 	require.ElementsMatch(t, []string{".mounts", c}, names)
 	fi, err := os.Stat(root)
 	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o711), fi.Mode().Perm(), "root's: the sandbox process may not swap a container's directory")
-	require.EqualValues(t, 0, fi.Sys().(*syscall.Stat_t).Uid)
+	require.Equal(t, os.FileMode(0o711), fi.Mode().Perm(), "its root's: the sandbox process's user may not swap a container's directory")
+	require.EqualValues(t, r.sandbox.rootUID, fi.Sys().(*syscall.Stat_t).Uid, "its root is the root stand-in, no one of the host's")
+	require.NotZero(t, r.sandbox.rootUID)
 	r.mu.Lock()
 	rootfs := filepath.Join(r.containers[c].dir, "rootfs")
 	r.mu.Unlock()
 	fi, err = os.Stat(rootfs)
 	require.NoError(t, err)
 	require.EqualValues(t, uid, fi.Sys().(*syscall.Stat_t).Uid, "the container's rootfs is its pod's sandbox user's")
-	for _, ns := range []string{"mnt", "pid", "ipc", "uts", "net"} {
+	// Its user namespace maps its root to the stand-in and its user to
+	// itself, nothing else: its capability is worth nothing in the host's.
+	for _, f := range []string{"uid_map", "gid_map"} {
+		m, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, f))
+		require.NoError(t, err)
+		require.Equal(t, strings.Fields(sandboxproc.IDMap(r.sandbox.rootUID, uid)), strings.Fields(string(m)), f)
+	}
+	for _, ns := range []string{"user", "mnt", "pid", "ipc", "uts", "net"} {
 		ours, err := os.Readlink("/proc/self/ns/" + ns)
 		require.NoError(t, err)
 		its, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))

@@ -75,8 +75,9 @@ var uidCursor struct {
 	next int
 }
 
-// claimUID claims a free uid of the range.
-func claimUID() (*uidSlot, error) {
+// claimUID claims a free uid of the range, neither the root stand-in nor
+// avoid (the one its runtime chose: /etc/subuid may have changed since).
+func claimUID(avoid int) (*uidSlot, error) {
 	if err := os.MkdirAll(sandboxUIDDir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox users: %w", err)
 	}
@@ -91,12 +92,13 @@ func claimUID() (*uidSlot, error) {
 	if err != nil {
 		return nil, err
 	}
+	standIn, _ := firstClear(subordinate) // none clear: no uid is either
 	uidCursor.Lock()
 	defer uidCursor.Unlock()
 	for i := range SandboxUIDCount {
 		slot := (uidCursor.next + i) % SandboxUIDCount
 		uid := SandboxUIDBase + slot
-		if slices.ContainsFunc(subordinate, func(r [2]int) bool { return uid >= r[0] && uid < r[0]+r[1] }) {
+		if inRanges(subordinate, uid) || uid == standIn || uid == avoid {
 			continue
 		}
 		f, err := os.OpenFile(filepath.Join(sandboxUIDDir, strconv.Itoa(uid)), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
@@ -116,6 +118,37 @@ func claimUID() (*uidSlot, error) {
 		}
 	}
 	return nil, fmt.Errorf("sandbox users: all %d of %d-%d are taken or in /etc/subuid or /etc/subgid", SandboxUIDCount, SandboxUIDBase, SandboxUIDBase+SandboxUIDCount-1)
+}
+
+// rootStandIn is the host's user (and group) that stands for root in
+// every sandbox process's user namespace (sandboxproc.IDMap): the first of
+// the range clear of /etc/subuid and /etc/subgid, given to no pod. A
+// file of root's, on a mount the runtime idmapped for a sandbox process,
+// is the stand-in's there, which the process's capability reads and its
+// user does not own. No process runs as the stand-in but a sandbox
+// process's first start, as the root of its own namespace, while it
+// walls itself in.
+func rootStandIn() (int, error) {
+	subordinate, err := subordinateRanges(subIDFiles...)
+	if err != nil {
+		return 0, err
+	}
+	return firstClear(subordinate)
+}
+
+// firstClear is the first id of the range in none of ranges.
+func firstClear(ranges [][2]int) (int, error) {
+	for id := SandboxUIDBase; id < SandboxUIDBase+SandboxUIDCount; id++ {
+		if !inRanges(ranges, id) {
+			return id, nil
+		}
+	}
+	return 0, fmt.Errorf("sandbox users: all of %d-%d are in /etc/subuid or /etc/subgid", SandboxUIDBase, SandboxUIDBase+SandboxUIDCount-1)
+}
+
+// inRanges reports whether id is in one of ranges ({first, count}).
+func inRanges(ranges [][2]int, id int) bool {
+	return slices.ContainsFunc(ranges, func(r [2]int) bool { return id >= r[0] && id < r[0]+r[1] })
 }
 
 // release gives the uid back.

@@ -1,6 +1,7 @@
 package fakeruntime
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -74,18 +75,21 @@ func TestSandboxUIDsStayClearOfSubordinateIDs(t *testing.T) {
 		uidCursor.next = oldNext
 		uidCursor.Unlock()
 	})
+	standIn, err := rootStandIn()
+	require.NoError(t, err)
+	require.Equal(t, 231072, standIn, "the root stand-in: the first id clear of them")
 	var uids []int
 	for range 3 {
-		s, err := claimUID()
+		s, err := claimUID(standIn)
 		require.NoError(t, err)
 		defer s.release()
 		uids = append(uids, s.uid)
 	}
-	require.Equal(t, []int{231072, 231073, 231074}, uids)
+	require.Equal(t, []int{231073, 231074, 231075}, uids, "no pod is the root stand-in")
 	uidCursor.Lock()
 	uidCursor.next = 240000 - SandboxUIDBase
 	uidCursor.Unlock()
-	s, err := claimUID()
+	s, err := claimUID(0)
 	require.NoError(t, err)
 	defer s.release()
 	require.Equal(t, 240100, s.uid, "/etc/subgid's 240000-240099 skipped too")
@@ -112,10 +116,25 @@ func TestASandboxProcessRunsUnderASeccompFilter(t *testing.T) {
 // handle of the "shocker" escape (open_by_handle_at, inode 2) it opens
 // nothing, on its own root nor on its container's mount, which is the
 // host's filesystem; and of the host's /etc, which the runtime holds
-// without close-on-exec, it holds no descriptor.
+// without close-on-exec, it holds no descriptor. Each wall holds alone:
+// the seccomp filter refuses the call; built also with the tag
+// mykubelet_noseccomp (no filter), the kernel still refuses it, for the
+// process's capability is its own user namespace's, not the host's.
 func TestACodeExecutionBugStaysInItsPod(t *testing.T) {
+	for _, c := range []struct {
+		tags    string
+		seccomp string // its Seccomp: line
+	}{
+		{"mykubelet_codeexec", "2"},
+		{"mykubelet_codeexec,mykubelet_noseccomp", "0"},
+	} {
+		t.Run(c.tags, func(t *testing.T) { codeExecutionStaysInItsPod(t, c.tags, c.seccomp) })
+	}
+}
+
+func codeExecutionStaysInItsPod(t *testing.T, tags, seccomp string) {
 	r := sandboxRuntime(t)
-	r.sandbox.exe = codeExecSandboxBinary(t)
+	r.sandbox.exe = codeExecSandboxBinary(t, tags)
 	fd, err := unix.Open("/etc", unix.O_RDONLY|unix.O_DIRECTORY, 0) // no O_CLOEXEC
 	require.NoError(t, err)
 	t.Cleanup(func() { unix.Close(fd) })
@@ -123,17 +142,30 @@ func TestACodeExecutionBugStaysInItsPod(t *testing.T) {
 	require.NoError(t, unix.Fstat(fd, &etc))
 
 	st, out := runLogged(t, r, "codeexec", `mykubelet-codeexec handles; mykubelet-codeexec fds`)
+	require.EqualValues(t, 0, st.ExitCode, out)
+	r.sandbox.mu.Lock()
+	var pods []string
+	for id := range r.sandbox.pods {
+		pods = append(pods, id)
+	}
+	r.sandbox.mu.Unlock()
+	require.Len(t, pods, 1)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", sandboxPID(t, r, pods[0])))
+	require.NoError(t, err)
+	require.Contains(t, string(status), "Seccomp:\t"+seccomp+"\n")
 	r.mu.Lock()
 	require.NoError(t, unix.Stat(r.stateDir, &state)) // where its containers' files are
 	r.mu.Unlock()
-	require.EqualValues(t, 0, st.ExitCode, out)
 	handles := regexp.MustCompile(`(?m)^handle (\S+) dev (\d+): (.*)$`).FindAllStringSubmatch(out, -1)
 	fds := regexp.MustCompile(`(?m)^fd (\d+): dev (\d+) ino (\d+)$`).FindAllStringSubmatch(out, -1)
 	require.NotEmpty(t, fds, out)
 	onHost := false
 	for _, h := range handles {
 		assert.NotEqual(t, "opened", h[3], "%s: open_by_handle_at gave the process its filesystem's root", h[1])
-		onHost = onHost || h[2] == strconv.FormatUint(state.Dev, 10)
+		if h[2] == strconv.FormatUint(state.Dev, 10) {
+			onHost = true
+			assert.Contains(t, h[3], "operation not permitted", "%s: on the host's filesystem the kernel refuses the call", h[1])
+		}
 	}
 	require.True(t, onHost, "no directory the process can name is on the host's filesystem (dev %d): the attack was not tried there\n%s", state.Dev, out)
 	for _, f := range fds {
@@ -142,13 +174,12 @@ func TestACodeExecutionBugStaysInItsPod(t *testing.T) {
 	}
 }
 
-// codeExecSandboxBinary builds the sandbox binary with the tag
-// mykubelet_codeexec, as the runtime builds its own (sandboxproc_binary.go),
+// codeExecSandboxBinary builds the sandbox binary with tags, as the runtime builds its own (sandboxproc_binary.go),
 // and opens it.
-func codeExecSandboxBinary(t *testing.T) *os.File {
+func codeExecSandboxBinary(t *testing.T, tags string) *os.File {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "mykubelet-sandbox-codeexec")
-	cmd := exec.Command("go", "build", "-tags", "mykubelet_codeexec", "-o", bin, sandboxBinaryPackage)
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, sandboxBinaryPackage)
 	cmd.Dir = moduleDir()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-trimpath")
 	msg, err := cmd.CombinedOutput()
@@ -157,4 +188,27 @@ func codeExecSandboxBinary(t *testing.T) *os.File {
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// TestWithoutAUserNamespaceASandboxProcessKeepsNoCapability: where no
+// user namespace can be made (played by the runtime's giving up on them),
+// the sandbox process runs in the host's, as its pod's user, with no
+// capability at all: a capability there would be one over the host's
+// files. A Secret file of mode 0400 is then refused, as the log says.
+func TestWithoutAUserNamespaceASandboxProcessKeepsNoCapability(t *testing.T) {
+	r := sandboxRuntime(t)
+	r.sandbox.noUserNamespace(errors.New("played by the test"))
+	sb := runSandbox(t, r, "plain", "uid-plain", nil)
+	startContainer(t, r, createContainer(t, r, sb, "one", "sleep", "3600"))
+	pid := sandboxPID(t, r, sb)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, want := range []string{"CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapAmb:\t0000000000000000", "Seccomp:\t2\n"} {
+		require.Contains(t, string(status), want)
+	}
+	ours, err := os.Readlink("/proc/self/ns/user")
+	require.NoError(t, err)
+	its, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid))
+	require.NoError(t, err)
+	require.Equal(t, ours, its, "the host's user namespace")
 }

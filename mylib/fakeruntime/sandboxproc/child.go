@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -35,10 +36,11 @@ func init() {
 }
 
 // sandboxMain is the sandbox process: it returns its exit code. It starts
-// twice. First as root, started by the runtime: it walls itself in and
-// then, as its last act as root, executes its own binary again as the
-// pod's user (becomeItsUser). The second start finds its walls standing
-// (walledEnv) and serves the runtime.
+// twice. First as the root of a user namespace of its own, started by the
+// runtime (its root is no one of the host's: the root stand-in): it walls
+// itself in and then, as its last act as that root, executes its own
+// binary again as the pod's user (becomeItsUser). The second start finds
+// its walls standing (walledEnv) and serves the runtime.
 func sandboxMain(config string) int {
 	nameItself()
 	var cfg SandboxConfig
@@ -48,21 +50,27 @@ func sandboxMain(config string) int {
 	}
 	kept := uint32(1) << keptCapability
 	if _, walled := os.LookupEnv(walledEnv); !walled {
-		if err := closeInherited(); err != nil {
-			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
-			return 2
+		err := closeInherited()
+		if err == nil && cfg.RootUID != 0 {
+			err = checkUserNamespace(cfg)
 		}
-		exe, err := wallIn(cfg)
-		if err == nil && LinkedStatically(exe) {
+		var exe *os.File
+		if err == nil {
+			exe, err = wallIn(cfg)
+		}
+		if err == nil && cfg.RootUID != 0 && LinkedStatically(exe) {
 			err = becomeItsUser(cfg.UID, exe, config) // returns only if it failed
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 			return 2
 		}
-		// A binary linked dynamically cannot start again behind the
-		// walls: its loader is a file of the host's. It gives root up in
-		// place, all of it (Go sets the user of every thread).
+		// Without a user namespace of its own, a capability it kept
+		// would be one in the host's (open_by_handle_at opens any file
+		// of a filesystem it can name): it keeps none. Nor can a binary
+		// linked dynamically start again behind the walls: its loader is
+		// a file of the host's. Either way it gives root up in place,
+		// all of it (Go sets the user of every thread).
 		if err := giveRootUp(cfg.UID); err != nil {
 			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 			return 2
@@ -75,9 +83,11 @@ func sandboxMain(config string) int {
 	}
 	// The last wall, before a script runs: the kernel refuses what no
 	// pod's command needs (seccomp.go).
-	if err := installSeccomp(); err != nil {
-		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
-		return 2
+	if !seccompOff {
+		if err := installSeccomp(); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+			return 2
+		}
 	}
 	os.Unsetenv(SandboxEnv) // nothing of it reaches a script
 	os.Unsetenv(walledEnv)
@@ -98,18 +108,10 @@ func sandboxMain(config string) int {
 	return 0
 }
 
-// wallIn puts the process behind its walls, all of which need root: the
-// pod network's low ports, the mount namespace and its new root, the
-// rlimits. It returns its own binary, opened while the host's /proc was
+// wallIn puts the process behind its walls, all of which need its root:
+// the mount namespace and its new root, the rlimits. It returns its own binary, opened while the host's /proc was
 // still there, for the second start.
 func wallIn(cfg SandboxConfig) (*os.File, error) {
-	if cfg.Ports {
-		// As its own user, the servers of the images (nginx on 80) still
-		// bind their ports, in the pod network's namespace only.
-		if err := os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("0"), 0); err != nil {
-			return nil, fmt.Errorf("unprivileged ports: %w", err)
-		}
-	}
 	if cfg.UID < SandboxUIDBase || cfg.UID >= SandboxUIDBase+SandboxUIDCount {
 		return nil, fmt.Errorf("uid %d is not one of the sandbox users", cfg.UID)
 	}
@@ -170,6 +172,26 @@ func wallIn(cfg SandboxConfig) (*os.File, error) {
 	return exe, nil
 }
 
+// checkUserNamespace checks, while the host's /proc is still there, that
+// the process is the root of a user namespace that maps its root to the
+// root stand-in and its pod's user to itself, and no other id (IDMap).
+func checkUserNamespace(cfg SandboxConfig) error {
+	want := IDMap(cfg.RootUID, cfg.UID)
+	for _, f := range []string{"/proc/self/uid_map", "/proc/self/gid_map"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("its user namespace: %w", err)
+		}
+		if got := strings.Join(strings.Fields(string(b)), " "); got != strings.Join(strings.Fields(want), " ") {
+			return fmt.Errorf("its user namespace: %s is %q, want %q", f, got, want)
+		}
+	}
+	if uid, gid := os.Getuid(), os.Getgid(); uid != 0 || gid != 0 {
+		return fmt.Errorf("its user namespace: it runs as %d:%d, not as its root", uid, gid)
+	}
+	return nil
+}
+
 // closeInherited closes every descriptor the process was started with
 // but its stdio and the runtime's socket (fd 3): one the runtime
 // inherited without close-on-exec (a shell's 7</etc) would pass through
@@ -205,7 +227,10 @@ const walledEnv = "MYKUBELET_FAKERUNTIME_SANDBOX_WALLED"
 // keptCapability is the one privilege of root the sandbox process keeps:
 // reading any file (CAP_DAC_READ_SEARCH), as a container's root reads a
 // Secret file of mode 0400 that the kubelet wrote as root (defaultMode:
-// 0400). Behind its walls the only files are its own pod's; it writes
+// 0400). It holds in the process's own user namespace alone: over the
+// files whose owner and group that namespace maps (its pod's user's, and
+// root's on the mounts the runtime idmapped for it), and nowhere in the
+// host's (open_by_handle_at, which needs it there, is refused). It writes
 // only where the modes let its user write.
 const keptCapability = unix.CAP_DAC_READ_SEARCH
 

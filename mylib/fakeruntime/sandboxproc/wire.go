@@ -5,6 +5,7 @@ package sandboxproc
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"sync"
@@ -69,10 +70,23 @@ type RunExit struct {
 
 // SandboxConfig is the sandbox process's start-up configuration.
 type SandboxConfig struct {
-	Dir   string `json:"dir"`   // an empty directory of the host it mounts its root on (the containers' directory)
+	Dir   string `json:"dir"`   // a directory of the host it mounts its root on, in its own mount namespace
 	NoNet bool   `json:"noNet"` // it has a network namespace of its own, empty
-	Ports bool   `json:"ports"` // let its user bind ports below 1024 in the pod network
 	UID   int    `json:"uid"`   // its user and group: its pod's (sandboxproc_uid.go)
+	// RootUID is the host's user (and group) its user namespace maps its
+	// root, 0, to: the root stand-in (sandboxproc_uid.go). 0: it has no
+	// user namespace of its own (none could be made).
+	RootUID int `json:"rootUID,omitempty"`
+}
+
+// IDMap is the user namespace's map, for uids as for gids, of a sandbox
+// process whose pod's user is uid: its root is the root stand-in, and its
+// pod's user is itself; no other id of the host is there. So a file of
+// root's, on a mount idmapped with this namespace (sandboxproc_pod.go),
+// is its root's, whose files its CAP_DAC_READ_SEARCH reads; a file of its
+// pod's user is its user's; any other is nobody's.
+func IDMap(rootUID, uid int) string {
+	return fmt.Sprintf("0 %d 1\n%d %d 1\n", rootUID, uid, uid)
 }
 
 // ReadyID is the sandbox process's first message: walled in, ready.
