@@ -19,8 +19,8 @@ package fakeruntime
 //	no one of the host's (the root stand-   the host's filesystem is refused); its mounts are idmapped with it,
 //	in), its pod's user itself              so root's files there are its root's (sandboxproc_pod.go)
 //	a uid and gid of its own, no groups,    every privilege of root but reading any file of its namespace's
-//	(SandboxUIDBase+, sandboxproc_uid.go)   (CAP_DAC_READ_SEARCH: a container's root reads its 0400 Secret),
-//	started a second time as that user      and signalling, tracing or writing as another pod's process; any
+//	(SandboxUIDBase+, sandboxproc_uid.go),  (CAP_DAC_READ_SEARCH: a container's root reads its 0400 Secret),
+//	on every thread at once                 and signalling, tracing or writing as another pod's process; any
 //	                                        other local user signalling it
 //	no_new_privs                            gaining privileges back through exec
 //	a seccomp filter (sandboxproc/seccomp.go) open_by_handle_at, new user namespaces, mounts, keys, bpf, ptrace…

@@ -62,9 +62,9 @@ func openSandboxBinary(dir string) (*os.File, error) {
 	}
 	readsAll := "yes"
 	if !sandboxproc.LinkedStatically(exe) {
-		// Its loader is the host's: the process cannot start again behind
-		// its walls, where it would keep root's reading of any file.
-		readsAll = "no: the binary is linked dynamically, so a container's root reads only what the modes let the pod's user read (a Secret file of mode 0400 is refused)"
+		// Linked with cgo, where Go cannot change the user of all its
+		// threads at once while keeping a capability (child.go).
+		readsAll = "no: the binary is linked dynamically, with cgo, so a container's root reads only what the modes let the pod's user read (a Secret file of mode 0400 is refused)"
 	}
 	klog.V(2).InfoS("The mock runtime starts its sandbox processes from its own binary, not from the small one of mylib/fakeruntime/sandboxproc", "reason", err, "rootReadsEveryFileOfItsPod", readsAll)
 	return exe, nil

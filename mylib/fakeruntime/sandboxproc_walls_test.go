@@ -18,10 +18,9 @@ import (
 
 // TestASandboxProcessHoldsOnlyTheDescriptorsItWasGiven: a descriptor the
 // runtime inherited without close-on-exec (here the host's /etc, as a
-// shell's 7</etc would leave it) does not pass through pivot_root and
-// the second start into a pod's sandbox process: it closes every
-// descriptor but its stdio and the runtime's socket (close_range) before
-// its walls go up.
+// shell's 7</etc would leave it) does not pass through pivot_root into a
+// pod's sandbox process: it closes every inherited descriptor but its
+// stdio and the runtime's socket before its walls go up.
 func TestASandboxProcessHoldsOnlyTheDescriptorsItWasGiven(t *testing.T) {
 	r := sandboxRuntime(t)
 	fd, err := unix.Open("/etc", unix.O_RDONLY|unix.O_DIRECTORY, 0) // no O_CLOEXEC: inherited by what the runtime starts

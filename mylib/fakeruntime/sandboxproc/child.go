@@ -8,6 +8,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -35,12 +36,11 @@ func init() {
 	}
 }
 
-// sandboxMain is the sandbox process: it returns its exit code. It starts
-// twice. First as the root of a user namespace of its own, started by the
-// runtime (its root is no one of the host's: the root stand-in): it walls
-// itself in and then, as its last act as that root, executes its own
-// binary again as the pod's user (becomeItsUser). The second start finds
-// its walls standing (walledEnv) and serves the runtime.
+// sandboxMain is the sandbox process: it returns its exit code. Started
+// by the runtime as the root of a user namespace of its own (its root is
+// no one of the host's: the root stand-in), it walls itself in, gives
+// root up for its pod's user (becomeItsUser), checks what it became, and
+// serves the runtime.
 func sandboxMain(config string) int {
 	nameItself()
 	var cfg SandboxConfig
@@ -48,34 +48,28 @@ func sandboxMain(config string) int {
 		fmt.Fprintf(os.Stderr, "sandbox: config: %v\n", err)
 		return 2
 	}
+	err := closeInherited()
+	if err == nil && cfg.RootUID != 0 {
+		err = checkUserNamespace(cfg)
+	}
+	if err == nil {
+		err = wallIn(cfg)
+	}
 	kept := uint32(1) << keptCapability
-	if _, walled := os.LookupEnv(walledEnv); !walled {
-		err := closeInherited()
-		if err == nil && cfg.RootUID != 0 {
-			err = checkUserNamespace(cfg)
-		}
-		var exe *os.File
-		if err == nil {
-			exe, err = wallIn(cfg)
-		}
-		if err == nil && cfg.RootUID != 0 && LinkedStatically(exe) {
-			err = becomeItsUser(cfg.UID, exe, config) // returns only if it failed
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
-			return 2
-		}
+	if err == nil && cfg.RootUID != 0 {
+		err = becomeItsUser(cfg.UID)
+	}
+	if err == nil && cfg.RootUID == 0 || errors.Is(err, unix.ENOTSUP) {
 		// Without a user namespace of its own, a capability it kept
 		// would be one in the host's (open_by_handle_at opens any file
-		// of a filesystem it can name): it keeps none. Nor can a binary
-		// linked dynamically start again behind the walls: its loader is
-		// a file of the host's. Either way it gives root up in place,
-		// all of it (Go sets the user of every thread).
-		if err := giveRootUp(cfg.UID); err != nil {
-			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
-			return 2
-		}
-		kept = 0
+		// of a filesystem it can name); and a binary linked with cgo
+		// cannot change all its threads at once (ENOTSUP). Either way it
+		// gives root up, all of it (Go sets the user of every thread).
+		err, kept = giveRootUp(cfg.UID), 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+		return 2
 	}
 	if err := checkWalls(cfg.UID, kept); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
@@ -90,7 +84,6 @@ func sandboxMain(config string) int {
 		}
 	}
 	os.Unsetenv(SandboxEnv) // nothing of it reaches a script
-	os.Unsetenv(walledEnv)
 	// A script's runaway recursion is an error in its container (the
 	// interpreter bounds it); this is the process's last line.
 	debug.SetMaxStack(256 << 20)
@@ -109,18 +102,13 @@ func sandboxMain(config string) int {
 }
 
 // wallIn puts the process behind its walls, all of which need its root:
-// the mount namespace and its new root, the rlimits. It returns its own binary, opened while the host's /proc was
-// still there, for the second start.
-func wallIn(cfg SandboxConfig) (*os.File, error) {
+// the mount namespace and its new root, the rlimits.
+func wallIn(cfg SandboxConfig) error {
 	if cfg.UID < SandboxUIDBase || cfg.UID >= SandboxUIDBase+SandboxUIDCount {
-		return nil, fmt.Errorf("uid %d is not one of the sandbox users", cfg.UID)
-	}
-	exe, err := os.Open("/proc/self/exe")
-	if err != nil {
-		return nil, fmt.Errorf("its own binary: %w", err)
+		return fmt.Errorf("uid %d is not one of the sandbox users", cfg.UID)
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return nil, fmt.Errorf("private mounts: %w", err)
+		return fmt.Errorf("private mounts: %w", err)
 	}
 	// Its root: an empty tmpfs of its own (the host sees nothing of it:
 	// the mount is in this namespace only), root's, into which the runtime
@@ -129,26 +117,26 @@ func wallIn(cfg SandboxConfig) (*os.File, error) {
 	// root detached, so that no file of the host, no /proc, nothing of
 	// another pod is reachable by any path or any "..".
 	if err := unix.Mount("tmpfs", cfg.Dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0711,size=1m,nr_inodes=16384"); err != nil {
-		return nil, fmt.Errorf("root: %w", err)
+		return fmt.Errorf("root: %w", err)
 	}
 	old := filepath.Join(cfg.Dir, ".old")
 	if err := os.Mkdir(old, 0o700); err != nil {
-		return nil, fmt.Errorf("root: %w", err)
+		return fmt.Errorf("root: %w", err)
 	}
 	if err := unix.PivotRoot(cfg.Dir, old); err != nil {
-		return nil, fmt.Errorf("pivot_root %s: %w", cfg.Dir, err)
+		return fmt.Errorf("pivot_root %s: %w", cfg.Dir, err)
 	}
 	if err := os.Chdir("/"); err != nil {
-		return nil, err
+		return err
 	}
 	if err := unix.Unmount("/.old", unix.MNT_DETACH); err != nil {
-		return nil, fmt.Errorf("the host's root: %w", err)
+		return fmt.Errorf("the host's root: %w", err)
 	}
 	if err := os.Remove("/.old"); err != nil {
-		return nil, fmt.Errorf("the host's root: %w", err)
+		return fmt.Errorf("the host's root: %w", err)
 	}
 	if err := os.Mkdir("/"+MountsDir, 0o711); err != nil {
-		return nil, err
+		return err
 	}
 	// No core dumps on the host; open files capped (each running script
 	// holds a few: its root and its stdio), hard limit included, so that
@@ -162,14 +150,14 @@ func wallIn(cfg SandboxConfig) (*os.File, error) {
 	} {
 		var cur unix.Rlimit
 		if err := unix.Getrlimit(l.res, &cur); err != nil {
-			return nil, fmt.Errorf("rlimit %d: %w", l.res, err)
+			return fmt.Errorf("rlimit %d: %w", l.res, err)
 		}
 		v := min(l.val, cur.Max)
 		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return nil, fmt.Errorf("rlimit %d: %w", l.res, err)
+			return fmt.Errorf("rlimit %d: %w", l.res, err)
 		}
 	}
-	return exe, nil
+	return nil
 }
 
 // checkUserNamespace checks, while the host's /proc is still there, that
@@ -220,10 +208,6 @@ func closeInherited() error {
 	return nil
 }
 
-// walledEnv tells the second start that its walls stand (checkWalls
-// verifies it: an environment variable proves nothing).
-const walledEnv = "MYKUBELET_FAKERUNTIME_SANDBOX_WALLED"
-
 // keptCapability is the one privilege of root the sandbox process keeps:
 // reading any file (CAP_DAC_READ_SEARCH), as a container's root reads a
 // Secret file of mode 0400 that the kubelet wrote as root (defaultMode:
@@ -234,65 +218,57 @@ const walledEnv = "MYKUBELET_FAKERUNTIME_SANDBOX_WALLED"
 // only where the modes let its user write.
 const keptCapability = unix.CAP_DAC_READ_SEARCH
 
-// becomeItsUser gives root up for the pod's user, keeping keptCapability,
-// and starts the process's own binary again. Go cannot do it in place: a
-// process's user and capabilities belong to each of its threads, and Go
-// runs many. So, on one thread, with the kernel's calls themselves: the
+// becomeItsUser gives root up for the pod's user, keeping keptCapability
+// alone. A process's user and capabilities belong to each of its threads,
+// and Go runs many: each step is made on every thread at once
+// (syscall.AllThreadsSyscall; ENOTSUP in a binary linked with cgo). The
 // capabilities' bounding set down to the one kept, no groups, the user's
-// group and user (keeping the capabilities across, PR_SET_KEEPCAPS), the
-// kept one made ambient, then execveat of the binary: the new program has
-// one thread, the user, and the ambient capability alone. It returns only
-// if a step failed.
-func becomeItsUser(uid int, exe *os.File, config string) error {
-	runtime.LockOSThread() // never unlocked: the thread is spoiled, and the exec ends it
+// group and user (keeping the capabilities across, PR_SET_KEEPCAPS), then
+// of those only the one kept.
+func becomeItsUser(uid int) error {
+	all := func(what string, trap, a1, a2, a3 uintptr) error {
+		if _, _, e := syscall.AllThreadsSyscall(trap, a1, a2, a3); e != 0 {
+			return fmt.Errorf("%s: %w", what, e)
+		}
+		return nil
+	}
 	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
 		if c == keptCapability {
 			continue
 		}
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
-			return fmt.Errorf("bounding set: %w", err)
+		if err := all("bounding set", unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return err // EINVAL: a capability this kernel does not know
 		}
 	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
-		return fmt.Errorf("setgroups: %w", e)
-	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
-		return fmt.Errorf("setresgid: %w", e)
-	}
-	if err := unix.Prctl(unix.PR_SET_KEEPCAPS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("keepcaps: %w", err)
-	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
-		return fmt.Errorf("setresuid: %w", e)
-	}
 	one := uint32(1) << keptCapability
-	data := [2]unix.CapUserData{{Effective: one, Permitted: one, Inheritable: one}}
-	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
-		return fmt.Errorf("capset: %w", err)
+	header := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	data := [2]unix.CapUserData{{Effective: one, Permitted: one}}
+	for _, step := range []struct {
+		what       string
+		trap       uintptr
+		a1, a2, a3 uintptr
+	}{
+		{"setgroups", unix.SYS_SETGROUPS, 0, 0, 0},
+		{"setresgid", unix.SYS_SETRESGID, uintptr(uid), uintptr(uid), uintptr(uid)},
+		{"keepcaps", unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 1, 0},
+		{"setresuid", unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)},
+		{"capset", unix.SYS_CAPSET, uintptr(unsafe.Pointer(&header)), uintptr(unsafe.Pointer(&data[0])), 0},
+		{"keepcaps", unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 0, 0},
+	} {
+		if err := all(step.what, step.trap, step.a1, step.a2, step.a3); err != nil {
+			return err
+		}
 	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_RAISE, keptCapability, 0, 0); err != nil {
-		return fmt.Errorf("ambient capability: %w", err)
-	}
-	argv, err := syscall.SlicePtrFromStrings([]string{"mykubelet-sandbox"})
-	if err != nil {
-		return err
-	}
-	envv, err := syscall.SlicePtrFromStrings([]string{SandboxEnv + "=" + config, walledEnv + "=1"})
-	if err != nil {
-		return err
-	}
-	empty := []byte{0}
-	// fd 3, the runtime's socket, is open across it: the runtime passed it
-	// so, and the first start never touched it.
-	_, _, e := unix.Syscall6(unix.SYS_EXECVEAT, exe.Fd(), uintptr(unsafe.Pointer(&empty[0])),
-		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])), unix.AT_EMPTY_PATH, 0)
-	return fmt.Errorf("execveat of its own binary: %w", e)
+	runtime.KeepAlive(&header)
+	runtime.KeepAlive(&data)
+	return nil
 }
 
 // nameItself sets the name `ps -e` and `top` show (the kernel keeps its first
 // 15 bytes: mykubelet-sandb). A program started from a descriptor, as the
-// second start is (execveat), is otherwise named by the descriptor's
-// number. init runs on the main thread, whose name is the process's.
+// runtime starts it (/proc/self/fd/N), is otherwise named by the
+// descriptor's number. init runs on the main thread, whose name is the
+// process's.
 func nameItself() {
 	name := []byte("mykubelet-sandbox\x00")
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
@@ -314,8 +290,8 @@ func giveRootUp(uid int) error {
 }
 
 // LinkedStatically reports whether the ELF binary f names no program
-// interpreter (the dynamic loader): it can be started where no file of the
-// host is. Read through ReadAt: f's offset is left alone.
+// interpreter (the dynamic loader), as a Go binary built without cgo.
+// Read through ReadAt: f's offset is left alone.
 func LinkedStatically(f *os.File) bool {
 	e, err := elf.NewFile(f)
 	if err != nil {
