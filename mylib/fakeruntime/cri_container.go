@@ -46,6 +46,9 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 			return nil, status.Errorf(codes.InvalidArgument, "CreateContainer %s: command: %v", m.GetName(), err)
 		}
 	}
+	if err := loadSeccompProfile(cfg.GetLinux().GetSecurityContext()); err != nil {
+		return nil, status.Errorf(codes.Unknown, "CreateContainer %s: failed to generate seccomp spec opts: %v", m.GetName(), err)
+	}
 	c, s, containers, err := r.newContainer(req, script, params)
 	if err != nil {
 		return nil, err
@@ -77,6 +80,35 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	r.addContainer(s, c)
 	r.containerEvent(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
+}
+
+// loadSeccompProfile reads and decodes the Localhost seccomp profile sc
+// names, as containerd does before it creates a container (not for a
+// privileged one, which runs with none): a profile missing from the node,
+// or not JSON, fails CreateContainer, and the pod's container waits in
+// CreateContainerError. The mock applies none of its rules: every pod's
+// sandbox process runs under the mock's own filter, whatever the profile
+// (sandboxproc/seccomp.go; README, "Where it departs from containerd").
+func loadSeccompProfile(sc *runtimeapi.LinuxContainerSecurityContext) error {
+	sp := sc.GetSeccomp()
+	if sp.GetProfileType() != runtimeapi.SecurityProfile_Localhost || sc.GetPrivileged() {
+		return nil
+	}
+	ref := sp.GetLocalhostRef()
+	if !filepath.IsAbs(ref) {
+		return fmt.Errorf("seccomp profile path must be absolute, but got relative path %q", ref)
+	}
+	b, err := os.ReadFile(ref)
+	if err != nil {
+		return fmt.Errorf("cannot load seccomp profile %q: %w", ref, err)
+	}
+	var profile struct {
+		DefaultAction string `json:"defaultAction"`
+	}
+	if err := json.Unmarshal(b, &profile); err != nil {
+		return fmt.Errorf("decoding seccomp profile failed %q: %w", ref, err)
+	}
+	return nil
 }
 
 // newContainer checks what CreateContainer needs of the runtime's state
