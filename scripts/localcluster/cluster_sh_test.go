@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,24 +28,13 @@ func (c clusterSh) run(args ...string) (string, error) {
 	return string(out), err
 }
 
-func freePorts(t *testing.T, n int) []int {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
 // TestClusterScript drives scripts/cluster.sh as a learner does: up, a
 // harmless second up, kubectl get --raw /readyz, the metrics API through
 // metrics-server, status, down, and checks that down leaves no process
 // behind.
 func TestClusterScript(t *testing.T) {
 	state := t.TempDir()
-	p := freePorts(t, 5)
+	p := testcluster.FreePorts(t, 5)
 	sh := clusterSh{t: t, env: []string{
 		"MYKUBELET_STATE_DIR=" + state,
 		"MYKUBELET_ETCD_PORT=" + strconv.Itoa(p[0]), "MYKUBELET_ETCD_PEER_PORT=" + strconv.Itoa(p[1]),

@@ -3,7 +3,6 @@ package readmewalk
 import (
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,7 +62,7 @@ func TestWalkTheCourse(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "mykubelet")
 	copyCheckout(t, root, dir)
 
-	ports := freePorts(t, 6)
+	ports := testcluster.FreePorts(t, 6)
 	env := cleanEnv(os.Environ(), "MYKUBELET_STATE_DIR", "KUBECONFIG", "NODE_NAME", "TMPDIR", "GOFLAGS")
 	env = append(env,
 		WalkGoFlags,
@@ -168,18 +167,6 @@ func copyCheckout(t *testing.T, root, dst string) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(target, b, info.Mode().Perm()))
 	}
-}
-
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }
 
 func cleanEnv(env []string, drop ...string) []string {

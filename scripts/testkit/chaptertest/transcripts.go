@@ -1,11 +1,11 @@
 package chaptertest
 
 import (
-	"net"
 	"os"
 	"testing"
 
 	"mykubelet/scripts/readmewalk"
+	"mykubelet/scripts/testkit/testcluster"
 )
 
 // Transcripts are a README's console blocks that the walk runs: each
@@ -46,10 +46,5 @@ func ReadTranscripts(t testing.TB, path string) Transcripts {
 // FreePort is a TCP port on 127.0.0.1 that nothing listened on a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testcluster.FreePorts(t, 1)[0]
 }

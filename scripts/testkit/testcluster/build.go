@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,4 +63,20 @@ func WriteKubeconfig(t testing.TB, cfg *rest.Config) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// FreePorts is n TCP ports on 127.0.0.1, each different, that nothing
+// listened on a moment ago: each is held until all are chosen.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
 }
