@@ -177,15 +177,7 @@ realnode::issue "$node"
 realnode::approve_serving_csrs
 
 start_capstone() {
-  local d="$REALNODE_WORK/capstone"
   realnode::capstone_config "$EVICTION_HARD"
-  # The capstone maps a hostPath to <root-dir>/host/<path>, never the
-  # machine's own files (chapter 15): the node's /etc/hosts there is a copy
-  # of the machine's, for the spec that mounts it (KubeletManagedEtcHosts),
-  # and its /tmp has the machine's mode, 1777 (HostPath "should give a
-  # volume the correct mode" mounts /tmp and reads the sticky bit).
-  mkdir -p "$d/host/etc" && cp /etc/hosts "$d/host/etc/hosts"
-  install -d -m "$(stat -c %a /tmp)" "$d/host/tmp"
   realnode::start_capstone "$node" 127.0.0.1
 }
 

@@ -140,10 +140,11 @@ func TestPreInitRuntimeServiceServesTheMockAndItsControlAPI(t *testing.T) {
 }
 
 func TestMountRootsAreThePodsAndHostDirectories(t *testing.T) {
-	assert.Equal(t, []string{"/r/pods", "/r/host"}, mountRoots("/r"))
+	assert.Equal(t, []string{"/r/pods", "/r/host"}, mountRoots("/r", ""))
+	assert.Equal(t, []string{"/r/pods", "/srv/host"}, mountRoots("/r", "/srv/host"), "--host-path-root")
 	wd, err := os.Getwd()
 	require.NoError(t, err)
-	assert.Equal(t, []string{filepath.Join(wd, "state", "pods"), filepath.Join(wd, "state", "host")}, mountRoots("state"), "absolute, as CRI mounts are")
+	assert.Equal(t, []string{filepath.Join(wd, "state", "pods"), filepath.Join(wd, "state", "host")}, mountRoots("state", ""), "absolute, as CRI mounts are")
 }
 
 func TestVolumeDependenciesKeepPluginsGiven(t *testing.T) {

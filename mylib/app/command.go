@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,7 +33,7 @@ const componentKubelet = "mykubelet"
 // courseFlagsHelp ends --help, as upstream's command's Long text opens it:
 // the flags upstream's kubelet does not have.
 const courseFlagsHelp = `
-The course's own flags, which upstream's kubelet does not have: --state-dir, --fake-runtime and --pod-cidr (the mock runtime),
+The course's own flags, which upstream's kubelet does not have: --state-dir, --fake-runtime and --pod-cidr (the mock runtime), --host-path-root,
 --fake-memory-capacity, --fake-nodefs-capacity and --fake-imagefs-capacity (the mock machine), --image-gc-period,
 --minimum-image-gc-age (another name for --minimum-image-ttl-duration) and --max-parallel-image-pulls (upstream: the field only).
 The other eviction and image flags (--eviction-hard, --image-gc-high-threshold…) are upstream's, set as the KubeletConfiguration's fields.
@@ -45,9 +46,10 @@ type KubeletCommand struct {
 	fs      *flag.FlagSet
 	flags   *kubeletconfig.Flags
 	// --root-dir, and options of this program that upstream's kubelet does not have.
-	rootDir     string
-	fakeRuntime bool
-	podCIDR     string
+	rootDir      string
+	fakeRuntime  bool
+	podCIDR      string
+	hostPathRoot string
 	// The mock machine's size and the image GC period (AddMockMachineFlags).
 	mock *MockMachineFlags
 }
@@ -63,6 +65,7 @@ func NewKubeletCommand(chapter string) *KubeletCommand {
 	c.fs.StringVar(&c.rootDir, "root-dir", statedir.Default(), "the kubelet's root directory; the default of --kubeconfig ("+statedir.NodeKubeconfig+"), --bootstrap-kubeconfig ("+statedir.BootstrapKubeconfig+") and --cert-dir (pki) is in it; $"+statedir.EnvVar+" sets its default")
 	c.fs.StringVar(&c.rootDir, "state-dir", statedir.Default(), "the course's name for --root-dir (the state directory of every chapter)")
 	c.fs.BoolVar(&c.fakeRuntime, "fake-runtime", true, "serve the mock CRI runtime in this process (on unix://<root-dir>/"+statedir.RuntimeSocket+" unless --container-runtime-endpoint says where); false: connect to the runtime at --container-runtime-endpoint")
+	c.fs.StringVar(&c.hostPathRoot, "host-path-root", "", "where a hostPath volume's path is found; by default <root-dir>/host with the mock runtime (its pods never reach the machine's own files), and / with another runtime (the machine's own path, as upstream)")
 	c.fs.StringVar(&c.podCIDR, "pod-cidr", fakeruntime.DefaultPodCIDR, "the in-process mock runtime's pod IPs, in a network namespace of its own when it can make one")
 	c.mock = AddMockMachineFlags(c.fs)
 	options.AddKlogFlags(c.fs)
@@ -134,6 +137,9 @@ func (c *KubeletCommand) complete() (*KubeletServer, error) {
 	if f.NodeIP == nil {
 		f.NodeIP = net.IPv4(127, 0, 0, 1)
 	}
+	if c.fakeRuntime && c.hostPathRoot != "" && filepath.Clean(c.hostPathRoot) == "/" {
+		return nil, errors.New("--host-path-root /: the mock runtime's pods never reach the machine's own files (give it a directory of its own, or run a real runtime: --fake-runtime=false)")
+	}
 	if c.fakeRuntime && kc.ContainerRuntimeEndpoint == kubeletconfig.DefaultContainerRuntimeEndpoint {
 		kc.ContainerRuntimeEndpoint = "unix://" + statedir.Path(c.rootDir, statedir.RuntimeSocket)
 	}
@@ -148,7 +154,7 @@ func (c *KubeletCommand) complete() (*KubeletServer, error) {
 	s := &KubeletServer{ConfigFile: f.ConfigFile, BootstrapKubeconfig: f.BootstrapKubeconfig,
 		KubeletConfiguration: kc, Kubeconfig: f.Kubeconfig, CertDirectory: f.CertDir,
 		FakeRuntime: c.fakeRuntime, PodNetwork: c.fakeRuntime, PodCIDR: c.podCIDR, EnableServer: true, Stats: true,
-		MainOptions: kubelet.MainOptions{NodeName: nodeName, NodeIP: f.NodeIP, RootDirectory: c.rootDir,
+		MainOptions: kubelet.MainOptions{NodeName: nodeName, NodeIP: f.NodeIP, RootDirectory: c.rootDir, HostPathRoot: c.hostPathRoot,
 			Annotations:   map[string]string{options.ChapterAnnotation: c.chapter},
 			RunContainers: true, ContainerGC: &gc, ActiveDeadline: true, Probes: true, Admit: true, ContainerLogRotation: true,
 			Volumes: true, Eviction: true,

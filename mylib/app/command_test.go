@@ -53,3 +53,27 @@ func TestStatusManagerForBursts(t *testing.T) {
 	assert.True(t, s.EventedPLEG, "the capstone reads the runtime's container events")
 	assert.False(t, kubelet.MainOptions{}.EventedPLEG, "off in the library, as upstream's feature gate")
 }
+
+// TestHostPathRoot: --host-path-root is where a hostPath volume's path is
+// found. Unset, the kubelet leaves it to the runtime (mainOptions: the
+// machine's own "/" with a real one, <root-dir>/host with the mock); the
+// mock's pods never get the machine's own "/".
+func TestHostPathRoot(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	complete := func(args ...string) (*KubeletServer, error) {
+		c := NewKubeletCommand("13-mykubelet")
+		require.NoError(t, c.fs.Parse(append([]string{"--root-dir", root}, args...)))
+		return c.complete()
+	}
+	s, err := complete()
+	require.NoError(t, err)
+	assert.Empty(t, mainOptions(s).HostPathRoot, "the mock's: <root-dir>/host")
+	s, err = complete("--fake-runtime=false")
+	require.NoError(t, err)
+	assert.Equal(t, "/", mainOptions(s).HostPathRoot, "a real runtime's: the machine's own path")
+	s, err = complete("--host-path-root", "/srv/pods-host")
+	require.NoError(t, err)
+	assert.Equal(t, "/srv/pods-host", mainOptions(s).HostPathRoot)
+	_, err = complete("--host-path-root", "/")
+	require.ErrorContains(t, err, "--host-path-root /: the mock runtime's pods never reach the machine's own files")
+}

@@ -197,4 +197,6 @@ func TestCreateAndInitKubeletGivesTheKubeletTheStatsProvider(t *testing.T) {
 func TestMainOptionsNodeHostsFileOnARealRuntime(t *testing.T) {
 	assert.Equal(t, "/etc/hosts", mainOptions(&KubeletServer{}).NodeHostsFile)
 	assert.Empty(t, mainOptions(&KubeletServer{FakeRuntime: true}).NodeHostsFile)
+	assert.Equal(t, "/", mainOptions(&KubeletServer{}).HostPathRoot, "a hostPath is the machine's own path")
+	assert.Empty(t, mainOptions(&KubeletServer{FakeRuntime: true}).HostPathRoot, "<root-dir>/host: the mock's pods never reach the machine's files")
 }

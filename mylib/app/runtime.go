@@ -81,7 +81,7 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 			m.PodCIDR = s.PodCIDR
 		}
 		if s.Volumes { // the mock maps mounts from the pods' directories and the hostPath root only
-			m.MountRoots = mountRoots(s.RootDirectory)
+			m.MountRoots = mountRoots(s.RootDirectory, s.HostPathRoot)
 		}
 		// podPidsLimit bounds each container's processes; the kubelet's
 		// default, -1 (no bound of its own), leaves the mock's.
@@ -130,10 +130,15 @@ func PreInitRuntimeService(ctx context.Context, wg *sync.WaitGroup, s *KubeletSe
 
 // mountRoots are the host directories the kubelet's mounts come from:
 // R/pods (the pods' volumes, /etc/hosts, termination-message files) and
-// R/host (hostPath volumes).
-func mountRoots(rootDirectory string) []string {
+// the hostPath root (hostPath volumes; "": R/host).
+func mountRoots(rootDirectory, hostPathRoot string) []string {
 	if abs, err := filepath.Abs(rootDirectory); err == nil {
 		rootDirectory = abs
 	}
-	return []string{filepath.Join(rootDirectory, "pods"), filepath.Join(rootDirectory, "host")}
+	if hostPathRoot == "" {
+		hostPathRoot = filepath.Join(rootDirectory, "host")
+	} else if abs, err := filepath.Abs(hostPathRoot); err == nil {
+		hostPathRoot = abs
+	}
+	return []string{filepath.Join(rootDirectory, "pods"), hostPathRoot}
 }

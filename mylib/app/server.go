@@ -188,7 +188,8 @@ func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubele
 // mainOptions are s's parts of the kubelet to turn on: the eviction
 // manager needs the admission handlers (it refuses pods under pressure),
 // so Eviction turns Admit on; on a real runtime hostNetwork pods see the
-// node's /etc/hosts (NodeHostsFile), as upstream's.
+// node's /etc/hosts (NodeHostsFile) and a hostPath volume is the
+// machine's own path (HostPathRoot "/"), as upstream's.
 func mainOptions(s *KubeletServer) kubelet.MainOptions {
 	opts := s.MainOptions
 	if opts.Eviction {
@@ -196,6 +197,9 @@ func mainOptions(s *KubeletServer) kubelet.MainOptions {
 	}
 	if !s.FakeRuntime && opts.NodeHostsFile == "" {
 		opts.NodeHostsFile = "/etc/hosts" // a real runtime's hostNetwork pods see the node's, as upstream
+	}
+	if !s.FakeRuntime && opts.HostPathRoot == "" {
+		opts.HostPathRoot = "/"
 	}
 	return opts
 }

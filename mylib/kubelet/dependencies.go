@@ -122,6 +122,8 @@ type MainOptions struct {
 	// NodeHostsFile: see PodsConfig ("": a hostNetwork pod gets no
 	// /etc/hosts from the kubelet).
 	NodeHostsFile string
+	// HostPathRoot: see PodsConfig ("": RootDirectory/host).
+	HostPathRoot string
 	// Eviction runs the eviction manager and the image GC manager over
 	// Dependencies.StatsProvider (PodsConfig.Eviction, from the
 	// KubeletConfiguration's eviction* and image* fields): the node's
@@ -194,7 +196,7 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		ContainerGC: opts.ContainerGC, ActiveDeadline: opts.ActiveDeadline, Probes: opts.Probes, ProbeDial: kubeDeps.ProbeDial,
 		Admit: opts.Admit, AllowedUnsafeSysctls: kubeCfg.AllowedUnsafeSysctls, ContainerLogs: containerLogs,
 		Volumes: opts.Volumes, RootDirectory: opts.RootDirectory, VolumePlugins: kubeDeps.VolumePlugins,
-		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig, NodeHostsFile: opts.NodeHostsFile,
+		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig, NodeHostsFile: opts.NodeHostsFile, HostPathRoot: opts.HostPathRoot,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
 		Metrics: kubeDeps.Metrics, StatusWriters: opts.StatusWriters, CreatingStatusDelay: opts.CreatingStatusDelay,
 		EventedPLEG: opts.EventedPLEG, ContainerManager: kubeDeps.ContainerManager,

@@ -184,6 +184,11 @@ type PodsConfig struct {
 	// from the kubelet (the mock runtime's: nothing of the host's files
 	// reaches a pod).
 	NodeHostsFile string
+	// HostPathRoot, with Volumes, is where a hostPath volume's path is
+	// found (VolumeHost.GetHostPathRoot): "/" is the machine's own files,
+	// as upstream's (a real runtime's kubelet); "" is RootDirectory/host,
+	// the mock runtime's, whose pods never reach the machine's files.
+	HostPathRoot string
 	// VolumePlugins are the volume types this kubelet mounts (upstream's
 	// ProbeVolumePlugins); the Kubelet initialises them with itself as
 	// their VolumeHost.

@@ -20,8 +20,9 @@ package kubelet
 // Where it departs from upstream, and why (one line each):
 //   - the pod's directories are 0755, not 0750: the sandbox's user (65534)
 //     must traverse them;
-//   - a hostPath volume lives under R/host (GetHostPathRoot), never on the
-//     node's own file system (the course's sandbox);
+//   - with the mock runtime a hostPath volume lives under R/host
+//     (GetHostPathRoot), never on the node's own file system (the course's
+//     sandbox); on a real runtime it is the node's path, as upstream's;
 //   - the token manager forgets a pod's tokens in SyncTerminatedPod, once
 //     its volumes are down (upstream's projected plugin does it on
 //     TearDown through VolumeHost.DeleteServiceAccountTokenFunc);
@@ -96,6 +97,8 @@ type volumes struct {
 	clusterDomain string
 	// nodeHostsFile is PodsConfig.NodeHostsFile.
 	nodeHostsFile string
+	// hostPathRoot is PodsConfig.HostPathRoot, made absolute.
+	hostPathRoot string
 }
 
 // newVolumes builds the plugin manager and the volume manager; called by
@@ -108,9 +111,15 @@ func (kl *Kubelet) newVolumes(cfg PodsConfig) error {
 	if err != nil {
 		return fmt.Errorf("kubelet: root directory: %w", err)
 	}
+	hostPathRoot := filepath.Join(root, hostPathRootDir)
+	if cfg.HostPathRoot != "" {
+		if hostPathRoot, err = filepath.Abs(cfg.HostPathRoot); err != nil {
+			return fmt.Errorf("kubelet: hostPath root: %w", err)
+		}
+	}
 	kl.volumes = &volumes{rootDirectory: root, pluginMgr: &volume.VolumePluginMgr{},
 		configMapManager: cfg.ConfigMapManager, secretManager: cfg.SecretManager, tokenManager: cfg.TokenManager,
-		nodeHostsFile: cfg.NodeHostsFile}
+		nodeHostsFile: cfg.NodeHostsFile, hostPathRoot: hostPathRoot}
 	if err := kl.volumes.pluginMgr.InitPlugins(cfg.VolumePlugins, kubeletVolumeHost{kl}); err != nil {
 		return fmt.Errorf("kubelet: volume plugins: %w", err)
 	}
@@ -355,9 +364,10 @@ func (h kubeletVolumeHost) GetNodeAllocatable() (v1.ResourceList, error) {
 	return node.Status.Allocatable, nil
 }
 
-// GetHostPathRoot is R/host.
+// GetHostPathRoot is PodsConfig.HostPathRoot: R/host by default, "/" on
+// a real runtime.
 func (h kubeletVolumeHost) GetHostPathRoot() string {
-	return filepath.Join(h.kl.volumes.rootDirectory, hostPathRootDir)
+	return h.kl.volumes.hostPathRoot
 }
 
 // cleanupPodDirs is housekeeping's part for the pods' directories: the

@@ -71,7 +71,8 @@ func newVolumeKubelet(t *testing.T) (*Kubelet, kubepod.Manager, *terminations, *
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}}
 	kl := &Kubelet{client: fake.NewClientset(node), nodeName: "n1", clock: clk, out: &lineWriter{w: &testWriter{t}}, podManager: kubepod.NewBasicPodManager(), recorder: record.NewFakeRecorder(10)}
-	kl.volumes = &volumes{rootDirectory: t.TempDir(), pluginMgr: &volume.VolumePluginMgr{}}
+	root := t.TempDir()
+	kl.volumes = &volumes{rootDirectory: root, hostPathRoot: filepath.Join(root, hostPathRootDir), pluginMgr: &volume.VolumePluginMgr{}}
 	require.NoError(t, kl.volumes.pluginMgr.InitPlugins([]volume.VolumePlugin{&dirPlugin{}}, kubeletVolumeHost{kl}))
 	states := &terminations{done: map[types.UID]bool{}}
 	m, err := volumemanager.NewVolumeManager(volumemanager.Config{KubeClient: kl.client, PodManager: kl.podManager,

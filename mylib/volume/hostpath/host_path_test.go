@@ -64,6 +64,33 @@ func TestPathIsMappedUnderTheHostRoot(t *testing.T) {
 	}
 }
 
+// TestOnARealRuntimeThePathIsTheMachines: with the host root "/" (a real
+// runtime's kubelet), the path is the machine's own, as upstream's, and a
+// symlink on it may lead anywhere: nothing is outside "/".
+func TestOnARealRuntimeThePathIsTheMachines(t *testing.T) {
+	host, p := setup(t)
+	host.HostPathRoot = "/"
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(dir, "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{dir, filepath.Join(dir, "elsewhere"), filepath.Join(dir, "new")} {
+		m, err := setUp(t, p, spec(path, v1.HostPathDirectoryOrCreate))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if m.GetPath() != path {
+			t.Errorf("GetPath = %s, want the machine's %s", m.GetPath(), path)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "new")); err != nil || !fi.IsDir() {
+		t.Errorf("DirectoryOrCreate made nothing at the machine's path: %v", err)
+	}
+}
+
 func TestTypes(t *testing.T) {
 	host, p := setup(t)
 	root := filepath.Join(host.Root, "host")

@@ -29,6 +29,8 @@ type FakeVolumeHost struct {
 	Node   types.NodeName
 	// Allocatable is GetNodeAllocatable's answer.
 	Allocatable v1.ResourceList
+	// HostPathRoot is GetHostPathRoot's answer ("": Root/host).
+	HostPathRoot string
 
 	mu         sync.Mutex
 	configMaps map[string]*v1.ConfigMap
@@ -136,7 +138,13 @@ func (h *FakeVolumeHost) GetNodeAllocatable() (v1.ResourceList, error) {
 	return h.Allocatable, nil
 }
 
-func (h *FakeVolumeHost) GetHostPathRoot() string { return filepath.Join(h.Root, "host") }
+// GetHostPathRoot is HostPathRoot, or Root/host (the mock runtime's).
+func (h *FakeVolumeHost) GetHostPathRoot() string {
+	if h.HostPathRoot != "" {
+		return h.HostPathRoot
+	}
+	return filepath.Join(h.Root, "host")
+}
 
 // DeleteServiceAccountTokenFunc records the pods whose tokens were dropped.
 func (h *FakeVolumeHost) DeleteServiceAccountTokenFunc() func(podUID types.UID) {
