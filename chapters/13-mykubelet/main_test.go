@@ -20,6 +20,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -443,7 +444,40 @@ func sandboxedPodsCannotTakeTheNodeDown(ctx context.Context, t *testing.T, admin
 	assert.Equal(t, before.ContainerID, after.ContainerID, "the bystander's container is the same")
 	assert.EqualValues(t, 0, after.RestartCount)
 	assert.NotNil(t, after.State.Running)
+	podObservesItsGeneration(ctx, t, admin, p)
 	for _, name := range []string{"bystander", "nested-sh", "tmpdir"} {
 		require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
 	}
+}
+
+// podObservesItsGeneration: running pod p's status says which generation
+// of its spec it describes, 1 since its creation, on the status and on
+// each of the kubelet's conditions; a change of its spec (here
+// activeDeadlineSeconds, 1 h) makes the generation 2, and the kubelet's
+// next status observes it, the container left as it is.
+func podObservesItsGeneration(ctx context.Context, t *testing.T, admin kubernetes.Interface, p *v1.Pod) {
+	t.Helper()
+	observed := func(p *v1.Pod, gen int64) (bool, string) {
+		got := fmt.Sprintf("generation %d, observedGeneration %d", p.Generation, p.Status.ObservedGeneration)
+		ok := p.Generation == gen && p.Status.ObservedGeneration == gen
+		for _, c := range p.Status.Conditions {
+			got += fmt.Sprintf(", %s %d", c.Type, c.ObservedGeneration)
+			ok = ok && c.ObservedGeneration == gen
+		}
+		return ok, got
+	}
+	ok, got := observed(p, 1)
+	assert.True(t, ok, got)
+	_, err := admin.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(`{"spec":{"activeDeadlineSeconds":3600}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	chaptertest.Eventually(t, time.Minute, 200*time.Millisecond, p.Name+" observes generation 2", func() (bool, string) {
+		p, err := admin.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return observed(p, 2)
+	})
+	after, err := admin.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, p.Status.ContainerStatuses[0].ContainerID, after.Status.ContainerStatuses[0].ContainerID, "the same container")
 }

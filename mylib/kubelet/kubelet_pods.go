@@ -239,6 +239,17 @@ func generateAPIPodStatusProbed(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 		status.GenerateContainersReadyCondition(pod, all, s.Phase),
 		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 	)
+	// Which version of the pod's spec this status describes: the
+	// generation the kubelet synced, on the status and on each condition
+	// it generated, as upstream's (PodObservedGenerationTracking, GA).
+	// A client that changed the spec waits for observedGeneration to
+	// reach the generation it wrote, as for a Deployment's.
+	s.ObservedGeneration = pod.Generation
+	for i := range s.Conditions {
+		if status.PodConditionByKubelet(s.Conditions[i].Type) {
+			s.Conditions[i].ObservedGeneration = pod.Generation
+		}
+	}
 	// The DisruptionTarget condition an eviction set is kept, as upstream:
 	// it comes from a one-time event, not from the containers.
 	for _, c := range oldPodStatus.Conditions {

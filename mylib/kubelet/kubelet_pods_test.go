@@ -162,6 +162,26 @@ func TestGenerateAPIPodStatusWhileInitializing(t *testing.T) {
 	assert.Equal(t, v1.ConditionTrue, condition(s, v1.PodScheduled).Status)
 }
 
+// TestGenerateAPIPodStatusObservesTheGeneration: the status says which
+// generation of the pod's spec it describes, and so does each condition
+// the kubelet writes; a condition someone else owns (a readiness gate's)
+// keeps its own.
+func TestGenerateAPIPodStatusObservesTheGeneration(t *testing.T) {
+	pod := phasePod(v1.RestartPolicyAlways, nil, "app")
+	pod.Generation = 3
+	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/ready"}}
+	pod.Status.Conditions = []v1.PodCondition{{Type: "example.com/ready", Status: v1.ConditionTrue, ObservedGeneration: 1}}
+	ps := &kubecontainer.PodStatus{ID: pod.UID, IPs: []string{"10.88.0.2"}, SandboxStatuses: sandbox(),
+		ContainerStatuses: []*kubecontainer.Status{rtStatus("app", "c1", kubecontainer.ContainerStateRunning, 0, 0, podT0)}}
+	s := generateAPIPodStatus(pod, ps, v1.PodStatus{ObservedGeneration: 2}, false, []string{"127.0.0.1"}, nil)
+
+	assert.EqualValues(t, 3, s.ObservedGeneration)
+	for _, c := range []v1.PodConditionType{v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled} {
+		assert.EqualValues(t, 3, condition(s, c).ObservedGeneration, c)
+	}
+	assert.EqualValues(t, 1, condition(s, "example.com/ready").ObservedGeneration, "not the kubelet's condition")
+}
+
 func TestGenerateAPIPodStatusRunningAfterARestart(t *testing.T) {
 	pod := phasePod(v1.RestartPolicyAlways, []string{"init"}, "app")
 	ps := &kubecontainer.PodStatus{ID: pod.UID, IPs: []string{"10.88.0.2"}, SandboxStatuses: sandbox(),
