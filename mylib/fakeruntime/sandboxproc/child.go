@@ -307,8 +307,8 @@ func LinkedStatically(f *os.File) bool {
 
 // checkWalls is the sandbox process's look at itself before it serves:
 // the pod's user, in every one of its ids, no groups, and no capability
-// but the ones kept (a mask of the first 32), in no set; anything else
-// (the binary started with walledEnv by someone else, as root) refuses to
+// but the ones kept (a mask of the first 32), effective and permitted;
+// anything else (a step of giving root up that did not take) refuses to
 // serve.
 func checkWalls(uid int, kept uint32) error {
 	ruid, euid, suid := unix.Getresuid()
