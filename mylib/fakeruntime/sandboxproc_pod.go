@@ -77,7 +77,7 @@ func newSandboxProcess(pn *podnet.Network) *sandboxProcess {
 // of its own, in its own mount namespace: the host sees nothing there.
 // Its root, no one of the host's, must reach it: the directories to it
 // are root's, and others may pass through them, not list or write them.
-var sandboxRootDir = "/run/mykubelet/sandbox-root"
+const sandboxRootDir = "/run/mykubelet/sandbox-root"
 
 // makeSandboxRootDir makes sandboxRootDir, and its parent, so.
 func makeSandboxRootDir() error {
