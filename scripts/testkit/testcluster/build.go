@@ -35,17 +35,31 @@ func RepoRoot(t testing.TB) string {
 }
 
 // BuildChapter builds a program of this module, e.g. "./chapters/01-node-lease",
-// into the test's temporary directory and returns the binary's path, so an
-// end-to-end test runs exactly what a learner runs with `go run`.
+// and returns the binary's path, so an end-to-end test runs exactly what a
+// learner runs with `go run`. It asks `go run` itself, with -exec echo: go
+// run keeps the programs it links in Go's build cache, so a program that
+// many tests and packages build is linked once (a link of a chapter is
+// seconds of a core; CI's tests ask some forty times). A program linked
+// anew is in a directory go run removes when it exits; asked again, go run
+// gives the cache's copy, which the caller must not change.
 func BuildChapter(t testing.TB, pkg string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Dir = RepoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	for range 2 {
+		cmd := exec.Command("go", "run", "-exec", "echo", pkg)
+		cmd.Dir = RepoRoot(t)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, stderr.String())
+		}
+		bin := strings.TrimSpace(string(out))
+		if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
+			return bin
+		}
 	}
-	return bin
+	t.Fatalf("go run -exec echo %s: the binary it named is gone twice", pkg)
+	return ""
 }
 
 // WriteKubeconfig writes cfg (host, CA and client certificate or bearer
