@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	kubecontainer "mykubelet/mylib/container"
@@ -177,15 +179,15 @@ func (r *Runtime) newContainer(req *runtimeapi.CreateContainerRequest, script st
 		c.podPID = true
 	}
 	c.process, c.programs = mainProcess(cfg, img), img.programs
-	memory := cfg.GetLinux().GetResources().GetMemoryLimitInBytes()
-	if memory <= 0 {
-		memory = r.memory // the node's memory, when the runtime knows it
+	c.resources = &runtimeapi.LinuxContainerResources{}
+	if res := cfg.GetLinux().GetResources(); res != nil {
+		c.resources = proto.Clone(res).(*runtimeapi.LinuxContainerResources)
 	}
-	c.running.SetLimits(r.podPidsLimit, memory)
+	c.running.SetLimits(r.podPidsLimit, r.memoryLimit(c.resources))
 	// limits.cpu, which the kubelet gives as a CFS quota and period: the
 	// interpreter's meter enforces it where no cgroup does (sandboxproc's
 	// shell_usage.go; see sandboxProcess.start).
-	c.running.SetCPULimit(cfg.GetLinux().GetResources().GetCpuQuota(), cfg.GetLinux().GetResources().GetCpuPeriod())
+	c.running.SetCPULimit(c.resources.GetCpuQuota(), c.resources.GetCpuPeriod())
 	for _, kv := range cfg.GetEnvs() {
 		c.env = append(c.env, kv.GetKey()+"="+string(kv.GetValue()))
 	}
@@ -488,7 +490,88 @@ func (c *container) status() *runtimeapi.ContainerStatus {
 		Annotations: c.annotations,
 		LogPath:     c.logPath,
 		Mounts:      c.mounts,
+		Resources:   &runtimeapi.ContainerResources{Linux: c.resources},
 	}
+}
+
+// memoryLimit is the memory the interpreter holds a container with res
+// to: its limit, else the node's memory (when the runtime knows it).
+func (r *Runtime) memoryLimit(res *runtimeapi.LinuxContainerResources) int64 {
+	if m := res.GetMemoryLimitInBytes(); m > 0 {
+		return m
+	}
+	return r.memory
+}
+
+// UpdateContainerResources gives a container new memory and CPU limits,
+// as containerd does: a field left 0 keeps its value; a container that is
+// not running takes them when it starts; a running one is held to them at
+// once, its ID and restart count unchanged, and ContainerStatus reports
+// them. A memory limit below what the container uses now is refused, as
+// the kernel refuses it (cgroup v1's EBUSY, which containerd returns).
+// Unlike the kernel's, that check and the new limit are two steps: a
+// container that grows past the new limit between them is OOM-killed at
+// its next command, as a kernel kills one that grows past its limit.
+// CpuShares is recorded and reported, not enforced (the meter has no
+// weights), as are the other fields.
+func (r *Runtime) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	r.mu.Lock()
+	c, err := r.findContainer(req.GetContainerId())
+	if err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	ins := r.statsInputs(func(x *container) bool { return x == c })
+	r.mu.Unlock()
+	if limit := req.GetLinux().GetMemoryLimitInBytes(); limit > 0 && ins[0].running {
+		r.fillUsage(ctx, ins) // without the lock: it may ask the sandbox process
+		files, _ := diskUsage(ins[0].rootfs)
+		if use := max(ins[0].usage.Mem, 0) + int64(files); use > limit {
+			return nil, status.Errorf(codes.Unknown, "UpdateContainerResources %s: failed to update resources: unable to set memory limit to %d (current usage: %d): %v",
+				short(c.id), limit, use, syscall.EBUSY)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, err = r.findContainer(c.id); err != nil {
+		return nil, err // removed meanwhile
+	}
+	c.resources = mergeResources(c.resources, req.GetLinux())
+	memory, quota, period := r.memoryLimit(c.resources), c.resources.GetCpuQuota(), c.resources.GetCpuPeriod()
+	c.running.SetMemoryLimit(memory)
+	c.running.SetCPULimit(quota, period)
+	if r.sandbox != nil && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		r.sandbox.update(c.sandboxID, c.id, sandboxproc.RunLimits{Memory: memory, CPUQuota: quota, CPUPeriod: period})
+	}
+	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
+// mergeResources is old with the fields of update that are not 0, as
+// containerd's WithResources applies a CRI update to a container's spec.
+func mergeResources(old, update *runtimeapi.LinuxContainerResources) *runtimeapi.LinuxContainerResources {
+	res := proto.Clone(old).(*runtimeapi.LinuxContainerResources)
+	if v := update.GetCpuPeriod(); v != 0 {
+		res.CpuPeriod = v
+	}
+	if v := update.GetCpuQuota(); v != 0 {
+		res.CpuQuota = v
+	}
+	if v := update.GetCpuShares(); v != 0 {
+		res.CpuShares = v
+	}
+	if v := update.GetMemoryLimitInBytes(); v != 0 {
+		res.MemoryLimitInBytes = v
+	}
+	if v := update.GetMemorySwapLimitInBytes(); v != 0 {
+		res.MemorySwapLimitInBytes = v
+	}
+	if v := update.GetCpusetCpus(); v != "" {
+		res.CpusetCpus = v
+	}
+	if v := update.GetCpusetMems(); v != "" {
+		res.CpusetMems = v
+	}
+	return res
 }
 
 // podPIDNamespace returns the PID namespace name of the pod whose

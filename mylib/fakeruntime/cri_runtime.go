@@ -330,6 +330,11 @@ type container struct {
 	fs       *sandboxproc.ContainerFS // its "/" and its mounts (shell_fs.go); nil once removed
 	log      *logFile
 
+	// resources are its memory and CPU limits as the CRI gave them, at
+	// CreateContainer or since UpdateContainerResources; replaced, never
+	// changed in place (ContainerStatus shares them).
+	resources *runtimeapi.LinuxContainerResources
+
 	state      runtimeapi.ContainerState
 	createdAt  int64
 	startedAt  int64

@@ -260,6 +260,21 @@ func (s *sandboxProcess) fault(pod, id string, on bool) {
 	}
 }
 
+// update gives container id, in pod's sandbox process, new memory and
+// CPU limits (the CPU limit only where no pod cgroup enforces it, as
+// start). A sandbox process that is gone has no running container to
+// update, as containerd ignores a task that has exited.
+func (s *sandboxProcess) update(pod, id string, limits sandboxproc.RunLimits) {
+	if p := s.lookup(pod); p != nil {
+		if child := p.live(); child != nil {
+			if child.cgroup != nil {
+				limits.CPUQuota, limits.CPUPeriod = 0, 0
+			}
+			_ = child.send(sandboxproc.RunSpec{Op: sandboxproc.OpUpdate, Container: id, Limits: limits}, nil) // fails only once it died
+		}
+	}
+}
+
 // close ends every pod's sandbox process and gives back their users and
 // cgroups. The sandbox binary stays open: every runtime of this process
 // starts from it (sandboxproc_binary.go).
@@ -687,7 +702,7 @@ func (r *Runtime) spec(c *container, script string, params []string) runSpec {
 	quota, period := c.running.CPUQuota()
 	spec := runSpec{RunSpec: sandboxproc.RunSpec{ID: newRunID(), Container: c.id, Script: script, Params: params, Env: c.env,
 		WorkDir: c.workDir, Hostname: c.hostname, PodIP: ip, Mounts: c.mapped,
-		Limits: sandboxproc.RunLimits{Pids: c.running.PidsMax, Memory: c.running.MemMax, CPUQuota: quota, CPUPeriod: period}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace()},
+		Limits: sandboxproc.RunLimits{Pids: c.running.PidsMax, Memory: c.running.MemoryMax(), CPUQuota: quota, CPUPeriod: period}, PIDTarget: c.pidTarget, PodPID: c.podPIDNamespace()},
 		pod: c.sandboxID}
 	if c.dir != "" && c.fs != nil {
 		spec.rootfs, spec.pinned = filepath.Join(c.dir, "rootfs"), c.fs.Mounts

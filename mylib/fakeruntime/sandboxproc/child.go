@@ -420,6 +420,14 @@ func (s *SandboxServer) handle(spec RunSpec, files []*os.File) {
 		c.fault.Set(spec.Fault)
 	case OpUsage:
 		s.usages(spec.ID)
+	case OpUpdate:
+		s.mu.Lock()
+		// A container with no run here takes its limits with its next run.
+		if c := s.Containers[spec.Container]; c != nil && c.runs > 0 {
+			c.Running.SetMemoryLimit(spec.Limits.Memory)
+			c.Running.SetCPULimit(spec.Limits.CPUQuota, spec.Limits.CPUPeriod)
+		}
+		s.mu.Unlock()
 	}
 	CloseFiles(files)
 }

@@ -73,8 +73,8 @@ const ErrForkFailed = "sh: fork: retry: Resource temporarily unavailable"
 // processes use now. The container's main script and its execs share one
 // (they are in procTable).
 type Limits struct {
-	PidsMax int64 // < 0: unlimited; 0: DefaultPodPidsLimit
-	MemMax  int64 // 0: DefaultContainerMemory
+	PidsMax int64        // < 0: unlimited; 0: DefaultPodPidsLimit
+	memMax  atomic.Int64 // 0: DefaultContainerMemory; SetMemoryLimit changes it while scripts run
 
 	Pids     atomic.Int64 // the processes running: scripts, utilities, background jobs
 	PidsPeak atomic.Int64 // the most that ran at once, as pids.peak
@@ -92,14 +92,20 @@ type Limits struct {
 // SetLimits sets the container's limits: pids (-1: unlimited, 0: the
 // default) and memory bytes (<= 0: the default).
 func (l *Limits) SetLimits(pids, memory int64) {
-	l.PidsMax, l.MemMax = pids, memory
+	l.PidsMax = pids
+	l.memMax.Store(memory)
 }
 
+// SetMemoryLimit changes the memory limit of a container whose scripts
+// may be running (UpdateContainerResources): their next check holds them
+// to it.
+func (l *Limits) SetMemoryLimit(memory int64) { l.memMax.Store(memory) }
+
 func (l *Limits) MemoryMax() int64 {
-	if l.MemMax <= 0 {
-		return DefaultContainerMemory
+	if m := l.memMax.Load(); m > 0 {
+		return m
 	}
-	return l.MemMax
+	return DefaultContainerMemory
 }
 
 // fork takes a process slot; false when the container has pids.max

@@ -16,7 +16,7 @@ const SandboxEnv = "MYKUBELET_FAKERUNTIME_SANDBOX"
 // RunSpec is one script to run in a container: its main process or an
 // exec. It travels as JSON to the sandbox process.
 type RunSpec struct {
-	Op          string      `json:"op"`        // opRun, opTerm, opKill, opFault, opUsage
+	Op          string      `json:"op"`        // opRun, opTerm, opKill, opFault, opUsage, opUpdate
 	ID          string      `json:"id"`        // the run
 	Container   string      `json:"container"` // its container; the root is /<Container>/rootfs
 	Script      string      `json:"script,omitempty"`
@@ -43,6 +43,9 @@ const (
 	OpKill  = "kill"
 	OpFault = "fault"
 	OpUsage = "usage" // answered by runExits with Usages, the last with More false
+	// OpUpdate gives a running container new memory and CPU limits
+	// (UpdateContainerResources); Limits.Pids is not read.
+	OpUpdate = "update"
 )
 
 // RunLimits are the container's limits (see shell_limits.go), which the sandbox
