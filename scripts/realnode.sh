@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # The nodes the scripts that measure set up (scripts/conformance.sh and
-# every bench), set up once here, as upstream's hack/lib/etcd.sh sets up
+# every bench), and the tests' containerd (scripts/testkit/testcontainerd,
+# chapter 19's test), set up once here, as upstream's hack/lib/etcd.sh sets up
 # etcd: a control plane of its own on free ports, containerd with a CNI
 # bridge and the offline images, a cgroup root in every hierarchy,
 # bootstrap tokens, the approval of the serving certificates' CSRs, the
@@ -246,7 +247,7 @@ realnode_stop() {
 # mounts, the cgroup root (once its pods' cgroups are empty) and the work
 # directory.
 realnode::cleanup() {
-  local rc=$? d
+  local rc=$? d out
   set +e
   [[ -n "$realnode_approver" ]] && kill "$realnode_approver" 2>/dev/null
   realnode::stop_kubelet
@@ -258,7 +259,9 @@ realnode::cleanup() {
   if [[ $rc -ne 0 ]]; then
     tail_logs "$REALNODE_WORK"
   fi
-  $realnode_containerd_up && "$REPO_ROOT/scripts/containerd.sh" down >/dev/null 2>&1
+  if $realnode_containerd_up && ! out="$("$REPO_ROOT/scripts/containerd.sh" down 2>&1)"; then
+    echo "warning: scripts/containerd.sh down failed: ${out##*$'\n'}" >&2
+  fi
   $realnode_cluster_up && "$REPO_ROOT/scripts/cluster.sh" down >/dev/null 2>&1
   [[ -n "$realnode_shared_root" ]] && unmount_tree "$realnode_shared_root"
   # The cgroup root, deepest first.

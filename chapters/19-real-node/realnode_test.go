@@ -1,14 +1,14 @@
 // Package realnode_test is chapter 19's test: the capstone (chapter 13's
-// program, built as is) on a real containerd, runc and CNI bridge
-// (scripts/testkit/testcontainerd) and a real control plane, each claim of
-// the chapter's README an assertion. The chapter has no program of its own.
+// program, built as is) on a real containerd, runc and CNI bridge (set up by
+// scripts/realnode.sh, through scripts/testkit/testcontainerd) and a real
+// control plane, each claim of the chapter's README an assertion. The
+// chapter has no program of its own.
 package realnode_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -50,45 +50,6 @@ const (
 	bridge = "mykubelet-c19"
 	v1Root = "/sys/fs/cgroup"
 )
-
-// cgroupRoot makes a cgroup root of the test's own in every cgroup v1
-// hierarchy (the kubelet's cgroupRoot: its kubepods goes below, apart from
-// a learner's /kubepods and other tests'), removed when the test ends.
-func cgroupRoot(t *testing.T) string {
-	t.Helper()
-	root := fmt.Sprintf("/mykubelet-realnode-%08x", rand.Uint32())
-	hierarchies, err := filepath.Glob(filepath.Join(v1Root, "*"))
-	require.NoError(t, err)
-	var made []string
-	for _, h := range hierarchies {
-		if _, err := os.Stat(filepath.Join(h, "cgroup.procs")); err != nil {
-			continue // not a hierarchy (a symlink such as cpu,cpuacct is one twice)
-		}
-		if fi, err := os.Lstat(h); err != nil || fi.Mode()&os.ModeSymlink != 0 {
-			continue
-		}
-		require.NoError(t, os.Mkdir(filepath.Join(h, root), 0o755))
-		made = append(made, filepath.Join(h, root))
-	}
-	t.Cleanup(func() {
-		for _, dir := range made {
-			// Deepest first: what the kubelet left (kubepods and the QoS
-			// cgroups; no pod's), then the root.
-			var dirs []string
-			_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-				if err == nil && d.IsDir() {
-					dirs = append(dirs, p)
-				}
-				return nil
-			})
-			slices.Reverse(dirs)
-			for _, d := range dirs {
-				assert.NoError(t, os.Remove(d), "the test's cgroups are removed")
-			}
-		}
-	})
-	return root
-}
 
 func readFile(t *testing.T, parts ...string) string {
 	t.Helper()
@@ -147,8 +108,11 @@ func TestRealNode(t *testing.T) {
 		t.Skip("reads cgroup v1 files (this machine's); the v2 layout is mylib/cm's tests'")
 	}
 	top := t
-	root := cgroupRoot(t)
+	// containerd, and a cgroup root of the test's own in every hierarchy
+	// (the kubelet's cgroupRoot: its kubepods goes below, apart from a
+	// learner's /kubepods and other tests'), both removed when the test ends.
 	rt := testcontainerd.Start(t, testcontainerd.Config{Subnet: subnet, Bridge: bridge})
+	root := rt.CgroupRoot
 	bin := testcluster.BuildChapter(t, "./chapters/13-mykubelet")
 	c := testcluster.Start(t)
 	admin := c.Clientset(t)

@@ -1,12 +1,17 @@
 // Package testcontainerd starts a real container runtime for a test:
-// containerd, runc and the CNI plugins, through scripts/containerd.sh (up,
-// images, down), in a state directory and on a CNI network of the test's
-// own, so that it runs beside a learner's (.state/containerd, 10.22.0.0/16).
-// Root only: the test is skipped without root, or where containerd cannot
-// be installed.
+// containerd, runc and the CNI plugins with the offline images and a cgroup
+// root, set up as every real-node script sets them up, by scripts/realnode.sh
+// (realnode::init, realnode::containerd_up), in a bash that lives as long as
+// the test and whose EXIT trap (realnode::cleanup) takes them down again. It
+// has a work directory and a CNI network of the test's own, so that it runs
+// beside a learner's (.state/containerd, 10.22.0.0/16). Root only: the test
+// is skipped without root, or where containerd cannot be installed.
 package testcontainerd
 
 import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -17,14 +22,18 @@ import (
 	"mykubelet/scripts/testkit/testcluster"
 )
 
-// Config chooses the runtime's network; the zero value is DefaultSubnet on
-// DefaultBridge. Tests that run at the same time need one each.
+// Config chooses the runtime's network and cgroup root; the zero value is
+// DefaultSubnet on DefaultBridge. Tests that run at the same time need one
+// network each.
 type Config struct {
 	Subnet string // the pods' addresses (MYKUBELET_CNI_SUBNET)
 	Bridge string // the CNI bridge's name, at most 15 bytes (MYKUBELET_CNI_BRIDGE)
 	// Flavor is MYKUBELET_CONTAINERD: "debian" (containerd 1.6, apt) or "v2"
 	// (built from its module); empty: the test's own MYKUBELET_CONTAINERD.
 	Flavor string
+	// CgroupRoot is a kubelet's cgroupRoot, made in every cgroup hierarchy
+	// and removed at the end; empty: /mykubelet-test-<random>.
+	CgroupRoot string
 }
 
 // The tests' network: neither the learner's 10.22.0.0/16, nor the mock
@@ -33,6 +42,22 @@ const (
 	DefaultSubnet = "10.24.0.0/24"
 	DefaultBridge = "mykubelet-test"
 )
+
+// harness is the bash that owns the runtime: scripts/realnode.sh sets it up
+// and says where it is, then waits for the test's end (its stdin closed, or a
+// signal); its EXIT trap stops containerd (scripts/containerd.sh down), removes
+// the cgroup root and deletes the work directory.
+const harness = `set -euo pipefail
+source "$1/scripts/lib.sh"
+source "$1/scripts/realnode.sh"
+realnode::init testcontainerd "$2" "$3" "$4"
+realnode::containerd_up
+echo "work $REALNODE_WORK"
+echo "pid $REALNODE_CONTAINERD_PID"
+sed -n 's/^==> starting \(.*\) (log: .*/version \1/p' "$REALNODE_WORK/containerd-up.log"
+echo ready
+read -r _ || true
+`
 
 // Runtime is a running containerd.
 type Runtime struct {
@@ -45,15 +70,19 @@ type Runtime struct {
 	Subnet *net.IPNet
 	// Bridge is its CNI bridge.
 	Bridge string
-	// Version is `containerd --version`'s line, from the script's output.
+	// CgroupRoot is the cgroup root made for a kubelet on it.
+	CgroupRoot string
+	// Version is `containerd --version`'s line, from scripts/containerd.sh up.
 	Version string
 
 	env  []string
 	root string
 }
 
-// Start brings containerd up with the offline images imported (pause and
-// busybox, scripts/tools/images), and down when the test ends.
+// Start brings containerd up through scripts/realnode.sh with the offline
+// images imported (pause and busybox, scripts/tools/images), and down when
+// the test ends, failing it if anything of it is left: its process, its
+// work directory, its bridge, its cgroup root.
 func Start(t testing.TB, c Config) *Runtime {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -68,51 +97,121 @@ func Start(t testing.TB, c Config) *Runtime {
 	if c.Flavor == "" {
 		c.Flavor = os.Getenv("MYKUBELET_CONTAINERD")
 	}
+	if c.CgroupRoot == "" {
+		c.CgroupRoot = fmt.Sprintf("/mykubelet-test-%08x", rand.Uint32())
+	}
 	_, subnet, err := net.ParseCIDR(c.Subnet)
 	if err != nil {
 		t.Fatalf("testcontainerd: subnet %q: %v", c.Subnet, err)
 	}
-	r := &Runtime{StateDir: t.TempDir(), Subnet: subnet, Bridge: c.Bridge, root: testcluster.RepoRoot(t)}
-	r.Endpoint = "unix://" + filepath.Join(r.StateDir, "containerd", "containerd.sock")
-	r.env = append(os.Environ(), "MYKUBELET_STATE_DIR="+r.StateDir, "MYKUBELET_CNI_SUBNET="+c.Subnet,
-		"MYKUBELET_CNI_BRIDGE="+c.Bridge, "MYKUBELET_CONTAINERD="+c.Flavor)
-	out, err := r.script("up")
+	logPath := filepath.Join(t.TempDir(), "realnode.log")
+	logFile, err := os.Create(logPath)
 	if err != nil {
-		if strings.Contains(out, "could not install") || strings.Contains(out, "no apt-get") {
-			t.Skipf("containerd cannot be installed here: %s", lastLine(out))
-		}
-		t.Fatalf("scripts/containerd.sh up: %v\n%s", err, out)
+		t.Fatal(err)
 	}
+	defer logFile.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	root := testcluster.RepoRoot(t)
+	cmd := exec.Command("bash", "-c", harness, "testcontainerd", root, c.Bridge, c.Subnet, c.CgroupRoot)
+	cmd.Env = append(os.Environ(), "MYKUBELET_CONTAINERD="+c.Flavor)
+	cmd.Stdout, cmd.Stderr = w, logFile
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("bash: %v", err)
+	}
+	w.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	rt := &Runtime{Subnet: subnet, Bridge: c.Bridge, CgroupRoot: c.CgroupRoot, root: root}
+	var work, pid string
+	ready := false
 	t.Cleanup(func() {
-		if out, err := r.script("down"); err != nil {
-			t.Errorf("scripts/containerd.sh down: %v\n%s", err, out)
+		stdin.Close()
+		err := <-exited
+		log, _ := os.ReadFile(logPath)
+		// Not ready: the set-up failed, and said so already.
+		if ready && (err != nil || strings.Contains(string(log), "warning:")) {
+			t.Errorf("scripts/realnode.sh's cleanup: %v\n%s", err, log)
 		}
+		rt.checkGone(t, work, pid)
 	})
-	for _, line := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(line, "==> starting "); ok {
-			v, _, _ = strings.Cut(v, " (log:")
-			r.Version = strings.TrimSpace(v)
+
+	for s := bufio.NewScanner(r); s.Scan(); {
+		k, v, _ := strings.Cut(s.Text(), " ")
+		switch k {
+		case "work":
+			work = v
+		case "pid":
+			pid = v
+		case "version":
+			rt.Version = v
+		case "ready":
+			ready = true
+		}
+		if ready {
+			break
 		}
 	}
-	if out, err := r.script("images"); err != nil {
-		t.Fatalf("scripts/containerd.sh images: %v\n%s", err, out)
+	if !ready {
+		err := <-exited
+		exited <- err // the cleanup's
+		log, _ := os.ReadFile(logPath)
+		if strings.Contains(string(log), "could not install") || strings.Contains(string(log), "no apt-get") {
+			t.Skipf("containerd cannot be installed here: %s", lastLine(string(log)))
+		}
+		t.Fatalf("scripts/realnode.sh: realnode::containerd_up: %v\n%s", err, log)
 	}
-	return r
+	rt.StateDir = filepath.Join(work, "state")
+	rt.Endpoint = "unix://" + filepath.Join(rt.StateDir, "containerd", "containerd.sock")
+	rt.env = append(os.Environ(), "MYKUBELET_STATE_DIR="+rt.StateDir, "MYKUBELET_CNI_SUBNET="+c.Subnet,
+		"MYKUBELET_CNI_BRIDGE="+c.Bridge, "MYKUBELET_CONTAINERD="+c.Flavor)
+	return rt
+}
+
+// checkGone fails the test for what the harness's cleanup left behind.
+func (rt *Runtime) checkGone(t testing.TB, work, pid string) {
+	if pid != "" {
+		if b, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline")); err == nil && strings.Contains(string(b), work) {
+			t.Errorf("containerd (pid %s) still runs", pid)
+		}
+	}
+	if work != "" {
+		if _, err := os.Stat(work); !os.IsNotExist(err) {
+			t.Errorf("the work directory %s is left (%v)", work, err)
+		}
+	}
+	if _, err := net.InterfaceByName(rt.Bridge); err == nil {
+		t.Errorf("the bridge %s is left", rt.Bridge)
+	}
+	for _, pattern := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/*"} {
+		left, _ := filepath.Glob(pattern + rt.CgroupRoot)
+		for _, dir := range left {
+			t.Errorf("the cgroup %s is left", dir)
+		}
+	}
 }
 
 // Status runs scripts/containerd.sh status.
-func (r *Runtime) Status() (string, error) { return r.script("status") }
+func (rt *Runtime) Status() (string, error) { return rt.script("status") }
 
 // Down runs scripts/containerd.sh down now (it runs again, harmlessly, when
 // the test ends).
-func (r *Runtime) Down() (string, error) { return r.script("down") }
+func (rt *Runtime) Down() (string, error) { return rt.script("down") }
 
 // Up runs scripts/containerd.sh up again.
-func (r *Runtime) Up() (string, error) { return r.script("up") }
+func (rt *Runtime) Up() (string, error) { return rt.script("up") }
 
-func (r *Runtime) script(arg string) (string, error) {
-	cmd := exec.Command(filepath.Join(r.root, "scripts", "containerd.sh"), arg)
-	cmd.Env = r.env
+func (rt *Runtime) script(arg string) (string, error) {
+	cmd := exec.Command(filepath.Join(rt.root, "scripts", "containerd.sh"), arg)
+	cmd.Env = rt.env
 	b, err := cmd.CombinedOutput()
 	return string(b), err
 }
