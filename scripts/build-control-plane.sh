@@ -31,13 +31,7 @@ bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 pkgs=(./etcd k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
 
-major="${KUBE_VERSION#v}"; major="${major%%.*}"
-minor="${KUBE_VERSION#v*.}"; minor="${minor%%.*}"
-ldflags="-s -w"
-for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-  ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+ldflags="$(kube_ldflags)"
 
 # The stamp covers what the binaries are made of (the tools module, the
 # packages, the flags), not this script's messages: rewording them does

@@ -32,6 +32,20 @@ CACHE_DIR="${MYKUBELET_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mykubelet}"
 BIN_DIR="$CACHE_DIR/control-plane-$KUBE_VERSION/bin"
 export STATE_DIR CACHE_DIR BIN_DIR
 
+# kube_ldflags: the -ldflags that stamp $KUBE_VERSION into a binary built
+# from k8s.io/kubernetes (the control plane, upstream's kubelet), as
+# upstream's hack/lib/version.sh does, with a fixed build date.
+kube_ldflags() {
+  local major minor pkg ldflags="-s -w"
+  major="${KUBE_VERSION#v}"; major="${major%%.*}"
+  minor="${KUBE_VERSION#v*.}"; minor="${minor%%.*}"
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$ldflags"
+}
+
 die() { echo "error: $*" >&2; exit 1; }
 say() { echo "==> $*" >&2; }
 

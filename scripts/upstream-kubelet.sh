@@ -22,14 +22,8 @@ UPSTREAM_KUBELET="$UPSTREAM_DIR/kubelet"
 # with the control plane's flags, once (a few minutes with the control
 # plane's build cache warm).
 build_upstream_kubelet() {
-  local major minor ldflags pkg stamp_want tmp tools="$REPO_ROOT/scripts/tools"
-  major="${KUBE_VERSION#v}"; major="${major%%.*}"
-  minor="${KUBE_VERSION#v*.}"; minor="${minor%%.*}"
-  ldflags="-s -w"
-  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-    ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-  done
+  local ldflags stamp_want tmp tools="$REPO_ROOT/scripts/tools"
+  ldflags="$(kube_ldflags)"
   stamp_want="$(printf '%s\n' "CGO_ENABLED=0 go build -trimpath" "$ldflags" k8s.io/kubernetes/cmd/kubelet |
     cat - "$tools/go.mod" "$tools/go.sum" | sha256sum | cut -c1-16)"
   if [[ -x "$UPSTREAM_KUBELET" && "$(cat "$UPSTREAM_DIR/.build-stamp" 2>/dev/null)" == "$stamp_want" ]]; then
