@@ -152,7 +152,7 @@ func Start(t testing.TB, c Config) *Runtime {
 		case "pid":
 			pid = v
 		case "version":
-			rt.Version = v
+			rt.Version = strings.TrimSpace(v)
 		case "ready":
 			ready = true
 		}
