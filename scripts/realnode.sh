@@ -1,11 +1,12 @@
 # shellcheck shell=bash
 # The nodes the scripts that measure set up (scripts/conformance.sh and
-# every bench), and the tests' containerd (scripts/testkit/testcontainerd,
-# chapter 19's test), set up once here, as upstream's hack/lib/etcd.sh sets up
-# etcd: a control plane of its own on free ports, containerd with a CNI
-# bridge and the offline images, a cgroup root in every hierarchy,
-# bootstrap tokens, the approval of the serving certificates' CSRs, the
-# start of either kubelet on containerd (the capstone or upstream's) and
+# every bench), and the tests' containerd (scripts/testkit/testcontainerd;
+# chapter 19's test's control plane, token and approval too), set up once
+# here, as upstream's hack/lib/etcd.sh sets up etcd: a control plane of its
+# own on free ports, containerd with a CNI bridge and the offline images, a
+# cgroup root in every hierarchy, bootstrap tokens, the approval of the
+# serving certificates' CSRs, the start of either kubelet on containerd (the
+# capstone or upstream's) and
 # the wait for its node to be Ready. A bench of the mock runtime takes the
 # control plane, the tokens and the approval only, and hands over the
 # nodes it starts itself. It owns what it starts: realnode::init installs

@@ -2,7 +2,11 @@
 // containerd, runc and the CNI plugins with the offline images and a cgroup
 // root, set up as every real-node script sets them up, by scripts/realnode.sh
 // (realnode::init, realnode::containerd_up), in a bash that lives as long as
-// the test and whose EXIT trap (realnode::cleanup) takes them down again. It
+// the test and whose EXIT trap (realnode::cleanup) takes them down again.
+// With Config.Node the same bash gives it a control plane of its own too
+// (realnode::cluster_up), a bootstrap token for that node (realnode::issue)
+// and the approval of the serving certificates' CSRs
+// (realnode::approve_serving_csrs), as scripts/conformance.sh has them. It
 // has a work directory and a CNI network of the test's own, so that it runs
 // beside a learner's (.state/containerd, 10.22.0.0/16). Root only: the test
 // is skipped without root, or where containerd cannot be installed.
@@ -16,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,6 +39,11 @@ type Config struct {
 	// CgroupRoot is a kubelet's cgroupRoot, made in every cgroup hierarchy
 	// and removed at the end; empty: /mykubelet-test-<random>.
 	CgroupRoot string
+	// Node, when set, is the name of the test's kubelet: the harness starts
+	// a control plane too (scripts/cluster.sh on free loopback ports),
+	// issues the node a bootstrap token and approves its serving CSRs until
+	// the end; empty: containerd only.
+	Node string
 }
 
 // The tests' network: neither the learner's 10.22.0.0/16, nor the mock
@@ -45,15 +55,23 @@ const (
 
 // harness is the bash that owns the runtime: scripts/realnode.sh sets it up
 // and says where it is, then waits for the test's end (its stdin closed, or a
-// signal); its EXIT trap stops containerd (scripts/containerd.sh down), removes
-// the cgroup root and deletes the work directory.
+// signal); its EXIT trap stops the approver, containerd (scripts/containerd.sh
+// down) and the control plane (scripts/cluster.sh down), removes the cgroup
+// root and deletes the work directory.
 const harness = `set -euo pipefail
 source "$1/scripts/lib.sh"
 source "$1/scripts/realnode.sh"
 realnode::init testcontainerd "$2" "$3" "$4"
-realnode::containerd_up
 echo "work $REALNODE_WORK"
-echo "pid $REALNODE_CONTAINERD_PID"
+if [[ -n "$5" ]]; then
+  realnode::cluster_up
+  realnode::issue "$5"
+  realnode::approve_serving_csrs
+  echo "kubeconfig $KUBECONFIG"
+  echo "bootstrap $(realnode::bootstrap "$5")"
+  echo "port $REALNODE_KUBELET_PORT"
+fi
+realnode::containerd_up
 sed -n 's/^==> starting \(.*\) (log: .*/version \1/p' "$REALNODE_WORK/containerd-up.log"
 echo ready
 read -r _ || true
@@ -75,14 +93,21 @@ type Runtime struct {
 	// Version is `containerd --version`'s line, from scripts/containerd.sh up.
 	Version string
 
+	// With Config.Node only: the control plane's admin kubeconfig
+	// (system:masters), the node's bootstrap kubeconfig (the kubelet's
+	// --bootstrap-kubeconfig) and a free port for its kubelet to serve on.
+	AdminKubeconfig, BootstrapKubeconfig string
+	KubeletPort                          int
+
 	env  []string
 	root string
 }
 
 // Start brings containerd up through scripts/realnode.sh with the offline
-// images imported (pause and busybox, scripts/tools/images), and down when
-// the test ends, failing it if anything of it is left: its process, its
-// work directory, its bridge, its cgroup root.
+// images imported (pause and busybox, scripts/tools/images), and with
+// c.Node the control plane, and down when the test ends, failing it if
+// anything of it is left: a process of its work directory (containerd,
+// etcd, kube-apiserver …), the directory, its bridge, its cgroup root.
 func Start(t testing.TB, c Config) *Runtime {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -116,7 +141,7 @@ func Start(t testing.TB, c Config) *Runtime {
 	}
 	defer r.Close()
 	root := testcluster.RepoRoot(t)
-	cmd := exec.Command("bash", "-c", harness, "testcontainerd", root, c.Bridge, c.Subnet, c.CgroupRoot)
+	cmd := exec.Command("bash", "-c", harness, "testcontainerd", root, c.Bridge, c.Subnet, c.CgroupRoot, c.Node)
 	cmd.Env = append(os.Environ(), "MYKUBELET_CONTAINERD="+c.Flavor)
 	cmd.Stdout, cmd.Stderr = w, logFile
 	stdin, err := cmd.StdinPipe()
@@ -131,7 +156,7 @@ func Start(t testing.TB, c Config) *Runtime {
 	go func() { exited <- cmd.Wait() }()
 
 	rt := &Runtime{Subnet: subnet, Bridge: c.Bridge, CgroupRoot: c.CgroupRoot, root: root}
-	var work, pid string
+	var work string
 	ready := false
 	t.Cleanup(func() {
 		stdin.Close()
@@ -141,7 +166,7 @@ func Start(t testing.TB, c Config) *Runtime {
 		if ready && (err != nil || strings.Contains(string(log), "warning:")) {
 			t.Errorf("scripts/realnode.sh's cleanup: %v\n%s", err, log)
 		}
-		rt.checkGone(t, work, pid)
+		rt.checkGone(t, work)
 	})
 
 	for s := bufio.NewScanner(r); s.Scan(); {
@@ -149,8 +174,14 @@ func Start(t testing.TB, c Config) *Runtime {
 		switch k {
 		case "work":
 			work = v
-		case "pid":
-			pid = v
+		case "kubeconfig":
+			rt.AdminKubeconfig = v
+		case "bootstrap":
+			rt.BootstrapKubeconfig = v
+		case "port":
+			if rt.KubeletPort, err = strconv.Atoi(v); err != nil {
+				t.Fatalf("scripts/realnode.sh: REALNODE_KUBELET_PORT %q: %v", v, err)
+			}
 		case "version":
 			rt.Version = strings.TrimSpace(v)
 		case "ready":
@@ -167,7 +198,7 @@ func Start(t testing.TB, c Config) *Runtime {
 		if strings.Contains(string(log), "could not install") || strings.Contains(string(log), "no apt-get") {
 			t.Skipf("containerd cannot be installed here: %s", lastLine(string(log)))
 		}
-		t.Fatalf("scripts/realnode.sh: realnode::containerd_up: %v\n%s", err, log)
+		t.Fatalf("scripts/realnode.sh: %v\n%s", err, log)
 	}
 	rt.StateDir = filepath.Join(work, "state")
 	rt.Endpoint = "unix://" + filepath.Join(rt.StateDir, "containerd", "containerd.sock")
@@ -177,13 +208,16 @@ func Start(t testing.TB, c Config) *Runtime {
 }
 
 // checkGone fails the test for what the harness's cleanup left behind.
-func (rt *Runtime) checkGone(t testing.TB, work, pid string) {
-	if pid != "" {
-		if b, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline")); err == nil && strings.Contains(string(b), work) {
-			t.Errorf("containerd (pid %s) still runs", pid)
-		}
-	}
+func (rt *Runtime) checkGone(t testing.TB, work string) {
 	if work != "" {
+		// containerd's, and the control plane's, command lines name their
+		// files in the work directory.
+		cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, f := range cmdlines {
+			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), work+"/") {
+				t.Errorf("a process of %s still runs (pid %s): %s", work, filepath.Base(filepath.Dir(f)), strings.ReplaceAll(string(b), "\x00", " "))
+			}
+		}
 		if _, err := os.Stat(work); !os.IsNotExist(err) {
 			t.Errorf("the work directory %s is left (%v)", work, err)
 		}
