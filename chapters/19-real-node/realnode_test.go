@@ -1,8 +1,9 @@
 // Package realnode_test is chapter 19's test: the capstone (chapter 13's
-// program, built as is) on a real containerd, runc and CNI bridge (set up by
-// scripts/realnode.sh, through scripts/testkit/testcontainerd) and a real
-// control plane, each claim of the chapter's README an assertion. The
-// chapter has no program of its own.
+// program, built as is) on a real containerd, runc and CNI bridge and a real
+// control plane (both set up by scripts/realnode.sh, through
+// scripts/testkit/testcontainerd, with the node's bootstrap token and the
+// approval of its serving CSR), each claim of the chapter's README an
+// assertion. The chapter has no program of its own.
 package realnode_test
 
 import (
@@ -16,13 +17,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
@@ -58,30 +58,6 @@ func readFile(t *testing.T, parts ...string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// approveServingCSRs approves the node's kubelet-serving CSRs, as the
-// README's `kubectl certificate approve` does, until ctx ends.
-func approveServingCSRs(ctx context.Context, wg *sync.WaitGroup, admin kubernetes.Interface) {
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			csrs, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
-			if err == nil {
-				for _, csr := range csrs.Items {
-					if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.Spec.Username != "system:node:"+node || len(csr.Status.Conditions) > 0 {
-						continue
-					}
-					csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-						Type: certificatesv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "TestApprove", Message: "approved by the test"})
-					_, _ = admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, &csr, metav1.UpdateOptions{})
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	})
-}
-
 func podReady(p *v1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == v1.PodReady {
@@ -108,20 +84,21 @@ func TestRealNode(t *testing.T) {
 		t.Skip("reads cgroup v1 files (this machine's); the v2 layout is mylib/cm's tests'")
 	}
 	top := t
-	// containerd, and a cgroup root of the test's own in every hierarchy
-	// (the kubelet's cgroupRoot: its kubepods goes below, apart from a
-	// learner's /kubepods and other tests'), both removed when the test ends.
-	rt := testcontainerd.Start(t, testcontainerd.Config{Subnet: subnet, Bridge: bridge})
+	// containerd, a cgroup root of the test's own in every hierarchy (the
+	// kubelet's cgroupRoot: its kubepods goes below, apart from a learner's
+	// /kubepods and other tests'), a control plane, the node's bootstrap
+	// token and the approval of its serving CSR, as the README's `kubectl
+	// certificate approve` does: all gone when the test ends.
+	rt := testcontainerd.Start(t, testcontainerd.Config{Subnet: subnet, Bridge: bridge, Node: node})
 	root := rt.CgroupRoot
 	bin := testcluster.BuildChapter(t, "./chapters/13-mykubelet")
-	c := testcluster.Start(t)
-	admin := c.Clientset(t)
-	kubeconfig := c.AdminKubeconfig
+	kubeconfig := rt.AdminKubeconfig
+	adminConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	admin, err := kubernetes.NewForConfig(adminConfig)
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait)
 	t.Cleanup(cancel)
-	approveServingCSRs(ctx, &wg, admin)
 
 	conn, err := kuberuntime.Dial(rt.Endpoint)
 	require.NoError(t, err)
@@ -129,11 +106,7 @@ func TestRealNode(t *testing.T) {
 	cri := runtimeapi.NewRuntimeServiceClient(conn)
 
 	state := chaptertest.ShortTempDir(t)
-	chaptertest.WriteNodeKubeconfig(t, state, chaptertest.RegisterNode(t, c, node))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := rt.KubeletPort
 	config := filepath.Join(state, "kubelet-config.yaml")
 	require.NoError(t, os.WriteFile(config, fmt.Appendf(nil, `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -142,7 +115,8 @@ port: %d
 serverTLSBootstrap: true
 cgroupRoot: %s
 `, port, root), 0o600))
-	args := []string{"--config", config, "--state-dir", state, "--hostname-override", node, "--node-ip", "127.0.0.1",
+	args := []string{"--config", config, "--state-dir", state, "--bootstrap-kubeconfig", rt.BootstrapKubeconfig,
+		"--hostname-override", node, "--node-ip", "127.0.0.1",
 		"--fake-runtime=false", "--container-runtime-endpoint", rt.Endpoint}
 	kubelet := chaptertest.Start(t, bin, args...)
 	kubelet.WaitForOutput(`node `+node+`: status written \(first report\): Ready=True, runtime containerd://`, 2*time.Minute)
@@ -271,7 +245,7 @@ cgroupRoot: %s
 	})
 
 	t.Run("/stats/summary: the pods' memory and CPU from their cgroups", func(t *testing.T) {
-		cfg := rest.CopyConfig(c.Config(t))
+		cfg := rest.CopyConfig(adminConfig)
 		cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
 		hc, err := rest.HTTPClientFor(cfg)
 		require.NoError(t, err)
