@@ -82,13 +82,17 @@ running_pid() {
     echo "$pid"
     return 0
   fi
-  # The pid file lost (a state directory half removed): ours by its command line.
-  for p in /proc/[0-9]*; do
-    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -F -- "containerd --config $CONFIG " >/dev/null; then
+  # The pid file lost (a state directory half removed): ours by its command
+  # line. One grep finds the few processes that name the config (a tr and
+  # a grep for each of a busy machine's hundreds took seconds, more than a
+  # caller's wait allowed); then the whole command line of each.
+  while IFS= read -r p; do
+    if tr '\0' ' ' 2>/dev/null <"$p" | grep -F -- "containerd --config $CONFIG " >/dev/null; then
+      p="${p%/cmdline}"
       echo "${p#/proc/}"
       return 0
     fi
-  done
+  done < <(grep -alF -- "$CONFIG" /proc/[0-9]*/cmdline 2>/dev/null)
   return 1
 }
 
