@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -219,6 +220,21 @@ type Status struct {
 	// For an exited container Message ends with its termination message.
 	Reason  string
 	Message string
+	// Resources are the CPU and memory the runtime reports it applies to
+	// the container (its CRI ContainerStatus's resources), nil when it
+	// reports none.
+	Resources *ContainerResources
+}
+
+// ContainerResources are a container's resources as the runtime applies
+// them, turned back into the API's quantities (upstream's type of the
+// same name, without MemoryRequest, which no cgroup holds).
+type ContainerResources struct {
+	// CPURequest is from the CPU shares, CPULimit from the CFS quota and
+	// period, MemoryLimit from the memory limit; each nil when unset.
+	CPURequest  *resource.Quantity
+	CPULimit    *resource.Quantity
+	MemoryLimit *resource.Quantity
 }
 
 // The termination message's limits, upstream's.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/allocation"
 	"mykubelet/mylib/cm"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/eviction"
@@ -169,6 +170,9 @@ type PodsConfig struct {
 	Volumes bool
 	// RootDirectory is the kubelet's root directory (--root-dir): the
 	// pods' directories go in RootDirectory/pods. Required with Volumes.
+	// With RunContainers, the pods' allocated and actuated resources are
+	// checkpointed in it too (mylib/allocation; kubelet_resize.go): each
+	// container's status then shows allocatedResources and resources.
 	RootDirectory string
 	// ClusterDNS, ClusterDomain and ResolverConfig are the
 	// KubeletConfiguration's clusterDNS, clusterDomain and resolvConf:
@@ -294,6 +298,10 @@ type Kubelet struct {
 	readinessManager proberesults.Manager
 	startupManager   proberesults.Manager
 	admission        *admission // nil unless Config.Pods.Admit
+	// allocationManager records the resources allocated to each pod and
+	// those actuated for it (kubelet_resize.go); nil unless
+	// Config.Pods.RunContainers with a RootDirectory.
+	allocationManager *allocation.Manager
 	// containerLogManager rotates logs; nil unless Config.Pods.ContainerLogs.
 	containerLogManager *logs.ContainerLogManager
 	// volumes: the volume manager and friends; nil unless
@@ -467,6 +475,11 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		return err
 	}
 	kl.statusManager = sm
+	if cfg.RootDirectory != "" {
+		if err := kl.newAllocationManager(cfg.RootDirectory); err != nil {
+			return err
+		}
+	}
 	if cfg.Probes {
 		if err := kl.newProbeManager(cfg.ProbeDial); err != nil {
 			return err
@@ -725,6 +738,7 @@ func (kl *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 		if kl.handleMirrorPod(ctx, pod) || !kl.admit(ctx, kubetypes.ADD, pod) {
 			continue // a mirror pod, or rejected: no pod worker
 		}
+		kl.allocate(pod)
 		if kl.probeManager != nil {
 			kl.probeManager.AddPod(pod)
 		}
@@ -856,6 +870,7 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 	if err := kubepod.DeleteOrphanedMirrorPods(ctx, kl.mirrorPodClient, orphans, kl.out); err != nil {
 		klog.ErrorS(err, "Deleting orphaned mirror pods failed; will retry")
 	}
+	kl.removeOrphanedAllocations(pods)
 	kl.cleanupEnded(ctx, pods, workers)
 	kl.cleanupPodDirs(ctx, pods)
 	kl.cleanupOrphanedPodCgroups(cgroupPods, possiblyRunningPods(workers))

@@ -21,7 +21,7 @@ func convertToAPIEphemeralContainerStatuses(pod *v1.Pod, podStatus *kubecontaine
 	for i := range pod.Spec.EphemeralContainers {
 		specs = append(specs, v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
-	statuses := convertToAPIContainerStatuses(pod, podStatus, previous, specs, len(pod.Spec.InitContainers) > 0, false, reasons)
+	statuses := convertToAPIContainerStatuses(pod, podStatus, previous, specs, len(pod.Spec.InitContainers) > 0, false, reasons, nil) // not resizable: no allocation
 	for i := range statuses {
 		statuses[i].Ready, statuses[i].Started = false, nil
 	}

@@ -188,7 +188,7 @@ func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v
 // status manager, or the pod's own); hostIPs are the node's addresses;
 // reasons may be nil.
 func generateAPIPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, oldPodStatus v1.PodStatus, podIsTerminal bool, hostIPs []string, reasons *ReasonCache) v1.PodStatus {
-	return generateAPIPodStatusProbed(pod, podStatus, oldPodStatus, podIsTerminal, hostIPs, reasons, nil)
+	return generateAPIPodStatusProbed(pod, podStatus, oldPodStatus, podIsTerminal, hostIPs, reasons, nil, nil)
 }
 
 // podStatusProber sets the containers' started and ready from the probes
@@ -199,12 +199,14 @@ type podStatusProber interface {
 
 // generateAPIPodStatusProbed is generateAPIPodStatus with the prober's word
 // on each container's started and ready, before the pod's conditions are
-// computed from them, as upstream; probes may be nil.
-func generateAPIPodStatusProbed(pod *v1.Pod, podStatus *kubecontainer.PodStatus, oldPodStatus v1.PodStatus, podIsTerminal bool, hostIPs []string, reasons *ReasonCache, probes podStatusProber) v1.PodStatus {
+// computed from them, as upstream; probes may be nil. allocs, when not
+// nil, gives the containers' allocatedResources and resources
+// (kubelet_resize.go).
+func generateAPIPodStatusProbed(pod *v1.Pod, podStatus *kubecontainer.PodStatus, oldPodStatus v1.PodStatus, podIsTerminal bool, hostIPs []string, reasons *ReasonCache, probes podStatusProber, allocs containerAllocations) v1.PodStatus {
 	if podStatus == nil { // nothing known from the runtime yet
 		podStatus = &kubecontainer.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
-	s := convertStatusToAPIStatus(pod, podStatus, oldPodStatus, reasons)
+	s := convertStatusToAPIStatus(pod, podStatus, oldPodStatus, reasons, allocs)
 	if probes != nil {
 		probes.UpdatePodStatus(pod, s)
 	}
@@ -285,7 +287,7 @@ func replaceOrAppendPodCondition(conds []v1.PodCondition, c v1.PodCondition) []v
 }
 
 // convertStatusToAPIStatus fills IPs, QoS class and the container statuses.
-func convertStatusToAPIStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, oldPodStatus v1.PodStatus, reasons *ReasonCache) *v1.PodStatus {
+func convertStatusToAPIStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, oldPodStatus v1.PodStatus, reasons *ReasonCache, allocs containerAllocations) *v1.PodStatus {
 	s := &v1.PodStatus{QOSClass: GetPodQOS(pod)}
 	ips := podStatus.IPs // only a ready sandbox has them, as upstream
 	for _, ip := range ips {
@@ -295,9 +297,9 @@ func convertStatusToAPIStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, o
 		s.PodIP = s.PodIPs[0].IP
 	}
 	s.ContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, oldPodStatus.ContainerStatuses,
-		pod.Spec.Containers, len(pod.Spec.InitContainers) > 0, false, reasons)
+		pod.Spec.Containers, len(pod.Spec.InitContainers) > 0, false, reasons, allocs)
 	s.InitContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, oldPodStatus.InitContainerStatuses,
-		pod.Spec.InitContainers, len(pod.Spec.InitContainers) > 0, true, reasons)
+		pod.Spec.InitContainers, len(pod.Spec.InitContainers) > 0, true, reasons, allocs)
 	s.EphemeralContainerStatuses = convertToAPIEphemeralContainerStatuses(pod, podStatus, oldPodStatus.EphemeralContainerStatuses, reasons)
 	return s
 }
@@ -333,9 +335,10 @@ func convertContainerStatus(cs *kubecontainer.Status) *v1.ContainerStatus {
 // containers (regular or init): a default waiting state, then the newest
 // runtime status as State and the one before as LastTerminationState, then
 // the reason of a failed start for a container about to be restarted.
-// Ready and Started are set as a prober without probes would.
+// Ready and Started are set as a prober without probes would; the
+// resources from allocs (nil: none) as kubelet_resize.go says.
 func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *kubecontainer.PodStatus, previous []v1.ContainerStatus,
-	containers []v1.Container, hasInitContainers, isInitContainer bool, reasons *ReasonCache) []v1.ContainerStatus {
+	containers []v1.Container, hasInitContainers, isInitContainer bool, reasons *ReasonCache, allocs containerAllocations) []v1.ContainerStatus {
 	old := make(map[string]v1.ContainerStatus, len(previous))
 	for _, s := range previous {
 		old[s.Name] = s
@@ -388,9 +391,11 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *kubecontainer.PodStat
 		}
 		st := convertContainerStatus(cs)
 		if seen[cs.Name] == 0 {
-			if o, ok := old[cs.Name]; ok && st.LastTerminationState.Terminated == nil {
+			o, ok := old[cs.Name]
+			if ok && st.LastTerminationState.Terminated == nil {
 				st.LastTerminationState = o.LastTerminationState
 			}
+			setContainerStatusResources(allocs, pod.UID, st, cs, o, ok)
 			statuses[cs.Name] = st
 		} else {
 			statuses[cs.Name].LastTerminationState = st.State

@@ -106,7 +106,7 @@ func TestGenerateAPIPodStatusWithASidecar(t *testing.T) {
 		assert.Equal(t, v1.ConditionTrue, condition(s, c).Status, c)
 	}
 
-	s = generateAPIPodStatusProbed(pod, ps, v1.PodStatus{}, false, nil, nil, readinessSays{"s": false, "app": true})
+	s = generateAPIPodStatusProbed(pod, ps, v1.PodStatus{}, false, nil, nil, readinessSays{"s": false, "app": true}, nil)
 	assert.False(t, s.InitContainerStatuses[0].Ready)
 	assert.Equal(t, v1.ConditionTrue, condition(s, v1.PodInitialized).Status, "started is enough to initialize")
 	assert.Equal(t, v1.ConditionFalse, condition(s, v1.PodReady).Status)

@@ -281,7 +281,7 @@ func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 	if kl.probeManager != nil {
 		probes = kl.probeManager
 	}
-	s := generateAPIPodStatusProbed(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache, probes)
+	s := generateAPIPodStatusProbed(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache, probes, kl.allocations())
 	applyPodSyncHandlers(kl.lifecycle.podSyncHandlers, pod, &s)
 	return s
 }

@@ -2,7 +2,10 @@ package kuberuntime
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	kubecontainer "mykubelet/mylib/container"
 )
 
 // CPU shares and CFS quota, as upstream computes them from millicores
@@ -42,4 +45,52 @@ func milliCPUToShares(milli int64) int64 {
 		return minShares // no request: the least weight, as upstream
 	}
 	return min(max(milli*sharesPerCPU/milliCPUToCPU, minShares), maxShares)
+}
+
+// toKubeContainerResources turns the resources a runtime reports for a
+// container back into the API's quantities, as upstream's function of the
+// same name: the CPU request from the shares (rounded up), the CPU limit
+// from the quota and period, the memory limit as it is. Nil when the
+// runtime reports none of them.
+func toKubeContainerResources(r *runtimeapi.ContainerResources) *kubecontainer.ContainerResources {
+	linux := r.GetLinux()
+	if linux == nil {
+		return nil
+	}
+	var out kubecontainer.ContainerResources
+	if linux.CpuPeriod > 0 {
+		if milli := quotaToMilliCPU(linux.CpuQuota, linux.CpuPeriod); milli > 0 {
+			out.CPULimit = resource.NewMilliQuantity(milli, resource.DecimalSI)
+		}
+	}
+	if linux.CpuShares > 0 {
+		if milli := sharesToMilliCPU(linux.CpuShares); milli > 0 {
+			out.CPURequest = resource.NewMilliQuantity(milli, resource.DecimalSI)
+		}
+	}
+	if linux.MemoryLimitInBytes > 0 {
+		out.MemoryLimit = resource.NewQuantity(linux.MemoryLimitInBytes, resource.BinarySI)
+	}
+	if out.CPULimit == nil && out.CPURequest == nil && out.MemoryLimit == nil {
+		return nil
+	}
+	return &out
+}
+
+// sharesToMilliCPU is the CPU request that gave these shares, rounded up;
+// below minShares, none.
+func sharesToMilliCPU(shares int64) int64 {
+	if shares < minShares {
+		return 0
+	}
+	return (shares*milliCPUToCPU + sharesPerCPU - 1) / sharesPerCPU
+}
+
+// quotaToMilliCPU is the CPU limit that gave this quota; -1 (no limit) is
+// none.
+func quotaToMilliCPU(quota, period int64) int64 {
+	if quota == -1 {
+		return 0
+	}
+	return quota * milliCPUToCPU / period
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func TestGenerateLinuxContainerResources(t *testing.T) {
@@ -23,4 +24,32 @@ func TestGenerateLinuxContainerResources(t *testing.T) {
 	assert.Zero(t, res.MemoryLimitInBytes, "no limit: the runtime's own")
 	assert.Equal(t, int64(2), res.CpuShares)
 	assert.Zero(t, res.CpuQuota)
+}
+
+func TestRuntimeResourcesTurnBackIntoTheSpecsQuantities(t *testing.T) {
+	for _, spec := range []struct{ cpuRequest, cpuLimit, memoryLimit string }{
+		{"250m", "500m", "100Mi"},
+		{"1", "2", "1Gi"},
+		{"100m", "100m", "128Mi"},
+	} {
+		c := &v1.Container{Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(spec.cpuRequest)},
+			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse(spec.cpuLimit), v1.ResourceMemory: resource.MustParse(spec.memoryLimit)},
+		}}
+		got := toKubeContainerResources(&runtimeapi.ContainerResources{Linux: generateLinuxContainerResources(c)})
+		if assert.NotNil(t, got, "resources of %v", spec) {
+			assert.Equal(t, 0, got.CPURequest.Cmp(resource.MustParse(spec.cpuRequest)), "CPU request %v from shares; want %s", got.CPURequest, spec.cpuRequest)
+			assert.Equal(t, 0, got.CPULimit.Cmp(resource.MustParse(spec.cpuLimit)), "CPU limit %v from quota; want %s", got.CPULimit, spec.cpuLimit)
+			assert.Equal(t, spec.memoryLimit, got.MemoryLimit.String())
+		}
+	}
+	// Shares round up: 10m of request is 10 shares, read back as 10m, not 9m.
+	got := toKubeContainerResources(&runtimeapi.ContainerResources{Linux: &runtimeapi.LinuxContainerResources{CpuShares: 10}})
+	assert.Equal(t, "10m", got.CPURequest.String())
+	assert.Nil(t, got.CPULimit, "no quota period: no CPU limit")
+	assert.Nil(t, got.MemoryLimit, "no memory limit")
+
+	assert.Nil(t, toKubeContainerResources(nil), "no resources reported")
+	assert.Nil(t, toKubeContainerResources(&runtimeapi.ContainerResources{Linux: &runtimeapi.LinuxContainerResources{CpuQuota: -1, CpuPeriod: 100000}}),
+		"no limit (-1) and nothing else: none")
 }

@@ -479,6 +479,7 @@ func (m *Manager) toKubeContainerStatus(s *runtimeapi.ContainerStatus) *kubecont
 		ImageRef:     s.ImageRef,
 		Hash:         annotated.Hash,
 		RestartCount: annotated.RestartCount,
+		Resources:    toKubeContainerResources(s.GetResources()),
 	}
 	if s.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 		cs.StartedAt = time.Unix(0, s.StartedAt) // it was started at least once

@@ -1,0 +1,128 @@
+package kubelet
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"mykubelet/mylib/allocation"
+	kubecontainer "mykubelet/mylib/container"
+	kubepod "mykubelet/mylib/pod"
+)
+
+func cpuMemory(cpu, memory string) v1.ResourceList {
+	return v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(memory)}
+}
+
+func resizablePod(cpu, memory string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
+		Spec: v1.PodSpec{NodeName: "node-a", RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{
+			Name: "app", Image: "busybox:1.37", ImagePullPolicy: v1.PullIfNotPresent,
+			Resources: v1.ResourceRequirements{Requests: cpuMemory(cpu, memory), Limits: cpuMemory(cpu, memory)},
+		}}},
+	}
+}
+
+func newAllocationManager(t *testing.T) *allocation.Manager {
+	t.Helper()
+	m, err := allocation.NewManager(t.TempDir())
+	require.NoError(t, err)
+	return m
+}
+
+// A running container's status shows its allocation's requests as
+// allocatedResources, and as resources what the runtime applies: after
+// the allocation grew, the runtime's (old) values until it applies the new.
+func TestRunningContainerStatusShowsAllocatedAndRuntimeResources(t *testing.T) {
+	pod := resizablePod("500m", "128Mi")
+	client := fake.NewClientset(pod.DeepCopy())
+	pm := kubepod.NewBasicPodManager()
+	pm.AddPod(pod)
+	p := newPodPipeline(t, client, pm)
+	kl := &Kubelet{allocationManager: newAllocationManager(t)}
+	kl.allocate(pod)
+	require.NotNil(t, p.m.SyncPod(context.Background(), pod, p.runtimeStatus(t, pod), nil, nil))
+
+	ps := p.runtimeStatus(t, pod)
+	require.Len(t, ps.ContainerStatuses, 1)
+	require.NotNil(t, ps.ContainerStatuses[0].Resources, "the runtime reported no resources")
+	s := generateAPIPodStatusProbed(pod, ps, v1.PodStatus{}, false, nil, nil, nil, kl.allocations())
+	require.Len(t, s.ContainerStatuses, 1)
+	cs := s.ContainerStatuses[0]
+	require.NotNil(t, cs.State.Running)
+	assert.Equal(t, "500m", cs.AllocatedResources.Cpu().String())
+	assert.Equal(t, "128Mi", cs.AllocatedResources.Memory().String())
+	require.NotNil(t, cs.Resources)
+	assert.Equal(t, "500m", cs.Resources.Requests.Cpu().String())
+	assert.Equal(t, "500m", cs.Resources.Limits.Cpu().String())
+	assert.Equal(t, "128Mi", cs.Resources.Limits.Memory().String())
+	assert.Equal(t, "128Mi", cs.Resources.Requests.Memory().String(), "no cgroup holds a memory request: the allocation's")
+
+	// The allocation grows; the runtime still applies the old values.
+	require.NoError(t, kl.allocationManager.SetAllocatedResources(resizablePod("1", "256Mi")))
+	cs = generateAPIPodStatusProbed(pod, ps, s, false, nil, nil, nil, kl.allocations()).ContainerStatuses[0]
+	assert.Equal(t, "1", cs.AllocatedResources.Cpu().String())
+	assert.Equal(t, "256Mi", cs.AllocatedResources.Memory().String())
+	assert.Equal(t, "500m", cs.Resources.Requests.Cpu().String(), "resources are the runtime's")
+	assert.Equal(t, "500m", cs.Resources.Limits.Cpu().String(), "resources are the runtime's")
+	assert.Equal(t, "128Mi", cs.Resources.Limits.Memory().String(), "resources are the runtime's")
+	assert.Equal(t, "256Mi", cs.Resources.Requests.Memory().String(), "the memory request is the allocation's")
+}
+
+func TestContainerStatusResourcesWithoutRuntimeWord(t *testing.T) {
+	pod := resizablePod("500m", "128Mi")
+	kl := &Kubelet{allocationManager: newAllocationManager(t)}
+	kl.allocate(pod)
+	running := rtStatus("app", "c1", kubecontainer.ContainerStateRunning, 0, 0, podT0)
+	ps := &kubecontainer.PodStatus{ID: pod.UID, ContainerStatuses: []*kubecontainer.Status{running}}
+
+	// The previous status of the same running container said 300m: kept.
+	old := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "app", ContainerID: running.ID.String(),
+		State:     v1.ContainerState{Running: &v1.ContainerStateRunning{}},
+		Resources: &v1.ResourceRequirements{Requests: cpuMemory("300m", "128Mi"), Limits: cpuMemory("300m", "64Mi")}}}}
+	cs := generateAPIPodStatusProbed(pod, ps, old, false, nil, nil, nil, kl.allocations()).ContainerStatuses[0]
+	assert.Equal(t, "300m", cs.Resources.Requests.Cpu().String())
+	assert.Equal(t, "300m", cs.Resources.Limits.Cpu().String())
+	assert.Equal(t, "64Mi", cs.Resources.Limits.Memory().String())
+
+	// An exited container shows its allocation.
+	exited := rtStatus("app", "c1", kubecontainer.ContainerStateExited, 0, 1, podT0)
+	ps.ContainerStatuses = []*kubecontainer.Status{exited}
+	cs = generateAPIPodStatusProbed(pod, ps, old, false, nil, nil, nil, kl.allocations()).ContainerStatuses[0]
+	assert.Equal(t, "500m", cs.Resources.Limits.Cpu().String())
+	assert.Equal(t, "128Mi", cs.Resources.Limits.Memory().String())
+
+	// Without an allocation manager, the status is as it always was.
+	cs = generateAPIPodStatus(pod, ps, old, false, nil, nil).ContainerStatuses[0]
+	assert.Nil(t, cs.Resources)
+	assert.Nil(t, cs.AllocatedResources)
+}
+
+func TestAllocationIsRecordedOnceAndForgottenWithThePod(t *testing.T) {
+	kl := &Kubelet{allocationManager: newAllocationManager(t)}
+	pod := resizablePod("500m", "128Mi")
+	kl.allocate(pod)
+	// A second ADD (after a kubelet restart) with a resized spec keeps
+	// what was allocated.
+	kl.allocate(resizablePod("2", "1Gi"))
+	got, ok := kl.allocationManager.GetContainerResourceAllocation(pod.UID, "app")
+	require.True(t, ok)
+	assert.Equal(t, "500m", got.Requests.Cpu().String())
+
+	ended := resizablePod("1", "1Gi")
+	ended.UID, ended.Status.Phase = "uid-ended", v1.PodSucceeded
+	kl.allocate(ended)
+	_, ok = kl.allocationManager.GetContainerResourceAllocation("uid-ended", "app")
+	assert.False(t, ok, "an ended pod got an allocation")
+
+	kl.removeOrphanedAllocations(nil)
+	_, ok = kl.allocationManager.GetContainerResourceAllocation(pod.UID, "app")
+	assert.False(t, ok, "the allocation of a pod that is gone is still there")
+}
