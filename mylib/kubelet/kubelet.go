@@ -302,6 +302,7 @@ type Kubelet struct {
 	// those actuated for it (kubelet_resize.go); nil unless
 	// Config.Pods.RunContainers with a RootDirectory.
 	allocationManager *allocation.Manager
+	pendingResizes    pendingResizes
 	// containerLogManager rotates logs; nil unless Config.Pods.ContainerLogs.
 	containerLogManager *logs.ContainerLogManager
 	// volumes: the volume manager and friends; nil unless
@@ -755,8 +756,10 @@ func (kl *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 		if kl.handleMirrorPod(ctx, pod) || !kl.admit(ctx, kubetypes.UPDATE, pod) {
 			continue
 		}
+		kl.pushPendingResize(pod) // a resize waits for its allocation (kubelet_resize.go)
 		kl.dispatchWork(ctx, pod, kubetypes.SyncPodUpdate)
 	}
+	kl.retryPendingResizes(ctx)
 }
 
 // HandlePodRemoves handles pods that are gone from their source: out of the
@@ -772,6 +775,7 @@ func (kl *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 		}
 		kl.dispatchWork(ctx, pod, kubetypes.SyncPodKill)
 	}
+	kl.retryPendingResizes(ctx) // what the removed pods held may fit a deferred resize
 }
 
 // HandlePodReconcile handles pods whose status alone changed in the API
@@ -871,6 +875,7 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) {
 		klog.ErrorS(err, "Deleting orphaned mirror pods failed; will retry")
 	}
 	kl.removeOrphanedAllocations(pods)
+	kl.retryPendingResizes(ctx)
 	kl.cleanupEnded(ctx, pods, workers)
 	kl.cleanupPodDirs(ctx, pods)
 	kl.cleanupOrphanedPodCgroups(cgroupPods, possiblyRunningPods(workers))

@@ -8,22 +8,42 @@
 // HandlePodAdditions (pkg/kubelet/kubelet.go), convertToAPIContainerStatuses
 // in pkg/kubelet/kubelet_pods.go.
 //
+// A resize (a changed spec, through the pods/resize subresource) is
+// admitted as upstream's allocation manager does (handlePodResourcesResize,
+// canResizePod): Infeasible if the pod's new requests exceed the node's
+// allocatable, Deferred if they do not fit beside the other pods'
+// allocations now (retried later), else allocated; the status manager
+// holds the PodResizePending condition that says which.
+//
 // Where it departs from upstream, and why (one line each):
 //   - no allocation without a root directory (PodsConfig.RootDirectory):
-//     there is nowhere to checkpoint it, and the status is as before.
+//     there is nowhere to checkpoint it, and the status is as before;
+//   - without PodsConfig.Admit every resize is allocated, as every pod is
+//     admitted: there are no admit handlers and no Node to check against;
+//   - pending resizes are retried at each housekeeping, when a pod is
+//     updated and when one is removed, not on a 3-minute ticker of their own;
+//   - the node's allocatable is read from the Node's status (admission's
+//     copy), not from the container manager;
+//   - no CPU/memory manager static policies and no swap: none exist here.
 
 package kubelet
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"mykubelet/mylib/allocation"
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/kubetypes"
+	kubelifecycle "mykubelet/mylib/lifecycle"
 )
 
 // minMilliCPULimit is the least CPU limit the kernel enforces, the least
@@ -151,4 +171,179 @@ func setContainerStatusResources(allocs containerAllocations, podUID types.UID, 
 		}
 	}
 	st.Resources = &resources
+}
+
+// pendingResizes are the UIDs of the pods whose resize waits to be
+// allocated (upstream: the allocation manager's podsWithPendingResizes).
+type pendingResizes struct {
+	mu   sync.Mutex
+	uids []types.UID
+}
+
+// pushPendingResize queues the pod's resize if its spec differs from its
+// allocation (upstream: PushPendingResize).
+func (kl *Kubelet) pushPendingResize(pod *v1.Pod) {
+	if kl.allocationManager == nil || isTerminalPhase(pod.Status.Phase) {
+		return
+	}
+	if _, differs := kl.allocationManager.UpdatePodFromAllocation(pod); !differs {
+		return
+	}
+	kl.pendingResizes.mu.Lock()
+	defer kl.pendingResizes.mu.Unlock()
+	if !slices.Contains(kl.pendingResizes.uids, pod.UID) {
+		kl.pendingResizes.uids = append(kl.pendingResizes.uids, pod.UID)
+	}
+}
+
+// retryPendingResizes tries each pending resize again; those still
+// deferred stay queued. A pod whose resize conditions changed is synced,
+// so that its status says so (upstream: RetryPendingResizes).
+func (kl *Kubelet) retryPendingResizes(ctx context.Context) {
+	if kl.allocationManager == nil {
+		return
+	}
+	kl.pendingResizes.mu.Lock()
+	defer kl.pendingResizes.mu.Unlock()
+	var still []types.UID
+	for _, uid := range kl.pendingResizes.uids {
+		pod, ok := kl.podManager.GetPodByUID(uid)
+		if !ok || kl.podWorkers.IsPodTerminationRequested(uid) {
+			continue // gone, or going: nothing to resize
+		}
+		before := kl.statusManager.GetPodResizeConditions(uid)
+		err := kl.handlePodResourcesResize(ctx, pod)
+		switch {
+		case err != nil:
+			klog.FromContext(ctx).Error(err, "Failed to handle the pod's resize; will retry", "pod", klog.KObj(pod))
+			still = append(still, uid)
+		case kl.statusManager.IsPodResizeDeferred(uid):
+			still = append(still, uid)
+		}
+		if !apiequality.Semantic.DeepEqual(before, kl.statusManager.GetPodResizeConditions(uid)) {
+			kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
+		}
+	}
+	kl.pendingResizes.uids = still
+}
+
+// handlePodResourcesResize allocates the pod's resize if the node can
+// take it, or says why not in the PodResizePending condition; the pod's
+// PodResizeInProgress condition is then set while its running containers'
+// actuated resources differ from the allocation.
+func (kl *Kubelet) handlePodResourcesResize(ctx context.Context, pod *v1.Pod) (err error) {
+	allocatedPod, differs := kl.allocationManager.UpdatePodFromAllocation(pod)
+	defer func() {
+		if err == nil {
+			kl.updateResizeInProgress(allocatedPod)
+		}
+	}()
+	if !differs {
+		kl.statusManager.ClearPodResizePendingCondition(pod.UID)
+		return nil
+	}
+	fit, reason, message, err := kl.canResizePod(ctx, pod)
+	if err != nil {
+		return err
+	}
+	if !fit {
+		kl.statusManager.SetPodResizePendingCondition(pod.UID, reason, message)
+		return nil
+	}
+	if err := kl.allocationManager.SetAllocatedResources(pod); err != nil {
+		return err
+	}
+	allocatedPod = pod
+	kl.printf("pod %s/%s resize allocated", pod.Namespace, pod.Name)
+	kl.statusManager.ClearPodResizePendingCondition(pod.UID)
+	kl.statusManager.ClearPodResizeInProgressCondition(pod.UID) // set again below if it is in progress
+	return nil
+}
+
+// canResizePod tells whether pod, with its new resources, fits the node:
+// not Infeasible (its requests within the node's allocatable) and not
+// Deferred (admitted beside the other active pods, each with its
+// allocation). Upstream's messages.
+func (kl *Kubelet) canResizePod(ctx context.Context, pod *v1.Pod) (fit bool, reason, message string, err error) {
+	if kl.admission == nil {
+		return true, "", "", nil
+	}
+	node, err := kl.getNodeAnyWay(ctx, true)
+	if err != nil {
+		return false, "", "", fmt.Errorf("resize of %s/%s: the node: %w", pod.Namespace, pod.Name, err)
+	}
+	requests := kubelifecycle.PodRequests(pod)
+	cpuRequests, memRequests := requests.Cpu().MilliValue(), requests.Memory().Value()
+	cpuAvailable, memAvailable := node.Status.Allocatable.Cpu().MilliValue(), node.Status.Allocatable.Memory().Value()
+	if cpuRequests > cpuAvailable || memRequests > memAvailable {
+		msg := fmt.Sprintf("cpu, requested: %d, capacity: %d", cpuRequests, cpuAvailable)
+		if memRequests > memAvailable {
+			msg = fmt.Sprintf("memory, requested: %d, capacity: %d", memRequests, memAvailable)
+		}
+		return false, v1.PodReasonInfeasible, "Node didn't have enough capacity: " + msg, nil
+	}
+	var others []*v1.Pod
+	for _, p := range kl.activePods() {
+		if p.UID != pod.UID {
+			allocated, _ := kl.allocationManager.UpdatePodFromAllocation(p)
+			others = append(others, allocated)
+		}
+	}
+	if r := kl.admission.handlers.Admit(ctx, &kubelifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others}); !r.Admit {
+		return false, v1.PodReasonDeferred, r.Message, nil
+	}
+	return true, "", "", nil
+}
+
+// updateResizeInProgress sets the pod's PodResizeInProgress condition
+// while a running container's actuated CPU or memory differs from its
+// allocation, and clears it once none does (upstream:
+// IsPodResizeInProgress).
+func (kl *Kubelet) updateResizeInProgress(allocatedPod *v1.Pod) {
+	podStatus, err := kl.podCache.Get(allocatedPod.UID)
+	if err != nil {
+		return // nothing known of the runtime yet: nothing running to resize
+	}
+	if kl.isPodResizeInProgress(allocatedPod, podStatus) {
+		kl.statusManager.SetPodResizeInProgressCondition(allocatedPod.UID, "", "")
+	} else {
+		kl.statusManager.ClearPodResizeInProgressCondition(allocatedPod.UID)
+	}
+}
+
+// isPodResizeInProgress: a running resizable container (a regular one or
+// a sidecar) whose actuated CPU or memory differs from its allocation.
+func (kl *Kubelet) isPodResizeInProgress(allocatedPod *v1.Pod, podStatus *kubecontainer.PodStatus) bool {
+	containers := slices.Clone(allocatedPod.Spec.Containers)
+	for _, c := range allocatedPod.Spec.InitContainers {
+		if kubecontainer.IsRestartableInitContainer(&c) {
+			containers = append(containers, c)
+		}
+	}
+	for _, c := range containers {
+		cs := podStatus.FindContainerStatusByName(c.Name)
+		if cs == nil || cs.State != kubecontainer.ContainerStateRunning {
+			continue // sized right when it (re)starts
+		}
+		actuated, _ := kl.allocationManager.GetActuatedResources(allocatedPod.UID, c.Name)
+		for _, l := range []struct{ allocated, actuated v1.ResourceList }{{c.Resources.Requests, actuated.Requests}, {c.Resources.Limits, actuated.Limits}} {
+			for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+				if !l.allocated[name].Equal(l.actuated[name]) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// withResizeConditions appends the pod's resize conditions to s.
+func (kl *Kubelet) withResizeConditions(pod *v1.Pod, s *v1.PodStatus) {
+	if kl.allocationManager == nil {
+		return
+	}
+	for _, c := range kl.statusManager.GetPodResizeConditions(pod.UID) {
+		c.ObservedGeneration = pod.Generation
+		s.Conditions = append(s.Conditions, *c)
+	}
 }

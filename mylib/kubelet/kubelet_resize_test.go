@@ -13,6 +13,7 @@ import (
 
 	"mykubelet/mylib/allocation"
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/kubetypes"
 	kubepod "mykubelet/mylib/pod"
 )
 
@@ -125,4 +126,110 @@ func TestAllocationIsRecordedOnceAndForgottenWithThePod(t *testing.T) {
 	kl.removeOrphanedAllocations(nil)
 	_, ok = kl.allocationManager.GetContainerResourceAllocation(pod.UID, "app")
 	assert.False(t, ok, "the allocation of a pod that is gone is still there")
+}
+
+// newResizeFixture: admission on, against a Node with 2 CPUs and 1Gi
+// allocatable, and an allocation manager.
+func newResizeFixture(t *testing.T) *podFixture {
+	t.Helper()
+	f, _ := newAdmissionFixture(t, 10)
+	f.kl.admission.node = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourcePods: resource.MustParse("10"), v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")}}}
+	f.kl.admission.nodeAt = f.clock.Now()
+	f.kl.allocationManager = newAllocationManager(t)
+	return f
+}
+
+func sized(p *v1.Pod, cpu, memory string) *v1.Pod {
+	p = p.DeepCopy()
+	p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: cpuMemory(cpu, memory), Limits: cpuMemory(cpu, memory)}
+	return p
+}
+
+func resizeConditions(kl *Kubelet, pod *v1.Pod) []v1.PodCondition {
+	var s v1.PodStatus
+	kl.withResizeConditions(pod, &s)
+	return s.Conditions
+}
+
+func allocatedCPU(t *testing.T, kl *Kubelet, pod *v1.Pod) string {
+	t.Helper()
+	r, ok := kl.allocationManager.GetContainerResourceAllocation(pod.UID, pod.Spec.Containers[0].Name)
+	require.True(t, ok, "no allocation")
+	return r.Requests.Cpu().String()
+}
+
+func TestResizeBeyondAllocatableIsInfeasibleAndDeferredUntilRoomIsMade(t *testing.T) {
+	f := newResizeFixture(t)
+	ctx := context.Background()
+	web := sized(created(apiPod("web", "u1"), t0), "1", "256Mi")
+	other := sized(created(apiPod("other", "u2"), t0), "500m", "256Mi")
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{web, other}}, nil, false, false)
+	assert.Equal(t, "1", allocatedCPU(t, f.kl, web), "the allocation is recorded at admission")
+
+	// 4 CPUs: more than the node has.
+	web = sized(web, "4", "256Mi")
+	web.Generation = 2
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.UPDATE, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{web}}, nil, false, false)
+	conds := resizeConditions(f.kl, web)
+	require.Len(t, conds, 1)
+	assert.Equal(t, v1.PodResizePending, conds[0].Type)
+	assert.Equal(t, v1.ConditionTrue, conds[0].Status)
+	assert.Equal(t, v1.PodReasonInfeasible, conds[0].Reason)
+	assert.Equal(t, "Node didn't have enough capacity: cpu, requested: 4000, capacity: 2000", conds[0].Message)
+	assert.Equal(t, int64(2), conds[0].ObservedGeneration)
+	assert.Equal(t, "1", allocatedCPU(t, f.kl, web), "an infeasible resize is not allocated")
+
+	// 1600m: within the node, not beside the other pod's 500m.
+	web = sized(web, "1600m", "256Mi")
+	web.Generation = 3
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.UPDATE, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{web}}, nil, false, false)
+	conds = resizeConditions(f.kl, web)
+	require.Len(t, conds, 1)
+	assert.Equal(t, v1.PodReasonDeferred, conds[0].Reason)
+	assert.Equal(t, "Node didn't have enough resource: cpu, requested: 1600, used: 500, capacity: 2000", conds[0].Message)
+	assert.Equal(t, int64(3), conds[0].ObservedGeneration)
+	assert.Equal(t, "1", allocatedCPU(t, f.kl, web), "a deferred resize is not allocated")
+
+	// The other pod goes: the deferred resize is retried and allocated.
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.REMOVE, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{other}}, nil, false, false)
+	assert.Equal(t, "1600m", allocatedCPU(t, f.kl, web))
+	assert.Empty(t, resizeConditions(f.kl, web), "no pending condition once allocated (nothing runs yet: none in progress)")
+	assert.Contains(t, f.out.String(), "pod default/web resize allocated")
+}
+
+func TestAcceptedResizeOfARunningContainerIsInProgressUntilActuated(t *testing.T) {
+	f := newResizeFixture(t)
+	ctx := context.Background()
+	web := sized(created(apiPod("web", "u1"), t0), "500m", "256Mi")
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{web}}, nil, false, false)
+	require.NoError(t, f.kl.allocationManager.SetActuatedResources(web, nil))
+	f.kl.podCache.Set(web.UID, &kubecontainer.PodStatus{ID: web.UID, ContainerStatuses: []*kubecontainer.Status{
+		{Name: "c", State: kubecontainer.ContainerStateRunning}}}, nil, t0)
+
+	resized := sized(web, "1", "512Mi")
+	resized.Generation = 2
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.UPDATE, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{resized}}, nil, false, false)
+	assert.Equal(t, "1", allocatedCPU(t, f.kl, web))
+	conds := resizeConditions(f.kl, resized)
+	require.Len(t, conds, 1)
+	assert.Equal(t, v1.PodResizeInProgress, conds[0].Type)
+	assert.Equal(t, int64(2), conds[0].ObservedGeneration)
+
+	// Actuated: no longer in progress.
+	require.NoError(t, f.kl.allocationManager.SetActuatedResources(resized, nil))
+	f.kl.updateResizeInProgress(resized)
+	assert.Empty(t, resizeConditions(f.kl, resized))
+}
+
+func TestAPodNeverResizedGetsNoResizeCondition(t *testing.T) {
+	f := newResizeFixture(t)
+	ctx := context.Background()
+	web := sized(created(apiPod("web", "u1"), t0), "500m", "256Mi")
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{web}}, nil, false, false)
+	labelled := web.DeepCopy()
+	labelled.Labels = map[string]string{"a": "b"}
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.UPDATE, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{labelled}}, nil, false, false)
+	assert.Empty(t, resizeConditions(f.kl, labelled))
+	assert.Empty(t, f.kl.pendingResizes.uids)
 }

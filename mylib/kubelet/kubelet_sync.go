@@ -63,6 +63,11 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 	if err := kl.waitForVolumes(ctx, pod); err != nil {
 		return false, err // the pod stays ContainerCreating; its worker tries again
 	}
+	if kl.allocationManager != nil {
+		// The runtime gets what was allocated, not what the spec asks: a
+		// resize not yet allocated is not applied (kubelet_resize.go).
+		pod, _ = kl.allocationManager.UpdatePodFromAllocation(pod)
+	}
 	result := kl.containerRuntime.SyncPod(ctx, pod, podStatus, kl.getPullSecretsForPod(ctx, pod), kl.backOff)
 	kl.recordStarted(result)
 	kl.reasonCache.Update(pod.UID, result)
@@ -283,6 +288,7 @@ func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 	}
 	s := generateAPIPodStatusProbed(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache, probes, kl.allocations())
 	applyPodSyncHandlers(kl.lifecycle.podSyncHandlers, pod, &s)
+	kl.withResizeConditions(pod, &s)
 	return s
 }
 

@@ -19,7 +19,9 @@
 //   - no SetContainerReadiness or SetContainerStartup: a probe result
 //     reaches the status through the pod sync it triggers
 //     (generateAPIPodStatus asks the prober), not written here directly;
-//   - no resize status: this kubelet has no in-place resize;
+//   - the resize conditions (resize.go) carry no observedGeneration of
+//     their own: the kubelet stamps the pod's generation on them, as on
+//     its other conditions, when it builds the status;
 //   - the DisruptionTarget condition of an evicted pod is written with
 //     the terminal phase and a fresh transition time, not first kept in
 //     the cached status (upstream's updateStatusInternal) as well;

@@ -46,8 +46,9 @@ type PodDeletionSafetyProvider interface {
 }
 
 // Manager keeps the latest status of every pod and writes it to the API
-// server (upstream pkg/kubelet/status.Manager, without its probe setters
-// and resize parts: probe results reach a status through generateAPIPodStatus).
+// server (upstream pkg/kubelet/status.Manager, without its probe setters:
+// probe results reach a status through generateAPIPodStatus; with its
+// resize conditions, resize.go).
 type Manager interface {
 	// Run writes statuses until ctx ends: changed ones at once, all of
 	// them every SyncPeriod.
@@ -62,8 +63,20 @@ type Manager interface {
 	// the phase terminal (not for a static pod), and the pod finished: once that is in the API,
 	// a pod being deleted is deleted for good.
 	TerminatePod(pod *v1.Pod)
-	// RemoveOrphanedStatuses forgets the statuses of pods not in podUIDs.
+	// RemoveOrphanedStatuses forgets the statuses of pods not in podUIDs
+	// (and their resize conditions).
 	RemoveOrphanedStatuses(podUIDs map[types.UID]bool)
+
+	// The conditions of a pod's in-place resize (resize.go): the
+	// kubelet's resize admission sets and clears them, and
+	// generateAPIPodStatus puts them in the pod's status.
+	SetPodResizePendingCondition(podUID types.UID, reason, message string)
+	SetPodResizeInProgressCondition(podUID types.UID, reason, message string)
+	ClearPodResizePendingCondition(podUID types.UID)
+	ClearPodResizeInProgressCondition(podUID types.UID)
+	GetPodResizeConditions(podUID types.UID) []*v1.PodCondition
+	IsPodResizeDeferred(podUID types.UID) bool
+	IsPodResizeInfeasible(podUID types.UID) bool
 }
 
 // Config is what NewManager needs.
@@ -115,7 +128,10 @@ type manager struct {
 	safety      PodDeletionSafetyProvider
 	clock       clock.WithTicker
 	podStatuses map[types.UID]versionedPodStatus
-	mu          sync.RWMutex // guards podStatuses
+	mu          sync.RWMutex // guards podStatuses and podResizeConditions
+	// podResizeConditions are the pods' resize conditions, by UID
+	// (resize.go).
+	podResizeConditions map[types.UID]podResizeConditions
 	// podStatusChannel pokes the sync loop when a status changed.
 	podStatusChannel chan struct{}
 	// apiStatusVersions is the version last written, by the UID of the
@@ -159,18 +175,19 @@ func newManager(cfg Config) (*manager, error) {
 		return nil, fmt.Errorf("status manager: Config.CreatingStatusDelay is %s; it must be 0 or more", cfg.CreatingStatusDelay)
 	}
 	return &manager{
-		client:            cfg.Client,
-		podManager:        cfg.PodManager,
-		safety:            cfg.PodDeletionSafety,
-		clock:             cfg.Clock,
-		podStatuses:       map[types.UID]versionedPodStatus{},
-		podStatusChannel:  make(chan struct{}, 1),
-		apiStatusVersions: map[types.UID]uint64{},
-		apiStatuses:       map[types.UID]v1.PodStatus{},
-		readAPI:           map[types.UID]bool{},
-		writers:           max(cfg.Writers, 1),
-		metrics:           cfg.Metrics,
-		creatingDelay:     cfg.CreatingStatusDelay,
+		client:              cfg.Client,
+		podManager:          cfg.PodManager,
+		safety:              cfg.PodDeletionSafety,
+		clock:               cfg.Clock,
+		podStatuses:         map[types.UID]versionedPodStatus{},
+		podResizeConditions: map[types.UID]podResizeConditions{},
+		podStatusChannel:    make(chan struct{}, 1),
+		apiStatusVersions:   map[types.UID]uint64{},
+		apiStatuses:         map[types.UID]v1.PodStatus{},
+		readAPI:             map[types.UID]bool{},
+		writers:             max(cfg.Writers, 1),
+		metrics:             cfg.Metrics,
+		creatingDelay:       cfg.CreatingStatusDelay,
 	}, nil
 }
 
@@ -246,6 +263,11 @@ func (m *manager) RemoveOrphanedStatuses(podUIDs map[types.UID]bool) {
 		if !podUIDs[uid] {
 			delete(m.podStatuses, uid)
 			m.metrics.DeletePodStartupState(uid)
+		}
+	}
+	for uid := range m.podResizeConditions {
+		if !podUIDs[uid] {
+			delete(m.podResizeConditions, uid)
 		}
 	}
 }
