@@ -1,0 +1,125 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	"mykubelet/mylib/events"
+	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/fakeruntime/fakeruntimetest"
+	"mykubelet/mylib/kuberuntime"
+	"mykubelet/scripts/testkit/testcluster"
+)
+
+// TestResizeStatusOnARealControlPlane runs a Kubelet with admission and a
+// root directory against a real control plane: a running pod's container
+// status shows its allocatedResources and the resources the runtime
+// applies; a resize (the pods/resize subresource) asking for more CPU
+// than is left beside another pod ends with PodResizePending, reason
+// Deferred, at the pod's new generation, and changes neither. (One beyond
+// the node's allocatable never reaches the kubelet: the API server refuses
+// it, "node didn't have enough allocatable resources"; the unit tests
+// cover Infeasible.)
+func TestResizeStatusOnARealControlPlane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := testcluster.Start(t)
+	admin := c.Clientset(t)
+	client, eventClient, err := NewClients(c.UserConfig(t, "system:node:n1", "system:nodes"))
+	require.NoError(t, err)
+
+	clk := clock.RealClock{}
+	rt := fakeruntime.New(clk)
+	sock := fakeruntimetest.Serve(t, rt)
+	runtime, err := kuberuntime.Connect(ctx, "unix://"+sock, clk)
+	require.NoError(t, err)
+	defer runtime.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	podConfig, err := MakePodSourceConfig(ctx, &wg, PodSources{Client: client, NodeName: "n1", Clock: clk})
+	require.NoError(t, err)
+	recorder, stopEvents := events.NewRecorder(ctx, eventClient, "n1")
+	defer stopEvents()
+	kl, err := New(Config{Client: client, NodeName: "n1", Clock: clk,
+		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: t.TempDir(), MaxPods: 10}},
+		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: runtime.RuntimeService(), RemoteImageService: runtime.ImageService(),
+			RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir(), Admit: true, RootDirectory: t.TempDir()},
+	})
+	require.NoError(t, err)
+	wg.Go(func() { _ = kl.Run(ctx) })
+
+	var node *v1.Node
+	require.Eventually(t, func() bool {
+		node, err = admin.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		return err == nil && node.Status.Allocatable.Cpu().MilliValue() > 0 && node.Status.Allocatable.Memory().Value() > 64<<20
+	}, time.Minute, 100*time.Millisecond, "the node registers with allocatable CPU and memory")
+
+	create := func(name, cpu string) {
+		rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("64Mi")}
+		_, err := admin.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{Name: "app", Image: "busybox:1.36",
+				Command: []string{"sh", "-c", "sleep 3600"}, Resources: v1.ResourceRequirements{Requests: rl, Limits: rl}}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	allocatable := node.Status.Allocatable.Cpu().MilliValue()
+	otherCPU := allocatable - 500 // leaves 500m: web's 100m fits, 1 CPU does not
+	create("other", fmt.Sprintf("%dm", otherCPU))
+	create("web", "100m")
+	var pod *v1.Pod
+	require.Eventually(t, func() bool {
+		pod, err = admin.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && len(pod.Status.ContainerStatuses) == 1 && pod.Status.ContainerStatuses[0].State.Running != nil &&
+			pod.Status.ContainerStatuses[0].Resources != nil
+	}, time.Minute, 100*time.Millisecond, "the pod runs and its status shows its resources")
+	cs := pod.Status.ContainerStatuses[0]
+	assert.Equal(t, "100m", cs.AllocatedResources.Cpu().String())
+	assert.Equal(t, "64Mi", cs.AllocatedResources.Memory().String())
+	assert.Equal(t, "100m", cs.Resources.Requests.Cpu().String(), "the runtime's CPU request (from its shares)")
+	assert.Equal(t, "100m", cs.Resources.Limits.Cpu().String(), "the runtime's CPU limit (from its quota)")
+	assert.Equal(t, "64Mi", cs.Resources.Limits.Memory().String(), "the runtime's memory limit")
+
+	// One CPU: within the node, not beside the other pod.
+	pod.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("1")
+	pod.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("1")
+	resized, err := admin.CoreV1().Pods("default").UpdateResize(ctx, "web", pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	want := fmt.Sprintf("Node didn't have enough resource: cpu, requested: 1000, used: %d, capacity: %d", otherCPU, allocatable)
+	var pending v1.PodCondition
+	require.Eventually(t, func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodResizePending {
+				pending, pod = c, p
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 100*time.Millisecond, "PodResizePending appears")
+	assert.Equal(t, v1.ConditionTrue, pending.Status)
+	assert.Equal(t, v1.PodReasonDeferred, pending.Reason)
+	assert.Equal(t, want, pending.Message)
+	assert.Equal(t, resized.Generation, pending.ObservedGeneration)
+	cs = pod.Status.ContainerStatuses[0]
+	assert.Equal(t, "100m", cs.AllocatedResources.Cpu().String(), "a deferred resize is not allocated")
+	assert.Equal(t, "100m", cs.Resources.Limits.Cpu().String(), "nor applied")
+	assert.Equal(t, int32(0), cs.RestartCount)
+}
