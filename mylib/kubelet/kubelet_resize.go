@@ -19,7 +19,7 @@
 //   - no allocation without a root directory (PodsConfig.RootDirectory):
 //     there is nowhere to checkpoint it, and the status is as before;
 //   - without PodsConfig.Admit every resize is allocated, as every pod is
-//     admitted: there are no admit handlers and no Node to check against;
+//     admitted: admission is off, with no Node to check against;
 //   - pending resizes are retried at each housekeeping, when a pod is
 //     updated and when one is removed, not on a 3-minute ticker of their own;
 //   - the node's allocatable is read from the Node's status (admission's
