@@ -15,9 +15,18 @@
 #   scripts/conformance.sh --focus 'Security Context|Sysctls|Downward API'
 #   scripts/conformance.sh --kubelet upstream    upstream's kubelet v1.37.1 instead
 #   scripts/conformance.sh --procs 2 --timeout 90m --specs node
+#   scripts/conformance.sh --set conformance     the certification set's other specs (below)
 #   scripts/conformance.sh --build               only build what a run needs (scripts/tour.sh, first)
 #
 # Skipped always: [Serial], [Slow], [Disruptive], [Flaky], [Feature:…].
+#
+# --set conformance: Kubernetes certifies a cluster with its [Conformance]
+# specs, and some that need a kubelet are not [NodeConformance]. This set
+# is the [Conformance] specs of test/e2e/common/node, common/storage, node
+# and auth that are not [NodeConformance] (the default set, --set
+# NodeConformance, has those): the pod's generation, in-place resize, pod
+# certificates, ClusterTrustBundles, service account tokens, the CSR API,
+# prestop, a pod's QoS class, a node's lifecycle (--specs does not apply).
 #
 # Built once into $MYKUBELET_CACHE_DIR/conformance-v1.37.1/ from the module
 # scripts/tools/conformance (like the control plane, a stamp of its go.mod,
@@ -92,9 +101,13 @@ for p in \
   SHORT_FOCUS+="${SHORT_FOCUS:+|}$p"
 done
 
-usage="usage: scripts/conformance.sh [--kubelet capstone|upstream] [--focus REGEX] [--short] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
-kubelet=capstone focus="" short=false procs=4 timeout="" specs=all build=false
-parse_flags "$usage" "--kubelet --focus --procs --timeout --specs" "--short --build" "$@"
+usage="usage: scripts/conformance.sh [--kubelet capstone|upstream] [--set NodeConformance|conformance] [--focus REGEX] [--short] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
+kubelet=capstone set=NodeConformance focus="" short=false procs=4 timeout="" specs=all build=false
+parse_flags "$usage" "--kubelet --set --focus --procs --timeout --specs" "--short --build" "$@"
+case "$set" in NodeConformance) ;; conformance)
+  [[ "$specs" == all ]] || die "--specs is for the NodeConformance set: --set conformance runs its four directories"
+  $short && die "--short is a subset of the NodeConformance set; for a few of --set conformance, give --focus" ;;
+*) die "--set is NodeConformance or conformance (got '$set')" ;; esac
 case "$kubelet" in capstone | upstream) ;; *) die "--kubelet is capstone or upstream (got '$kubelet')" ;; esac
 case "$specs" in all) focus_file="" ;; node) focus_file=common/node/ ;; storage) focus_file=common/storage/ ;;
   *) die "--specs is all, node or storage (got '$specs')" ;; esac
@@ -202,7 +215,12 @@ extra="$focus"
 if $short; then extra="${extra:+($extra)|}$SHORT_FOCUS"; fi
 # One --focus is the spec's text; more are OR-ed: an extra focus goes with
 # the label filter instead, which ginkgo ANDs with it.
-if [[ -n "$extra" ]]; then
+if [[ "$set" == conformance ]]; then
+  # Ginkgo ORs the --focus-file flags, and ANDs them with the labels.
+  ginkgo_args+=(--label-filter 'Conformance && !NodeConformance')
+  for d in common/node common/storage node auth; do ginkgo_args+=(--focus-file "test/e2e/$d/"); done
+  [[ -n "$extra" ]] && ginkgo_args+=(--focus "$extra")
+elif [[ -n "$extra" ]]; then
   ginkgo_args+=(--label-filter NodeConformance --focus "$extra")
 else
   ginkgo_args+=(--focus '\[NodeConformance\]')
@@ -212,6 +230,7 @@ e2e_args=(--kubeconfig "$KUBECONFIG" --provider local --kubectl-path "$BIN_DIR/k
 
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 what="[NodeConformance]"
+[[ "$set" == conformance ]] && what="[Conformance] but not [NodeConformance], of test/e2e/{common/node,common/storage,node,auth}"
 $short && what+=" of the --short subset"
 [[ -n "$focus" ]] && what+=" and /$focus/"
 say "ginkgo: $procs processes, $what${focus_file:+ in $focus_file}, at most $timeout (report: $report_dir)"

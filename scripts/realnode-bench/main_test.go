@@ -64,7 +64,7 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 // says what is wrong in one line too, before it builds anything.
 func TestConformanceRefusesBadArguments(t *testing.T) {
 	script := filepath.Join(testcluster.RepoRoot(t), "scripts", "conformance.sh")
-	const u = "usage: scripts/conformance.sh [--kubelet capstone|upstream] [--focus REGEX] [--short] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
+	const u = "usage: scripts/conformance.sh [--kubelet capstone|upstream] [--set NodeConformance|conformance] [--focus REGEX] [--short] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
 	for _, c := range []struct {
 		args []string
 		want string
@@ -74,6 +74,9 @@ func TestConformanceRefusesBadArguments(t *testing.T) {
 		{[]string{"--kubelet", "kwok"}, "error: --kubelet is capstone or upstream (got 'kwok')"},
 		{[]string{"--build", "--specs", "auth"}, "error: --specs is all, node or storage (got 'auth')"},
 		{[]string{"--timeout", "soon"}, "error: --timeout is a duration such as 45m or 2h (got 'soon')"},
+		{[]string{"--set", "all"}, "error: --set is NodeConformance or conformance (got 'all')"},
+		{[]string{"--set", "conformance", "--short"}, "error: --short is a subset of the NodeConformance set; for a few of --set conformance, give --focus"},
+		{[]string{"--set", "conformance", "--specs", "node"}, "error: --specs is for the NodeConformance set: --set conformance runs its four directories"},
 		{[]string{"--shorter"}, "error: unknown argument '--shorter' (" + u + ")"},
 	} {
 		refused(t, script, c.args, c.want)

@@ -1,6 +1,7 @@
 // Package e2e is upstream's node conformance suite as one test binary: the
 // specs of k8s.io/kubernetes test/e2e/common/node and test/e2e/common/storage
-// (sig-node's and sig-storage's, most tagged [NodeConformance]) with the e2e
+// (sig-node's and sig-storage's, most tagged [NodeConformance]), and of
+// test/e2e/node and test/e2e/auth (for their [Conformance] specs), with the e2e
 // framework's flags, built by scripts/conformance.sh with `go test -c` and
 // run under the ginkgo CLI. It is a smaller test/e2e/e2e_test.go: the same
 // flag handling and ginkgo configuration (framework.CreateGinkgoConfig),
@@ -32,9 +33,13 @@ import (
 	// The feature and label names, frozen before the specs register.
 	_ "k8s.io/kubernetes/test/e2e/feature"
 
-	// The specs.
+	// The specs: the common ones (most of them [NodeConformance]), and
+	// sig-node's and sig-auth's, whose [Conformance] specs need a kubelet
+	// (the pod's generation, pod certificates, ClusterTrustBundles).
+	_ "k8s.io/kubernetes/test/e2e/auth"
 	_ "k8s.io/kubernetes/test/e2e/common/node"
 	_ "k8s.io/kubernetes/test/e2e/common/storage"
+	_ "k8s.io/kubernetes/test/e2e/node"
 
 	// The framework's dumps on failure and its node helpers, as in test/e2e.
 	_ "k8s.io/kubernetes/test/e2e/framework/debug/init"
