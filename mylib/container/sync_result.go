@@ -19,6 +19,7 @@ const (
 	CreatePodSandbox SyncAction = "CreatePodSandbox"
 	ConfigPodSandbox SyncAction = "ConfigPodSandbox"
 	KillPodSandbox   SyncAction = "KillPodSandbox"
+	ResizePodInPlace SyncAction = "ResizePodInPlace"
 )
 
 // The errors a sync step fails with. Their text is the reason a container's
@@ -33,6 +34,7 @@ var (
 	ErrCreatePodSandbox      = errors.New("CreatePodSandboxError")
 	ErrConfigPodSandbox      = errors.New("ConfigPodSandboxError")
 	ErrKillPodSandbox        = errors.New("KillPodSandboxError")
+	ErrResizePodInPlace      = errors.New("ResizePodInPlaceError")
 )
 
 // BackoffError is an error that says when to try again: a container in

@@ -480,6 +480,9 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		if err := kl.newAllocationManager(cfg.RootDirectory); err != nil {
 			return err
 		}
+		if manager != nil { // in-place resize: the runtime applies what is allocated
+			manager.SetAllocationManager(kl.allocationManager)
+		}
 	}
 	if cfg.Probes {
 		if err := kl.newProbeManager(cfg.ProbeDial); err != nil {

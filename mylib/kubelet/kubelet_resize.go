@@ -15,6 +15,15 @@
 // allocations now (retried later), else allocated; the status manager
 // holds the PodResizePending condition that says which.
 //
+// An allocated resize is then actuated by the runtime manager's SyncPod
+// (mylib/kuberuntime: computePodResizeAction, doPodResizeAction), which
+// gets the allocated pod: a running container whose allocated CPU or
+// memory differs from what was actuated is updated in place through CRI
+// UpdateContainerResources (resizePolicy NotRequired, the default) or
+// restarted (RestartContainer), and what it applies is recorded as
+// actuated. After each sync of a pod so resized, PodResizeInProgress is
+// looked at again, and cleared once actuated equals allocated.
+//
 // Where it departs from upstream, and why (one line each):
 //   - no allocation without a root directory (PodsConfig.RootDirectory):
 //     there is nowhere to checkpoint it, and the status is as before;
@@ -24,7 +33,10 @@
 //     updated and when one is removed, not on a 3-minute ticker of their own;
 //   - the node's allocatable is read from the Node's status (admission's
 //     copy), not from the container manager;
-//   - no CPU/memory manager static policies and no swap: none exist here.
+//   - no CPU/memory manager static policies and no swap: none exist here;
+//   - the pod's cgroup keeps the limits it was created with, and sidecars
+//     are not resized (they stay PodResizeInProgress): only regular
+//     containers are.
 
 package kubelet
 
@@ -304,11 +316,28 @@ func (kl *Kubelet) updateResizeInProgress(allocatedPod *v1.Pod) {
 	if err != nil {
 		return // nothing known of the runtime yet: nothing running to resize
 	}
+	kl.setResizeInProgress(allocatedPod, podStatus)
+}
+
+// setResizeInProgress is updateResizeInProgress with the runtime's
+// status of the pod at hand (after a sync, fresher than the cache's).
+func (kl *Kubelet) setResizeInProgress(allocatedPod *v1.Pod, podStatus *kubecontainer.PodStatus) {
 	if kl.isPodResizeInProgress(allocatedPod, podStatus) {
 		kl.statusManager.SetPodResizeInProgressCondition(allocatedPod.UID, "", "")
 	} else {
 		kl.statusManager.ClearPodResizeInProgressCondition(allocatedPod.UID)
 	}
+}
+
+// isResizeInProgressCondition: the pod has the PodResizeInProgress
+// condition.
+func (kl *Kubelet) isResizeInProgressCondition(uid types.UID) bool {
+	for _, c := range kl.statusManager.GetPodResizeConditions(uid) {
+		if c.Type == v1.PodResizeInProgress {
+			return true
+		}
+	}
+	return false
 }
 
 // isPodResizeInProgress: a running resizable container (a regular one or

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/events"
@@ -122,4 +124,100 @@ func TestResizeStatusOnARealControlPlane(t *testing.T) {
 	assert.Equal(t, "100m", cs.AllocatedResources.Cpu().String(), "a deferred resize is not allocated")
 	assert.Equal(t, "100m", cs.Resources.Limits.Cpu().String(), "nor applied")
 	assert.Equal(t, int32(0), cs.RestartCount)
+}
+
+// TestResizeActuationOnARealControlPlane: a running pod's CPU and memory
+// resized through the pods/resize subresource are applied in place: its
+// status shows the new allocatedResources and resources, without
+// PodResizePending or PodResizeInProgress, the same container ID and
+// restart count, and the runtime reports (and enforces) the new limits.
+func TestResizeActuationOnARealControlPlane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := testcluster.Start(t)
+	admin := c.Clientset(t)
+	client, eventClient, err := NewClients(c.UserConfig(t, "system:node:n1", "system:nodes"))
+	require.NoError(t, err)
+
+	clk := clock.RealClock{}
+	rt := fakeruntime.New(clk)
+	sock := fakeruntimetest.Serve(t, rt)
+	runtime, err := kuberuntime.Connect(ctx, "unix://"+sock, clk)
+	require.NoError(t, err)
+	defer runtime.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	podConfig, err := MakePodSourceConfig(ctx, &wg, PodSources{Client: client, NodeName: "n1", Clock: clk})
+	require.NoError(t, err)
+	recorder, stopEvents := events.NewRecorder(ctx, eventClient, "n1")
+	defer stopEvents()
+	kl, err := New(Config{Client: client, NodeName: "n1", Clock: clk,
+		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: t.TempDir(), MaxPods: 10}},
+		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: runtime.RuntimeService(), RemoteImageService: runtime.ImageService(),
+			RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir(), Admit: true, RootDirectory: t.TempDir()},
+	})
+	require.NoError(t, err)
+	wg.Go(func() { _ = kl.Run(ctx) })
+
+	require.Eventually(t, func() bool {
+		node, err := admin.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		return err == nil && node.Status.Allocatable.Cpu().MilliValue() >= 1000 && node.Status.Allocatable.Memory().Value() > 256<<20
+	}, time.Minute, 100*time.Millisecond, "the node registers with allocatable CPU and memory")
+
+	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")}
+	_, err = admin.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{Name: "app", Image: "busybox:1.36",
+			Command: []string{"sh", "-c", "sleep 3600"}, Resources: v1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()}}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var pod *v1.Pod
+	require.Eventually(t, func() bool {
+		pod, err = admin.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && len(pod.Status.ContainerStatuses) == 1 && pod.Status.ContainerStatuses[0].State.Running != nil &&
+			pod.Status.ContainerStatuses[0].Resources != nil
+	}, time.Minute, 100*time.Millisecond, "the pod runs and its status shows its resources")
+	before := pod.Status.ContainerStatuses[0]
+	require.Equal(t, "64Mi", before.Resources.Limits.Memory().String())
+
+	newRL := v1.ResourceList{v1.ResourceCPU: resource.MustParse("300m"), v1.ResourceMemory: resource.MustParse("128Mi")}
+	pod.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: newRL, Limits: newRL.DeepCopy()}
+	resized, err := admin.CoreV1().Pods("default").UpdateResize(ctx, "web", pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	hasResizeCondition := func(p *v1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodResizeInProgress || c.Type == v1.PodResizePending {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, func() bool {
+		pod, err = admin.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || len(pod.Status.ContainerStatuses) != 1 || pod.Status.ObservedGeneration < resized.Generation {
+			return false
+		}
+		cs := pod.Status.ContainerStatuses[0]
+		return cs.Resources != nil && cs.Resources.Limits.Memory().String() == "128Mi" && cs.Resources.Limits.Cpu().String() == "300m" &&
+			!hasResizeCondition(pod)
+	}, time.Minute, 100*time.Millisecond, "the resize is applied and no longer in progress")
+	cs := pod.Status.ContainerStatuses[0]
+	assert.Equal(t, "300m", cs.AllocatedResources.Cpu().String())
+	assert.Equal(t, "128Mi", cs.AllocatedResources.Memory().String())
+	assert.Equal(t, "300m", cs.Resources.Requests.Cpu().String(), "the runtime's CPU request (from its shares)")
+	assert.Equal(t, before.ContainerID, cs.ContainerID, "resized in place, not replaced")
+	assert.Equal(t, before.RestartCount, cs.RestartCount)
+	require.NotNil(t, cs.State.Running)
+
+	_, id, _ := strings.Cut(cs.ContainerID, "://")
+	resp, err := runtime.RuntimeService().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	require.NoError(t, err, "container %s", cs.ContainerID)
+	linux := resp.GetStatus().GetResources().GetLinux()
+	assert.Equal(t, int64(128<<20), linux.GetMemoryLimitInBytes(), "the runtime holds the container to the new memory limit")
+	assert.Equal(t, int64(30000), linux.GetCpuQuota(), "and to the new CPU limit")
 }

@@ -74,11 +74,18 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 	if done := syncSummary(result); done != "" {
 		kl.printf("syncPod %s %s/%s: %s", updateType, pod.Namespace, pod.Name, done)
 	}
-	if result.Error() == nil && startedSomething(result) {
+	// A pod being resized (kubelet_resize.go) is looked at again after
+	// each sync: once what was allocated is what the runtime applies, it
+	// is no longer PodResizeInProgress.
+	resizing := kl.allocationManager != nil && (resized(result) || kl.isResizeInProgressCondition(pod.UID))
+	if result.Error() == nil && (startedSomething(result) || resizing) {
 		// Unlike upstream, which waits for the next relist (up to a second)
 		// to see what it started, read the runtime again and hand the new
 		// status over now. (Upstream's Evented PLEG gets the same effect.)
 		if now, err := kl.runtimePodStatus(ctx, pod, podStatus); err == nil {
+			if resizing {
+				kl.setResizeInProgress(pod, now)
+			}
 			kl.setPodStatus(pod, kl.apiPodStatus(pod, now, false))
 		}
 	} else if startFailed(result) {
@@ -97,6 +104,16 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 func startFailed(r kubecontainer.PodSyncResult) bool {
 	for _, sr := range r.SyncResults {
 		if (sr.Action == kubecontainer.StartContainer || sr.Action == kubecontainer.InitContainer) && sr.Error != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// resized: the sync resized a container in place.
+func resized(r kubecontainer.PodSyncResult) bool {
+	for _, sr := range r.SyncResults {
+		if sr.Action == kubecontainer.ResizePodInPlace {
 			return true
 		}
 	}

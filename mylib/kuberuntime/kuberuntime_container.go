@@ -183,6 +183,7 @@ func (m *Manager) startContainer(ctx context.Context, podSandboxID string, sandb
 		return errMessage(err), kubecontainer.ErrCreateContainer
 	}
 	m.event(ref, v1.EventTypeNormal, events.CreatedContainer, "Created container: "+container.Name)
+	m.setActuatedResources(pod, container) // what it was created with
 
 	if _, err := m.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: created.ContainerId}); err != nil {
 		m.event(ref, v1.EventTypeWarning, events.FailedToStartContainer, "Error: "+errMessage(err))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -96,6 +97,9 @@ type podActions struct {
 	EphemeralContainersToStart []int
 	// ContainersToKill are running containers to stop, by ID.
 	ContainersToKill map[kubecontainer.ContainerID]containerToKillInfo
+	// ContainersToUpdate are running containers resized in place, in
+	// the spec's order (computePodResizeAction).
+	ContainersToUpdate []containerToUpdateInfo
 }
 
 // shouldRestartOnFailure tells whether failed containers are started again.
@@ -276,8 +280,10 @@ func (m *Manager) computeInitContainerActions(pod *v1.Pod, podStatus *kubecontai
 // A running container whose liveness or startup probe failed is killed,
 // and started again unless the restart policy is Never, as upstream.
 // Sidecars (restartable init containers) keep running beside the regular
-// containers and stop with them once those are done. Unlike upstream: no
-// in-place resize.
+// containers and stop with them once those are done. A running regular
+// container whose allocated CPU or memory differs from what was actuated
+// is resized in place or restarted (computePodResizeAction); unlike
+// upstream, a sidecar is not resized.
 func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodStatus) podActions {
 	createPodSandbox, attempt, sandboxID := runtimeutil.PodSandboxChanged(pod, podStatus)
 	changes := podActions{
@@ -361,6 +367,9 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 			changes.ContainersToKill[cs.ID] = info
 			continue
 		}
+		if !m.computePodResizeAction(pod, i, cs, &changes) {
+			continue // restarted with its new resources
+		}
 		keepCount++
 	}
 	if keepCount == 0 && len(changes.ContainersToStart) == 0 {
@@ -374,7 +383,8 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 
 // SyncPod brings the runtime to the pod's spec, in upstream's steps:
 // compute the actions; kill the pod if its sandbox must go (or nothing
-// should run), else stop containers to replace; make the sandbox; start
+// should run), else stop containers to replace; resize running
+// containers in place; make the sandbox; start
 // the init containers due (a regular one is waited for by the next syncs,
 // a sidecar only until it has started), then the regular containers that
 // should run. pullSecrets are
@@ -407,6 +417,13 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 				return result
 			}
 		}
+	}
+
+	// Resize in place, before starting anything, as upstream (whose step
+	// 7 comes after its init containers, which a running pod has no new
+	// ones of).
+	if len(changes.ContainersToUpdate) > 0 {
+		result.AddSyncResult(m.doPodResizeAction(ctx, pod, changes))
 	}
 
 	podSandboxID := changes.SandboxID
@@ -513,4 +530,153 @@ func (m *Manager) killPodWithSyncResult(ctx context.Context, pod *v1.Pod, runnin
 		}
 	}
 	return result
+}
+
+// AllocationManager is what in-place pod resize needs of the allocation
+// manager (mylib/allocation.Manager): the resources last actuated for
+// each container, recorded when SyncPod creates one and when it resizes
+// one.
+type AllocationManager interface {
+	GetActuatedResources(podUID types.UID, containerName string) (v1.ResourceRequirements, bool)
+	SetActuatedResources(allocatedPod *v1.Pod, container *v1.Container) error
+}
+
+// SetAllocationManager turns in-place pod resize on: SyncPod records what
+// it creates containers with in am, and applies a running container's
+// allocated CPU and memory when they differ from what am says it applies.
+// Call it before the Manager's first use.
+func (m *Manager) SetAllocationManager(am AllocationManager) {
+	m.allocationManager = am
+}
+
+// setActuatedResources records container's resources as actuated, if it
+// is one the allocation holds (a regular container or a sidecar). A
+// failure is logged, as upstream: the next sync finds the record
+// different and applies the resources again.
+func (m *Manager) setActuatedResources(pod *v1.Pod, container *v1.Container) {
+	if m.allocationManager == nil || !isResizable(pod, container.Name) {
+		return
+	}
+	if err := m.allocationManager.SetActuatedResources(pod, container); err != nil {
+		klog.ErrorS(err, "Failed to record the container's actuated resources", "pod", klog.KObj(pod), "container", container.Name)
+	}
+}
+
+// isResizable: name is a regular container of pod or a sidecar.
+func isResizable(pod *v1.Pod, name string) bool {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.Name == name {
+			return kubecontainer.IsRestartableInitContainer(c)
+		}
+	}
+	return false
+}
+
+// containerResources are the CPU (millicores) and memory (bytes) of a
+// container that a resize compares, as upstream's.
+type containerResources struct {
+	memoryLimit, memoryRequest int64
+	cpuLimit, cpuRequest       int64
+}
+
+func containerResourcesOf(r v1.ResourceRequirements) containerResources {
+	return containerResources{
+		memoryLimit:   r.Limits.Memory().Value(),
+		memoryRequest: r.Requests.Memory().Value(),
+		cpuLimit:      r.Limits.Cpu().MilliValue(),
+		cpuRequest:    r.Requests.Cpu().MilliValue(),
+	}
+}
+
+// containerToUpdateInfo is a running container whose resources
+// UpdateContainerResources changes in place.
+type containerToUpdateInfo struct {
+	// container is the allocated pod's: its resources are the desired ones.
+	container       *v1.Container
+	kubeContainerID kubecontainer.ContainerID
+}
+
+// computePodResizeAction compares a running container's allocated CPU and
+// memory (the pod is the allocated one) with those last actuated, as
+// upstream's function of the same name. Equal: nothing to do. Otherwise,
+// if the resizePolicy of a changed resource is RestartContainer, the
+// container is killed and started again (counted once) and
+// computePodResizeAction returns false (it is not kept); else (the
+// default, NotRequired) it is queued for UpdateContainerResources. A
+// container with no actuated record is compared as upstream does, with
+// zero values: one more (idempotent) update. Unlike upstream, one update
+// per container applies all its resources at once, not one per resource.
+func (m *Manager) computePodResizeAction(pod *v1.Pod, idx int, cs *kubecontainer.Status, changes *podActions) (keepContainer bool) {
+	if m.allocationManager == nil || cs.State != kubecontainer.ContainerStateRunning {
+		return true
+	}
+	if cs.Resources == nil {
+		// The runtime reports no resources: not enough to resize on, as upstream.
+		return true
+	}
+	c := &pod.Spec.Containers[idx]
+	actuated, _ := m.allocationManager.GetActuatedResources(pod.UID, c.Name)
+	desired, current := containerResourcesOf(c.Resources), containerResourcesOf(actuated)
+	if desired == current {
+		return true
+	}
+	// restart: the resize policy of a changed resource says RestartContainer
+	// (none set: NotRequired).
+	restartFor := func(name v1.ResourceName) bool {
+		for _, p := range c.ResizePolicy {
+			if p.ResourceName == name {
+				return p.RestartPolicy == v1.RestartContainer
+			}
+		}
+		return false
+	}
+	memoryChanged := desired.memoryLimit != current.memoryLimit || desired.memoryRequest != current.memoryRequest
+	cpuChanged := desired.cpuLimit != current.cpuLimit || desired.cpuRequest != current.cpuRequest
+	if (memoryChanged && restartFor(v1.ResourceMemory)) || (cpuChanged && restartFor(v1.ResourceCPU)) {
+		changes.ContainersToKill[cs.ID] = containerToKillInfo{
+			container: &kubecontainer.Container{ID: cs.ID, Name: cs.Name},
+			name:      c.Name,
+			message:   fmt.Sprintf("Container %s resize requires restart", c.Name),
+		}
+		changes.ContainersToStart = append(changes.ContainersToStart, idx)
+		return false
+	}
+	changes.ContainersToUpdate = append(changes.ContainersToUpdate, containerToUpdateInfo{container: c, kubeContainerID: cs.ID})
+	return true
+}
+
+// doPodResizeAction applies the queued resizes, each with
+// UpdateContainerResources and the Linux resources the container would
+// be created with, and records each applied one as actuated. The first
+// failure (a memory limit below what the container uses, say) stops it:
+// the resize stays in progress and the next sync tries again, as
+// upstream. Unlike upstream, the pod's cgroup is not resized.
+func (m *Manager) doPodResizeAction(ctx context.Context, pod *v1.Pod, changes podActions) *kubecontainer.SyncResult {
+	r := kubecontainer.NewSyncResult(kubecontainer.ResizePodInPlace, pod.Namespace+"/"+pod.Name)
+	for _, u := range changes.ContainersToUpdate {
+		if err := m.updateContainerResources(ctx, pod, u.container, u.kubeContainerID); err != nil {
+			r.Fail(kubecontainer.ErrResizePodInPlace, err.Error())
+			return r
+		}
+		m.setActuatedResources(pod, u.container)
+	}
+	return r
+}
+
+// updateContainerResources gives a running container its resources in
+// place (upstream: in kuberuntime_container.go).
+func (m *Manager) updateContainerResources(ctx context.Context, pod *v1.Pod, c *v1.Container, id kubecontainer.ContainerID) error {
+	_, err := m.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
+		ContainerId: id.ID,
+		Linux:       generateLinuxContainerResources(c),
+	})
+	if err != nil {
+		return fmt.Errorf("update resources of container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
+	return nil
 }

@@ -88,6 +88,9 @@ type Manager struct {
 	startupManager   ProbeResults
 	imagePulls       imagePulls   // the image manager (kuberuntime_image.go)
 	hookHTTP         *http.Client // httpGet hooks' client (SetLifecycleHTTPDial); nil: a plain one
+	// allocationManager records the resources actuated for each
+	// container (SetAllocationManager); nil: no in-place resize.
+	allocationManager AllocationManager
 }
 
 // Dial opens a gRPC connection to a CRI endpoint: "unix:///path/to.sock" or

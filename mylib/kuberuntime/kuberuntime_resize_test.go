@@ -1,0 +1,141 @@
+package kuberuntime
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/allocation"
+	kubecontainer "mykubelet/mylib/container"
+)
+
+// actuatedRecord is an AllocationManager holding what was actuated.
+type actuatedRecord map[string]v1.ResourceRequirements
+
+func (a actuatedRecord) GetActuatedResources(_ types.UID, name string) (v1.ResourceRequirements, bool) {
+	r, ok := a[name]
+	return r, ok
+}
+
+func (a actuatedRecord) SetActuatedResources(_ *v1.Pod, c *v1.Container) error {
+	a[c.Name] = *c.Resources.DeepCopy()
+	return nil
+}
+
+func cpuMemory(cpu, memory string) v1.ResourceRequirements {
+	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(memory)}
+	return v1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()}
+}
+
+// runningWithResources is running with the runtime reporting resources.
+func runningWithResources(pod *v1.Pod, name string) *kubecontainer.Status {
+	s := running(pod, name)
+	s.Resources = &kubecontainer.ContainerResources{MemoryLimit: resource.NewQuantity(1, resource.BinarySI)}
+	return s
+}
+
+func TestComputePodActionsResizesARunningContainerByItsResizePolicy(t *testing.T) {
+	pod := func(cpu, memory string, policy ...v1.ContainerResizePolicy) *v1.Pod {
+		p := testPod(v1.RestartPolicyAlways, nil, "a", "b")
+		p.Spec.Containers[0].Resources = cpuMemory(cpu, memory)
+		p.Spec.Containers[0].ResizePolicy = policy
+		p.Spec.Containers[1].Resources = cpuMemory("100m", "64Mi")
+		return p
+	}
+	restartMemory := v1.ContainerResizePolicy{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}
+	restartCPU := v1.ContainerResizePolicy{ResourceName: v1.ResourceCPU, RestartPolicy: v1.RestartContainer}
+	actuated := actuatedRecord{"a": cpuMemory("200m", "128Mi"), "b": cpuMemory("100m", "64Mi")}
+
+	for _, tc := range []struct {
+		name       string
+		pod        *v1.Pod
+		am         AllocationManager
+		noResource bool // the runtime reports no resources
+		update     bool
+		restart    bool
+	}{
+		{name: "equal: nothing to do", pod: pod("200m", "128Mi"), am: actuated},
+		{name: "grown, NotRequired: updated in place", pod: pod("500m", "256Mi"), am: actuated, update: true},
+		{name: "shrunk, NotRequired: updated in place", pod: pod("100m", "64Mi"), am: actuated, update: true},
+		{name: "memory changed, RestartContainer for memory: restarted", pod: pod("200m", "256Mi", restartMemory), am: actuated, restart: true},
+		{name: "CPU changed, RestartContainer for memory only: updated in place", pod: pod("500m", "128Mi", restartMemory), am: actuated, update: true},
+		{name: "CPU changed, RestartContainer for CPU: restarted", pod: pod("500m", "128Mi", restartCPU), am: actuated, restart: true},
+		{name: "no allocation manager: no resize", pod: pod("500m", "256Mi"), am: nil},
+		{name: "runtime reports no resources: no resize", pod: pod("500m", "256Mi"), am: actuated, noResource: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := runningWithResources(tc.pod, "a"), runningWithResources(tc.pod, "b")
+			if tc.noResource {
+				a.Resources = nil
+			}
+			got := (&Manager{allocationManager: tc.am}).computePodActions(tc.pod, podStatusOf(ready(), a, b))
+			want := podActions{SandboxID: "s1", ContainersToKill: map[kubecontainer.ContainerID]containerToKillInfo{}}
+			if tc.update {
+				want.ContainersToUpdate = []containerToUpdateInfo{{container: &tc.pod.Spec.Containers[0], kubeContainerID: a.ID}}
+			}
+			if tc.restart {
+				want.ContainersToStart = []int{0}
+				want.ContainersToKill[a.ID] = containerToKillInfo{container: &kubecontainer.Container{ID: a.ID, Name: "a"}, name: "a",
+					message: "Container a resize requires restart"}
+			}
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+// TestSyncPodResizesARunningContainerInPlace: SyncPod records what a
+// container was created with as actuated; given the pod with new
+// allocated resources, it updates the running container through the CRI
+// (same ID, same attempt) and records them as actuated.
+func TestSyncPodResizesARunningContainerInPlace(t *testing.T) {
+	ctx := context.Background()
+	f := newSyncFixture(t)
+	am, err := allocation.NewManager(t.TempDir())
+	require.NoError(t, err)
+	f.m.SetAllocationManager(am)
+	pod := testPod(v1.RestartPolicyAlways, nil, "app")
+	pod.Spec.Containers[0].Command = []string{"sh", "-c", serveUntilTERM}
+	pod.Spec.Containers[0].Resources = cpuMemory("100m", "64Mi")
+
+	require.NoError(t, f.m.SyncPod(ctx, pod, f.status(t, pod), nil, nil).Error())
+	got, ok := am.GetActuatedResources(pod.UID, "app")
+	require.True(t, ok, "a created container's resources are actuated")
+	assert.Equal(t, "64Mi", got.Limits.Memory().String())
+	before := f.status(t, pod)
+	cs := before.FindContainerStatusByName("app")
+	require.NotNil(t, cs)
+	require.Equal(t, kubecontainer.ContainerStateRunning, cs.State)
+
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0].Resources = cpuMemory("500m", "128Mi")
+	result := f.m.SyncPod(ctx, resized, before, nil, nil)
+	require.NoError(t, result.Error())
+	require.Len(t, result.SyncResults, 1)
+	assert.Equal(t, kubecontainer.ResizePodInPlace, result.SyncResults[0].Action)
+
+	resp, err := f.m.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cs.ID.ID})
+	require.NoError(t, err)
+	linux := resp.GetStatus().GetResources().GetLinux()
+	assert.Equal(t, int64(128<<20), linux.GetMemoryLimitInBytes(), "the runtime enforces the new memory limit")
+	assert.Equal(t, int64(50000), linux.GetCpuQuota(), "and the new CPU limit")
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, resp.GetStatus().GetState())
+	got, _ = am.GetActuatedResources(pod.UID, "app")
+	assert.Equal(t, "128Mi", got.Limits.Memory().String(), "the update is actuated")
+	assert.Equal(t, "500m", got.Requests.Cpu().String())
+
+	after := f.status(t, pod).FindContainerStatusByName("app")
+	require.NotNil(t, after)
+	assert.Equal(t, cs.ID, after.ID, "resized in place: the same container")
+	assert.Equal(t, cs.RestartCount, after.RestartCount)
+
+	// Once actuated, the next sync has nothing to do.
+	result = f.m.SyncPod(ctx, resized, f.status(t, pod), nil, nil)
+	require.NoError(t, result.Error())
+	assert.Empty(t, result.SyncResults)
+}
