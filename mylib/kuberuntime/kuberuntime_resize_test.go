@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -138,4 +139,50 @@ func TestSyncPodResizesARunningContainerInPlace(t *testing.T) {
 	result = f.m.SyncPod(ctx, resized, f.status(t, pod), nil, nil)
 	require.NoError(t, result.Error())
 	assert.Empty(t, result.SyncResults)
+}
+
+// TestSyncPodLeavesAResizeBelowUsageInProgress: a memory limit below what
+// the container uses is refused by the runtime; SyncPod's result says so
+// (ResizePodInPlaceError), nothing is recorded as actuated, the container
+// runs on with its old limit, and the next sync tries again: a limit it
+// fits then is applied.
+func TestSyncPodLeavesAResizeBelowUsageInProgress(t *testing.T) {
+	ctx := context.Background()
+	f := newSyncFixture(t)
+	am, err := allocation.NewManager(t.TempDir())
+	require.NoError(t, err)
+	f.m.SetAllocationManager(am)
+	pod := testPod(v1.RestartPolicyAlways, nil, "app")
+	pod.Spec.Containers[0].Image = "polinux/stress"
+	pod.Spec.Containers[0].Command = []string{"stress", "--vm", "1", "--vm-bytes", "50M", "--vm-hang", "1"}
+	pod.Spec.Containers[0].Resources = cpuMemory("100m", "200Mi")
+	require.NoError(t, f.m.SyncPod(ctx, pod, f.status(t, pod), nil, nil).Error())
+	cs := f.status(t, pod).FindContainerStatusByName("app")
+	require.NotNil(t, cs)
+	require.Eventually(t, func() bool {
+		resp, err := f.m.rs.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: cs.ID.ID})
+		return err == nil && resp.GetStats().GetMemory().GetWorkingSetBytes().GetValue() >= 50<<20
+	}, 30*time.Second, 10*time.Millisecond, "stress holds its 50M")
+
+	tooSmall := pod.DeepCopy()
+	tooSmall.Spec.Containers[0].Resources = cpuMemory("100m", "20Mi")
+	for range 2 { // refused, then refused again at the next sync
+		result := f.m.SyncPod(ctx, tooSmall, f.status(t, pod), nil, nil)
+		require.Len(t, result.SyncResults, 1)
+		assert.Equal(t, kubecontainer.ResizePodInPlace, result.SyncResults[0].Action)
+		assert.ErrorIs(t, result.SyncResults[0].Error, kubecontainer.ErrResizePodInPlace)
+		assert.Contains(t, result.SyncResults[0].Message, "device or resource busy")
+		got, _ := am.GetActuatedResources(pod.UID, "app")
+		assert.Equal(t, "200Mi", got.Limits.Memory().String(), "a refused resize is not actuated")
+	}
+	st := f.status(t, pod).FindContainerStatusByName("app")
+	require.NotNil(t, st)
+	assert.Equal(t, kubecontainer.ContainerStateRunning, st.State)
+	assert.Equal(t, cs.ID, st.ID)
+
+	fits := pod.DeepCopy()
+	fits.Spec.Containers[0].Resources = cpuMemory("100m", "80Mi")
+	require.NoError(t, f.m.SyncPod(ctx, fits, f.status(t, pod), nil, nil).Error())
+	got, _ := am.GetActuatedResources(pod.UID, "app")
+	assert.Equal(t, "80Mi", got.Limits.Memory().String())
 }
