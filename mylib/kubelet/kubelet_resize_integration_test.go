@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
@@ -36,33 +37,8 @@ func TestResizeStatusOnARealControlPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c := testcluster.Start(t)
-	admin := c.Clientset(t)
-	client, eventClient, err := NewClients(c.UserConfig(t, "system:node:n1", "system:nodes"))
-	require.NoError(t, err)
-
-	clk := clock.RealClock{}
-	rt := fakeruntime.New(clk)
-	sock := fakeruntimetest.Serve(t, rt)
-	runtime, err := kuberuntime.Connect(ctx, "unix://"+sock, clk)
-	require.NoError(t, err)
-	defer runtime.Close()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	podConfig, err := MakePodSourceConfig(ctx, &wg, PodSources{Client: client, NodeName: "n1", Clock: clk})
-	require.NoError(t, err)
-	recorder, stopEvents := events.NewRecorder(ctx, eventClient, "n1")
-	defer stopEvents()
-	kl, err := New(Config{Client: client, NodeName: "n1", Clock: clk,
-		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: t.TempDir(), MaxPods: 10}},
-		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: runtime.RuntimeService(), RemoteImageService: runtime.ImageService(),
-			RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir(), Admit: true, RootDirectory: t.TempDir()},
-	})
-	require.NoError(t, err)
-	wg.Go(func() { _ = kl.Run(ctx) })
+	ctx, admin, _ := startResizeNode(t)
+	var err error
 
 	var node *v1.Node
 	require.Eventually(t, func() bool {
@@ -135,33 +111,8 @@ func TestResizeActuationOnARealControlPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c := testcluster.Start(t)
-	admin := c.Clientset(t)
-	client, eventClient, err := NewClients(c.UserConfig(t, "system:node:n1", "system:nodes"))
-	require.NoError(t, err)
-
-	clk := clock.RealClock{}
-	rt := fakeruntime.New(clk)
-	sock := fakeruntimetest.Serve(t, rt)
-	runtime, err := kuberuntime.Connect(ctx, "unix://"+sock, clk)
-	require.NoError(t, err)
-	defer runtime.Close()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	podConfig, err := MakePodSourceConfig(ctx, &wg, PodSources{Client: client, NodeName: "n1", Clock: clk})
-	require.NoError(t, err)
-	recorder, stopEvents := events.NewRecorder(ctx, eventClient, "n1")
-	defer stopEvents()
-	kl, err := New(Config{Client: client, NodeName: "n1", Clock: clk,
-		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: t.TempDir(), MaxPods: 10}},
-		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: runtime.RuntimeService(), RemoteImageService: runtime.ImageService(),
-			RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir(), Admit: true, RootDirectory: t.TempDir()},
-	})
-	require.NoError(t, err)
-	wg.Go(func() { _ = kl.Run(ctx) })
+	ctx, admin, runtime := startResizeNode(t)
+	var err error
 
 	require.Eventually(t, func() bool {
 		node, err := admin.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
@@ -220,4 +171,34 @@ func TestResizeActuationOnARealControlPlane(t *testing.T) {
 	linux := resp.GetStatus().GetResources().GetLinux()
 	assert.Equal(t, int64(128<<20), linux.GetMemoryLimitInBytes(), "the runtime holds the container to the new memory limit")
 	assert.Equal(t, int64(30000), linux.GetCpuQuota(), "and to the new CPU limit")
+}
+
+// startResizeNode runs a Kubelet with admission and a root directory, on
+// the mock runtime, as node n1 of a control plane of its own, until the
+// test ends: the resize tests' node. It returns the test's context, the
+// admin's clientset and the kubelet's connection to the runtime.
+func startResizeNode(t *testing.T) (context.Context, *kubernetes.Clientset, *kuberuntime.Manager) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := testcluster.Start(t)
+	client, eventClient, err := NewClients(c.UserConfig(t, "system:node:n1", "system:nodes"))
+	require.NoError(t, err)
+
+	clk := clock.RealClock{}
+	sock := fakeruntimetest.Serve(t, fakeruntime.New(clk))
+	runtime, err := kuberuntime.Connect(ctx, "unix://"+sock, clk)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait(); runtime.Close() })
+	podConfig, err := MakePodSourceConfig(ctx, &wg, PodSources{Client: client, NodeName: "n1", Clock: clk})
+	require.NoError(t, err)
+	recorder, stopEvents := events.NewRecorder(ctx, eventClient, "n1")
+	t.Cleanup(stopEvents)
+	kl, err := New(Config{Client: client, NodeName: "n1", Clock: clk,
+		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: t.TempDir(), MaxPods: 10}},
+		Pods: &PodsConfig{Updates: podConfig.Updates(), SourcesReady: podConfig.SeenAllSources, RemoteRuntimeService: runtime.RuntimeService(), RemoteImageService: runtime.ImageService(),
+			RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir(), Admit: true, RootDirectory: t.TempDir()},
+	})
+	require.NoError(t, err)
+	wg.Go(func() { _ = kl.Run(ctx) })
+	return ctx, c.Clientset(t), runtime
 }
