@@ -110,8 +110,11 @@ func TestWalkTheCourse(t *testing.T) {
 	printed, _ := os.ReadFile(logFile)
 	recordPhases(t, string(printed))
 	if err != nil {
-		// The whole transcript is long: its end, where the failure is.
-		t.Fatalf("scripts/tour.sh failed after %s: %v\n%s", time.Since(start).Round(time.Second), err, lastLines(string(printed), 150))
+		// The whole transcript is long: the tour's own account of the
+		// failure first (a view that cuts the middle still shows it),
+		// then the transcript's end.
+		t.Fatalf("scripts/tour.sh failed after %s: %v\n%s\n%s", time.Since(start).Round(time.Second), err,
+			tourFailure(string(printed)), lastLines(string(printed), 150))
 	}
 	readmes, err := Plan(dir, strings.Fields(os.Getenv("WALK_CHAPTERS")))
 	require.NoError(t, err)
@@ -119,6 +122,22 @@ func TestWalkTheCourse(t *testing.T) {
 		require.Contains(t, string(printed), "=== "+r+" walked in", "the tour did not walk %s", r)
 	}
 	require.Contains(t, string(printed), fmt.Sprintf("=== Done: %d READMEs walked", len(readmes)))
+}
+
+// tourFailure is what the tour printed about its failure: its lines that
+// start with "tour: failed in" (the step and its error), or a line saying
+// there is none.
+func tourFailure(printed string) string {
+	var lines []string
+	for _, l := range strings.Split(printed, "\n") {
+		if strings.HasPrefix(l, "tour: failed in ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return "(the tour printed no \"tour: failed in\" line)"
+	}
+	return strings.Join(lines, "\n")
 }
 
 // recordPhases logs how long each README's walk took and, when

@@ -212,3 +212,9 @@ func TestEveryREADMEParses(t *testing.T) {
 		}
 	}
 }
+
+func TestTourFailureIsTheTourOwnLine(t *testing.T) {
+	printed := "=== README.md\n$ kubectl get pods\nlong output\ntour: failed in chapters/13-mykubelet/README.md: line 398: the output differs\nmore logs\n"
+	require.Equal(t, "tour: failed in chapters/13-mykubelet/README.md: line 398: the output differs", tourFailure(printed))
+	require.Contains(t, tourFailure("=== README.md walked in 3s\n"), "no \"tour: failed in\" line")
+}
