@@ -209,8 +209,9 @@ func (kl *Kubelet) pushPendingResize(pod *v1.Pod) {
 }
 
 // retryPendingResizes tries each pending resize again; those still
-// deferred stay queued. A pod whose resize conditions changed is synced,
-// so that its status says so (upstream: RetryPendingResizes).
+// deferred stay queued. A pod whose resize was allocated is synced, so
+// that the runtime applies it, and so is one whose resize conditions
+// changed, so that its status says so (upstream: RetryPendingResizes).
 func (kl *Kubelet) retryPendingResizes(ctx context.Context) {
 	if kl.allocationManager == nil {
 		return
@@ -224,7 +225,7 @@ func (kl *Kubelet) retryPendingResizes(ctx context.Context) {
 			continue // gone, or going: nothing to resize
 		}
 		before := kl.statusManager.GetPodResizeConditions(uid)
-		err := kl.handlePodResourcesResize(ctx, pod)
+		allocated, err := kl.handlePodResourcesResize(ctx, pod)
 		switch {
 		case err != nil:
 			klog.FromContext(ctx).Error(err, "Failed to handle the pod's resize; will retry", "pod", klog.KObj(pod))
@@ -232,7 +233,7 @@ func (kl *Kubelet) retryPendingResizes(ctx context.Context) {
 		case kl.statusManager.IsPodResizeDeferred(uid):
 			still = append(still, uid)
 		}
-		if !apiequality.Semantic.DeepEqual(before, kl.statusManager.GetPodResizeConditions(uid)) {
+		if allocated || !apiequality.Semantic.DeepEqual(before, kl.statusManager.GetPodResizeConditions(uid)) {
 			kl.dispatchWork(ctx, pod, kubetypes.SyncPodSync)
 		}
 	}
@@ -242,8 +243,9 @@ func (kl *Kubelet) retryPendingResizes(ctx context.Context) {
 // handlePodResourcesResize allocates the pod's resize if the node can
 // take it, or says why not in the PodResizePending condition; the pod's
 // PodResizeInProgress condition is then set while its running containers'
-// actuated resources differ from the allocation.
-func (kl *Kubelet) handlePodResourcesResize(ctx context.Context, pod *v1.Pod) (err error) {
+// actuated resources differ from the allocation. allocated: the resize
+// was allocated now.
+func (kl *Kubelet) handlePodResourcesResize(ctx context.Context, pod *v1.Pod) (allocated bool, err error) {
 	allocatedPod, differs := kl.allocationManager.UpdatePodFromAllocation(pod)
 	defer func() {
 		if err == nil {
@@ -252,24 +254,24 @@ func (kl *Kubelet) handlePodResourcesResize(ctx context.Context, pod *v1.Pod) (e
 	}()
 	if !differs {
 		kl.statusManager.ClearPodResizePendingCondition(pod.UID)
-		return nil
+		return false, nil
 	}
 	fit, reason, message, err := kl.canResizePod(ctx, pod)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !fit {
 		kl.statusManager.SetPodResizePendingCondition(pod.UID, reason, message)
-		return nil
+		return false, nil
 	}
 	if err := kl.allocationManager.SetAllocatedResources(pod); err != nil {
-		return err
+		return false, err
 	}
 	allocatedPod = pod
 	kl.printf("pod %s/%s resize allocated", pod.Namespace, pod.Name)
 	kl.statusManager.ClearPodResizePendingCondition(pod.UID)
 	kl.statusManager.ClearPodResizeInProgressCondition(pod.UID) // set again below if it is in progress
-	return nil
+	return true, nil
 }
 
 // canResizePod tells whether pod, with its new resources, fits the node:

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -166,6 +167,16 @@ func TestResizeActuationOnARealControlPlane(t *testing.T) {
 	assert.Equal(t, before.ContainerID, cs.ContainerID, "resized in place, not replaced")
 	assert.Equal(t, before.RestartCount, cs.RestartCount)
 	require.NotNil(t, cs.State.Running)
+
+	// A later sync (for a label's update here) writes the same resources:
+	// the pod cache holds the resized container's, not the ones before.
+	_, err = admin.CoreV1().Pods("default").Patch(ctx, "web", types.MergePatchType, []byte(`{"metadata":{"labels":{"synced":"again"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.Never(t, func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Resources != nil &&
+			p.Status.ContainerStatuses[0].Resources.Limits.Cpu().String() != "300m"
+	}, 3*time.Second, 100*time.Millisecond, "a sync after the resize writes the old resources back")
 
 	_, id, _ := strings.Cut(cs.ContainerID, "://")
 	resp, err := runtime.RuntimeService().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})

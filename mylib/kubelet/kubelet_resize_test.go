@@ -233,3 +233,20 @@ func TestAPodNeverResizedGetsNoResizeCondition(t *testing.T) {
 	assert.Empty(t, resizeConditions(f.kl, labelled))
 	assert.Empty(t, f.kl.pendingResizes.uids)
 }
+
+// A resize allocated when its update arrives is synced once more, after
+// the allocation: the sync the update itself asked for may have run with
+// the old one (upstream: RetryPendingResizes triggers a pod sync).
+func TestAllocatedResizeIsSyncedAfterItsAllocation(t *testing.T) {
+	f := newResizeFixture(t)
+	ctx := context.Background()
+	web := sized(created(apiPod("web", "u1"), t0), "500m", "256Mi")
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{web}}, nil, false, false)
+
+	resized := sized(web, "1", "256Mi")
+	resized.Generation = 2
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.UPDATE, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{resized}}, nil, false, false)
+	assert.Equal(t, "1", allocatedCPU(t, f.kl, web))
+	assert.Empty(t, resizeConditions(f.kl, resized), "allocated at once, and nothing runs yet: no condition changed")
+	assert.Equal(t, []string{"create web", "update web", "sync web"}, f.workers.dispatched())
+}

@@ -88,6 +88,15 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 			}
 			kl.setPodStatus(pod, kl.apiPodStatus(pod, now, false))
 		}
+		if resizing {
+			// A resize changes no container's state, so no relist puts the
+			// new resources in the pod cache, and the next sync would
+			// write the old ones back: read the pod into the cache now,
+			// as upstream's SyncPod does (pleg.UpdateCache).
+			if err := kl.pleg.UpdateCache(ctx, pod.UID); err != nil {
+				return false, fmt.Errorf("pod %s/%s: the pod cache after a resize: %w", pod.Namespace, pod.Name, err)
+			}
+		}
 	} else if startFailed(result) {
 		// A container that could not start (in CrashLoopBackOff, say)
 		// waits with that reason from now on. Unlike upstream, which shows

@@ -410,6 +410,22 @@ func (pr podRecords) update(uid types.UID) {
 	r.old, r.current = r.current, nil
 }
 
+// UpdateCache reads one pod's status from the runtime into the cache now,
+// as upstream's function of that name: for a change no container event
+// shows (an in-place resize changes a running container's resources, not
+// its state), which a relist would never write to the cache.
+func (g *GenericPLEG) UpdateCache(ctx context.Context, uid types.UID) error {
+	pod, err := g.runtime.GetPod(ctx, uid)
+	if err != nil {
+		return err
+	}
+	if len(pod.Sandboxes) == 0 && len(pod.Containers) == 0 {
+		return nil // the runtime has nothing of it: the relist deletes it
+	}
+	_, err = g.updateCache(ctx, pod, uid)
+	return err
+}
+
 // RelistPod lists one pod now and does for it what Relist does for every
 // pod: the events of what changed since the pod was last seen, and its
 // cache entry. The EventedPLEG calls it when the runtime says a pod
