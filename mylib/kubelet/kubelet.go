@@ -746,8 +746,14 @@ func (kl *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 		if kl.probeManager != nil {
 			kl.probeManager.AddPod(pod)
 		}
+		// A pod whose spec asks for more than its allocation (a resize
+		// left pending when the kubelet stopped) is queued, and tried once
+		// every pod of this batch is in: as upstream, no resize takes the
+		// room of a pod not yet added.
+		kl.pushPendingResize(pod)
 		kl.dispatchWork(ctx, pod, kubetypes.SyncPodCreate)
 	}
+	kl.retryPendingResizes(ctx)
 }
 
 // HandlePodUpdates handles changed pods, and pods the API server is

@@ -111,7 +111,16 @@ func (kl *Kubelet) admit(ctx context.Context, op kubetypes.PodOperation, pod *v1
 	if op != kubetypes.ADD || isTerminalPhase(pod.Status.Phase) || kl.podWorkers.IsPodTerminationRequested(pod.UID) {
 		return true
 	}
+	// Each pod counts with what was allocated to it, if anything was,
+	// not with what its spec asks now: after a restart, a resize the node
+	// had deferred must not take the room (upstream's AddPod).
 	others := slices.DeleteFunc(kl.activePods(), func(p *v1.Pod) bool { return p.UID == pod.UID })
+	if kl.allocationManager != nil {
+		pod, _ = kl.allocationManager.UpdatePodFromAllocation(pod)
+		for i, p := range others {
+			others[i], _ = kl.allocationManager.UpdatePodFromAllocation(p)
+		}
+	}
 	result := a.handlers.Admit(ctx, &kubelifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others})
 	if result.Admit {
 		return true

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -249,4 +250,26 @@ func TestAllocatedResizeIsSyncedAfterItsAllocation(t *testing.T) {
 	assert.Equal(t, "1", allocatedCPU(t, f.kl, web))
 	assert.Empty(t, resizeConditions(f.kl, resized), "allocated at once, and nothing runs yet: no condition changed")
 	assert.Equal(t, []string{"create web", "update web", "sync web"}, f.workers.dispatched())
+}
+
+// A kubelet restarted in the middle of a deferred resize admits each pod
+// with what was allocated to it (the checkpoint), not with what its spec
+// asks: the resize it had deferred takes no room, the other pod is
+// admitted, and the resize stays deferred (upstream's AddPod).
+func TestRestartInTheMiddleOfADeferredResizeAdmitsWithTheAllocation(t *testing.T) {
+	f := newResizeFixture(t)
+	ctx := context.Background()
+	web := sized(created(apiPod("web", "u1"), t0), "1", "256Mi")
+	require.NoError(t, f.kl.allocationManager.SetAllocatedResources(web), "checkpointed before the restart")
+	deferred := sized(web, "1600m", "256Mi")
+	deferred.Generation = 2
+	other := sized(created(apiPod("other", "u2"), t0.Add(time.Second)), "500m", "256Mi")
+
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{deferred, other}}, nil, false, false)
+	assert.Contains(t, f.workers.dispatched(), "create other", "admitted beside web's 1 CPU")
+	assert.NotContains(t, f.out.String(), "rejected")
+	assert.Equal(t, "1", allocatedCPU(t, f.kl, web), "the allocation checkpointed before the restart")
+	conds := resizeConditions(f.kl, deferred)
+	require.Len(t, conds, 1)
+	assert.Equal(t, v1.PodReasonDeferred, conds[0].Reason)
 }
