@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
 )
 
 // DefaultCgroupMount is where the cgroup filesystems are mounted.
@@ -114,7 +116,7 @@ func (cs *CgroupSubsystems) writableRoot() string {
 }
 
 // CgroupManager makes, changes and removes cgroups (upstream's interface,
-// without hugepages, cpusets, the memory usage and the config readers).
+// without hugepages and cpusets).
 type CgroupManager interface {
 	// Create makes the cgroup in every hierarchy and sets its resources.
 	Create(*CgroupConfig) error
@@ -135,6 +137,11 @@ type CgroupManager interface {
 	ReduceCPULimits(CgroupName) error
 	// Version is the cgroup version, 1 or 2.
 	Version() int
+	// GetCgroupConfig reads a cgroup's CPU (shares, quota, period) or
+	// memory (limit) as they are now, for in-place resize.
+	GetCgroupConfig(name CgroupName, resource v1.ResourceName) (*ResourceConfig, error)
+	// MemoryUsage is the memory the cgroup uses now, in bytes.
+	MemoryUsage(name CgroupName) (int64, error)
 }
 
 // cgroupV1Needed are the hierarchies a cgroup must be in to exist
@@ -554,4 +561,114 @@ func (m *cgroupManager) Pids(name CgroupName) []int {
 func (m *cgroupManager) ReduceCPULimits(name CgroupName) error {
 	shares := uint64(MinShares)
 	return m.Update(&CgroupConfig{Name: name, ResourceParameters: &ResourceConfig{CPUShares: &shares}})
+}
+
+// GetCgroupConfig reads the cgroup's resources of one kind, as upstream's
+// function of this name: for CPU, its shares, quota and period (on v2
+// cpu.weight turned back into shares, and cpu.max, "max" being quota
+// -1); for memory, its limit (v2's "max", none: math.MaxInt64; v1 writes
+// none as a large page-aligned number).
+func (m *cgroupManager) GetCgroupConfig(name CgroupName, resource v1.ResourceName) (*ResourceConfig, error) {
+	paths := m.paths(name)
+	if m.subsystems.Unified != "" {
+		paths = map[string]string{"cpu": m.unifiedPath(name), "memory": m.unifiedPath(name)}
+	}
+	var cfg ResourceConfig
+	var err error
+	switch {
+	case resource == v1.ResourceCPU && m.subsystems.Unified != "":
+		err = readV2CPU(paths["cpu"], &cfg)
+	case resource == v1.ResourceCPU:
+		err = readV1CPU(paths["cpu"], &cfg)
+	case resource == v1.ResourceMemory:
+		file := "memory.limit_in_bytes"
+		if m.subsystems.Unified != "" {
+			file = "memory.max"
+		}
+		var limit int64
+		limit, err = readInt(paths["memory"], file)
+		cfg.Memory = &limit
+	default:
+		return nil, fmt.Errorf("cgroup %s: resource %q has no config here", name.ToCgroupfs(), resource)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read cgroup %s: %w", name.ToCgroupfs(), err)
+	}
+	return &cfg, nil
+}
+
+func readV1CPU(dir string, cfg *ResourceConfig) error {
+	shares, err := readInt(dir, "cpu.shares")
+	if err != nil {
+		return err
+	}
+	quota, err := readInt(dir, "cpu.cfs_quota_us")
+	if err != nil {
+		return err
+	}
+	period, err := readInt(dir, "cpu.cfs_period_us")
+	if err != nil {
+		return err
+	}
+	s, p := uint64(shares), uint64(period)
+	cfg.CPUShares, cfg.CPUQuota, cfg.CPUPeriod = &s, &quota, &p
+	return nil
+}
+
+func readV2CPU(dir string, cfg *ResourceConfig) error {
+	weight, err := readInt(dir, "cpu.weight")
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.max"))
+	if err != nil {
+		return err
+	}
+	fields := strings.Fields(string(b)) // "<quota|max> <period>"
+	if len(fields) != 2 {
+		return fmt.Errorf("%s: cpu.max %q", dir, b)
+	}
+	quota := int64(-1)
+	if fields[0] != "max" {
+		if quota, err = strconv.ParseInt(fields[0], 10, 64); err != nil {
+			return err
+		}
+	}
+	period, err := strconv.ParseUint(fields[1], 10, 64)
+	if err != nil {
+		return err
+	}
+	shares := CPUWeightToShares(uint64(weight))
+	cfg.CPUShares, cfg.CPUQuota, cfg.CPUPeriod = &shares, &quota, &period
+	return nil
+}
+
+// MemoryUsage reads memory.usage_in_bytes (v1) or memory.current (v2).
+func (m *cgroupManager) MemoryUsage(name CgroupName) (int64, error) {
+	dir, file := m.paths(name)["memory"], "memory.usage_in_bytes"
+	if m.subsystems.Unified != "" {
+		dir, file = m.unifiedPath(name), "memory.current"
+	}
+	usage, err := readInt(dir, file)
+	if err != nil {
+		return 0, fmt.Errorf("read cgroup %s: %w", name.ToCgroupfs(), err)
+	}
+	return usage, nil
+}
+
+// readInt reads a cgroup file holding one number; "max" is
+// math.MaxInt64.
+func readInt(dir, file string) (int64, error) {
+	if dir == "" {
+		return 0, fmt.Errorf("%s: no such hierarchy", file)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return 0, err
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "max" {
+		return math.MaxInt64, nil
+	}
+	return strconv.ParseInt(v, 10, 64)
 }

@@ -34,8 +34,13 @@
 // Where it departs from upstream:
 //   - cgroupfs only: cgroupDriver systemd is refused.
 //   - no hugepages, cpusets, MemoryQoS (memory.min/low/high), QOSReserved
-//     memory limits, pod-level resources, in-place resize, or
-//     system-reserved and kube-reserved cgroups.
+//     memory limits, pod-level resources, or system-reserved and
+//     kube-reserved cgroups.
+//   - in-place resize: GetPodCgroupConfig, SetPodCgroupConfig and
+//     GetPodCgroupMemoryUsage read and set a pod cgroup's CPU and memory,
+//     as upstream; kuberuntime's doPodResizeAction calls them in
+//     upstream's order. The burstable cgroup's cpu.shares follow at the
+//     QoS manager's next update (every minute, or a pod's cgroup made).
 //   - the QoS cgroups' cpu.shares are set when a pod's cgroup is made
 //     and every minute, as upstream, but only cpu.shares.
 //   - Destroy kills what is left in a pod's cgroup, then removes it, as

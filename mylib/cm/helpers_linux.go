@@ -57,6 +57,16 @@ func CPUWeight(shares uint64) uint64 {
 	return 1 + ((shares-2)*9999)/262142
 }
 
+// CPUWeightToShares is CPUWeight backwards (upstream's
+// CpuWeightToCpuShares): cpu.shares for a v2 cpu.weight, which may
+// differ from the shares written by the rounding.
+func CPUWeightToShares(weight uint64) uint64 {
+	if weight == 0 {
+		return 0
+	}
+	return 2 + ((weight-1)*262142)/9999
+}
+
 // GetPodCgroupNameSuffix is a pod's cgroup name: pod<uid>.
 func GetPodCgroupNameSuffix(uid types.UID) string { return podCgroupNamePrefix + string(uid) }
 

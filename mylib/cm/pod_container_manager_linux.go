@@ -15,8 +15,7 @@ import (
 	"mykubelet/mylib/qos"
 )
 
-// PodContainerManager manages the pods' cgroups (upstream's interface,
-// without the resize and memory-usage methods).
+// PodContainerManager manages the pods' cgroups (upstream's interface).
 type PodContainerManager interface {
 	// GetPodContainerName is the pod's cgroup: its name, and its cgroupfs
 	// name, the sandbox's CgroupParent ("" when there are no pod cgroups).
@@ -38,6 +37,17 @@ type PodContainerManager interface {
 	GetAllPodsFromCgroups() (map[types.UID]CgroupName, error)
 	// IsPodCgroup says whether a cgroupfs name is a pod's, and whose.
 	IsPodCgroup(cgroupfs string) (bool, types.UID)
+
+	// In-place resize reads and sets the pod cgroup's CPU and memory
+	// with these (kuberuntime's doPodResizeAction).
+	// GetPodCgroupConfig is the pod cgroup's CPU (shares, quota, period)
+	// or memory (limit) now; nil without pod cgroups.
+	GetPodCgroupConfig(pod *v1.Pod, resource v1.ResourceName) (*ResourceConfig, error)
+	// SetPodCgroupConfig writes the set fields of the config into the pod
+	// cgroup, leaving the others as they are.
+	SetPodCgroupConfig(pod *v1.Pod, resourceConfig *ResourceConfig) error
+	// GetPodCgroupMemoryUsage is the memory the pod's cgroup uses now.
+	GetPodCgroupMemoryUsage(pod *v1.Pod) (uint64, error)
 }
 
 // podContainerManager is the PodContainerManager with cgroupsPerQOS.
@@ -140,6 +150,25 @@ func (m *podContainerManager) ReduceCPULimits(name CgroupName) error {
 	return m.cgroupManager.ReduceCPULimits(name)
 }
 
+func (m *podContainerManager) GetPodCgroupConfig(pod *v1.Pod, resource v1.ResourceName) (*ResourceConfig, error) {
+	name, _ := m.GetPodContainerName(pod)
+	return m.cgroupManager.GetCgroupConfig(name, resource)
+}
+
+func (m *podContainerManager) SetPodCgroupConfig(pod *v1.Pod, resourceConfig *ResourceConfig) error {
+	name, _ := m.GetPodContainerName(pod)
+	return m.cgroupManager.Update(&CgroupConfig{Name: name, ResourceParameters: resourceConfig})
+}
+
+func (m *podContainerManager) GetPodCgroupMemoryUsage(pod *v1.Pod) (uint64, error) {
+	name, _ := m.GetPodContainerName(pod)
+	usage, err := m.cgroupManager.MemoryUsage(name)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(usage), nil
+}
+
 func (m *podContainerManager) qosCgroups() []CgroupName {
 	return []CgroupName{m.qosContainersInfo.BestEffort, m.qosContainersInfo.Burstable, m.qosContainersInfo.Guaranteed}
 }
@@ -221,3 +250,10 @@ func (podContainerManagerNoop) GetAllPodsFromCgroups() (map[types.UID]CgroupName
 	return nil, nil
 }
 func (podContainerManagerNoop) IsPodCgroup(string) (bool, types.UID) { return false, "" }
+
+// GetPodCgroupConfig is nil: there is no pod cgroup to resize.
+func (podContainerManagerNoop) GetPodCgroupConfig(*v1.Pod, v1.ResourceName) (*ResourceConfig, error) {
+	return nil, nil
+}
+func (podContainerManagerNoop) SetPodCgroupConfig(*v1.Pod, *ResourceConfig) error { return nil }
+func (podContainerManagerNoop) GetPodCgroupMemoryUsage(*v1.Pod) (uint64, error)   { return 0, nil }
