@@ -64,6 +64,9 @@ type ContainerManager interface {
 	// CgroupsPerQOS: there are pod cgroups (the kubelet's cgroupsPerQOS,
 	// false when the manager is off).
 	CgroupsPerQOS() bool
+	// GetNodeConfig is the manager's configuration (in-place resize reads
+	// EnforceCPULimits and CPUCFSQuotaPeriod for the pod cgroup's quota).
+	GetNodeConfig() NodeConfig
 }
 
 // containerManager is the ContainerManager with cgroupsPerQOS.
@@ -189,7 +192,8 @@ func (cm *containerManager) UpdateQOSCgroups() error { return cm.qos.UpdateCgrou
 func (cm *containerManager) GetQOSContainersInfo() QOSContainersInfo {
 	return cm.qos.GetQOSContainersInfo()
 }
-func (cm *containerManager) CgroupsPerQOS() bool { return true }
+func (cm *containerManager) CgroupsPerQOS() bool       { return true }
+func (cm *containerManager) GetNodeConfig() NodeConfig { return cm.nc }
 
 // stubContainerManager is the container manager that makes no cgroups.
 type stubContainerManager struct{}
@@ -205,6 +209,7 @@ func (stubContainerManager) NewPodContainerManager() PodContainerManager {
 func (stubContainerManager) UpdateQOSCgroups() error                 { return nil }
 func (stubContainerManager) GetQOSContainersInfo() QOSContainersInfo { return QOSContainersInfo{} }
 func (stubContainerManager) CgroupsPerQOS() bool                     { return false }
+func (stubContainerManager) GetNodeConfig() NodeConfig               { return NodeConfig{} }
 
 // NewForNode is the container manager of this machine, or the stub, with
 // one line saying why, where the kubelet may not make cgroups: not root,

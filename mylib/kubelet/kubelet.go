@@ -482,6 +482,7 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		}
 		if manager != nil { // in-place resize: the runtime applies what is allocated
 			manager.SetAllocationManager(kl.allocationManager)
+			manager.SetContainerManager(kl.containerManager) // and resizes the pod's cgroup, if it has one
 		}
 	}
 	if cfg.Probes {

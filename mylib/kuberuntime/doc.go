@@ -38,8 +38,11 @@
 //     volumes; the termination message is read without following a
 //     symlink, and upstream's pod-wide cap on messages (12 KiB) is not
 //     applied;
-//   - no in-place resize: not needed to run a pod; httpGet hooks dial
-//     only what the probes may (SetLifecycleHTTPDial);
+//   - in-place resize (SetAllocationManager, SetContainerManager) gives
+//     each container one UpdateContainerResources for CPU and memory at
+//     once, between the pod cgroup's growth and its shrinking (upstream:
+//     memory, then CPU, each in that order), and no sidecar is resized;
+//   - httpGet hooks dial only what the probes may (SetLifecycleHTTPDial);
 //   - a sidecar (restartable init container) whose spec changed keeps
 //     running (upstream replaces it), and the sidecars' turn to stop is
 //     timed on the Manager's clock;

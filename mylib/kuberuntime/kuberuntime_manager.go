@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"mykubelet/mylib/cm"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
 	runtimeutil "mykubelet/mylib/kuberuntime/util"
@@ -100,6 +103,10 @@ type podActions struct {
 	// ContainersToUpdate are running containers resized in place, in
 	// the spec's order (computePodResizeAction).
 	ContainersToUpdate []containerToUpdateInfo
+	// UpdatePodResources: a container is restarted to be resized (its
+	// resizePolicy says RestartContainer), so the pod's cgroup is
+	// resized, between the kill and the start.
+	UpdatePodResources bool
 }
 
 // shouldRestartOnFailure tells whether failed containers are started again.
@@ -422,7 +429,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 	// Resize in place, before starting anything, as upstream (whose step
 	// 7 comes after its init containers, which a running pod has no new
 	// ones of).
-	if len(changes.ContainersToUpdate) > 0 {
+	if len(changes.ContainersToUpdate) > 0 || changes.UpdatePodResources {
 		result.AddSyncResult(m.doPodResizeAction(ctx, pod, changes))
 	}
 
@@ -541,6 +548,22 @@ type AllocationManager interface {
 	SetActuatedResources(allocatedPod *v1.Pod, container *v1.Container) error
 }
 
+// ContainerManager is what in-place pod resize needs of the container
+// manager (mylib/cm.ContainerManager): the pods' cgroups, to resize the
+// pod's along with its containers, and the CFS quota configuration.
+type ContainerManager interface {
+	NewPodContainerManager() cm.PodContainerManager
+	GetNodeConfig() cm.NodeConfig
+}
+
+// SetContainerManager lets in-place resize resize the pod's cgroup too
+// (doPodResizeAction). Without one, or with one that makes no pod
+// cgroups, only the containers are resized. Call it before the
+// Manager's first use.
+func (m *Manager) SetContainerManager(containerManager ContainerManager) {
+	m.containerManager = containerManager
+}
+
 // SetAllocationManager turns in-place pod resize on: SyncPod records what
 // it creates containers with in am, and applies a running container's
 // allocated CPU and memory when they differ from what am says it applies.
@@ -644,28 +667,146 @@ func (m *Manager) computePodResizeAction(pod *v1.Pod, idx int, cs *kubecontainer
 			message:   fmt.Sprintf("Container %s resize requires restart", c.Name),
 		}
 		changes.ContainersToStart = append(changes.ContainersToStart, idx)
+		changes.UpdatePodResources = true
 		return false
 	}
 	changes.ContainersToUpdate = append(changes.ContainersToUpdate, containerToUpdateInfo{container: c, kubeContainerID: cs.ID})
 	return true
 }
 
-// doPodResizeAction applies the queued resizes, each with
-// UpdateContainerResources and the Linux resources the container would
-// be created with, and records each applied one as actuated. The first
-// failure (a memory limit below what the container uses, say) stops it:
+// doPodResizeAction applies the queued resizes, in upstream's order:
+//
+//  1. what grows in the pod's cgroup (its memory limit, CPU quota, CPU
+//     shares) is set first, so that the containers' new limits fit in it;
+//  2. each queued container gets its resources with
+//     UpdateContainerResources and the Linux resources it would be
+//     created with;
+//  3. what shrinks in the pod's cgroup is set last, once the containers
+//     are within it.
+//
+// A pod cgroup's memory limit is never lowered below what the pod uses
+// now: the resize fails before anything is changed, as upstream (cgroup
+// v1 would refuse it; v2 would OOM-kill). The first failure stops it:
 // the resize stays in progress and the next sync tries again, as
-// upstream. Unlike upstream, the pod's cgroup is not resized.
+// upstream. The containers are recorded as actuated only when every
+// step succeeded, so a retry redoes them all (the updates are
+// idempotent). Without a pod cgroup (no container manager, or one
+// without pod cgroups) only step 2 is done. Unlike upstream, which
+// resizes memory (pod, containers, pod) and then CPU the same way with
+// one update per container and resource, each container gets one
+// update for both, between the pod cgroup's two steps.
 func (m *Manager) doPodResizeAction(ctx context.Context, pod *v1.Pod, changes podActions) *kubecontainer.SyncResult {
 	r := kubecontainer.NewSyncResult(kubecontainer.ResizePodInPlace, pod.Namespace+"/"+pod.Name)
+	fail := func(err error) *kubecontainer.SyncResult {
+		r.Fail(kubecontainer.ErrResizePodInPlace, err.Error())
+		return r
+	}
+	podCgroup, err := m.computePodCgroupResize(pod)
+	if err != nil {
+		return fail(err)
+	}
+	for _, cfg := range podCgroup.before {
+		if err := m.setPodCgroupConfig(pod, cfg); err != nil {
+			return fail(err)
+		}
+	}
 	for _, u := range changes.ContainersToUpdate {
 		if err := m.updateContainerResources(ctx, pod, u.container, u.kubeContainerID); err != nil {
-			r.Fail(kubecontainer.ErrResizePodInPlace, err.Error())
-			return r
+			return fail(err)
 		}
+	}
+	for _, cfg := range podCgroup.after {
+		if err := m.setPodCgroupConfig(pod, cfg); err != nil {
+			return fail(err)
+		}
+	}
+	for _, u := range changes.ContainersToUpdate {
 		m.setActuatedResources(pod, u.container)
 	}
 	return r
+}
+
+// podCgroupResize is the pod cgroup's part of a resize: the configs to
+// set before the containers are resized (what grows) and after (what
+// shrinks), each with one resource's fields only.
+type podCgroupResize struct {
+	before, after []*cm.ResourceConfig
+}
+
+// add queues cfg before the containers if the value grows, after them
+// if it shrinks, not at all if it is the same. Limits grow before
+// requests and shrink after them (upstream: "requests <= limits"), so
+// add the limit first: the shrinks are queued in reverse.
+func (p *podCgroupResize) add(current, desired int64, cfg *cm.ResourceConfig) {
+	switch {
+	case desired > current:
+		p.before = append(p.before, cfg)
+	case desired < current:
+		p.after = append([]*cm.ResourceConfig{cfg}, p.after...)
+	}
+}
+
+// computePodCgroupResize compares the pod cgroup's CPU and memory now
+// (GetPodCgroupConfig) with what the allocated pod should have
+// (cm.ResourceConfigForPod, as when the cgroup was made). A limit the
+// pod no longer declares is left as it is, as upstream (which cannot
+// remove one either). Nothing to do without a pod cgroup.
+func (m *Manager) computePodCgroupResize(pod *v1.Pod) (podCgroupResize, error) {
+	var plan podCgroupResize
+	if m.containerManager == nil {
+		return plan, nil
+	}
+	pcm := m.containerManager.NewPodContainerManager()
+	nc := m.containerManager.GetNodeConfig()
+	podResources := cm.ResourceConfigForPod(pod, nc.EnforceCPULimits, uint64(nc.CPUCFSQuotaPeriod/time.Microsecond))
+
+	currentMemory, err := pcm.GetPodCgroupConfig(pod, v1.ResourceMemory)
+	if err != nil {
+		return plan, err
+	}
+	if currentMemory == nil {
+		return plan, nil // no pod cgroup
+	}
+	if podResources.Memory != nil {
+		if *podResources.Memory < *currentMemory.Memory {
+			usage, err := pcm.GetPodCgroupMemoryUsage(pod)
+			if err != nil {
+				return plan, err
+			}
+			if usage >= uint64(*podResources.Memory) {
+				return plan, fmt.Errorf("aborting attempt to set pod memory limit less than current memory usage for pod %s/%s: %d bytes used, limit %d",
+					pod.Namespace, pod.Name, usage, *podResources.Memory)
+			}
+		}
+		plan.add(*currentMemory.Memory, *podResources.Memory, &cm.ResourceConfig{Memory: podResources.Memory})
+	}
+
+	currentCPU, err := pcm.GetPodCgroupConfig(pod, v1.ResourceCPU)
+	if err != nil {
+		return plan, err
+	}
+	if podResources.CPUQuota != nil {
+		plan.add(quotaOrMax(*currentCPU.CPUQuota), quotaOrMax(*podResources.CPUQuota),
+			&cm.ResourceConfig{CPUQuota: podResources.CPUQuota, CPUPeriod: podResources.CPUPeriod})
+	}
+	plan.add(int64(*currentCPU.CPUShares), int64(*podResources.CPUShares), &cm.ResourceConfig{CPUShares: podResources.CPUShares})
+	return plan, nil
+}
+
+// quotaOrMax is a CFS quota to compare: -1 (none) is the most there is.
+func quotaOrMax(quota int64) int64 {
+	if quota < 0 {
+		return math.MaxInt64
+	}
+	return quota
+}
+
+// setPodCgroupConfig sets part of the pod cgroup's resources.
+func (m *Manager) setPodCgroupConfig(pod *v1.Pod, cfg *cm.ResourceConfig) error {
+	if err := m.containerManager.NewPodContainerManager().SetPodCgroupConfig(pod, cfg); err != nil {
+		return fmt.Errorf("resize the cgroup of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
 }
 
 // updateContainerResources gives a running container its resources in

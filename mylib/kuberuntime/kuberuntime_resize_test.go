@@ -82,6 +82,7 @@ func TestComputePodActionsResizesARunningContainerByItsResizePolicy(t *testing.T
 			}
 			if tc.restart {
 				want.ContainersToStart = []int{0}
+				want.UpdatePodResources = true // the pod's cgroup is resized between the kill and the start
 				want.ContainersToKill[a.ID] = containerToKillInfo{container: &kubecontainer.Container{ID: a.ID, Name: "a"}, name: "a",
 					message: "Container a resize requires restart"}
 			}

@@ -91,6 +91,9 @@ type Manager struct {
 	// allocationManager records the resources actuated for each
 	// container (SetAllocationManager); nil: no in-place resize.
 	allocationManager AllocationManager
+	// containerManager resizes the pod's cgroup in an in-place resize
+	// (SetContainerManager); nil: only the containers are resized.
+	containerManager ContainerManager
 }
 
 // Dial opens a gRPC connection to a CRI endpoint: "unix:///path/to.sock" or
