@@ -21,8 +21,13 @@
 // memory differs from what was actuated is updated in place through CRI
 // UpdateContainerResources (resizePolicy NotRequired, the default) or
 // restarted (RestartContainer), and what it applies is recorded as
-// actuated. After each sync of a pod so resized, PodResizeInProgress is
-// looked at again, and cleared once actuated equals allocated.
+// actuated; with a container manager, the pod's cgroup is resized too,
+// before the containers for what grows and after them for what shrinks.
+// After each sync of a pod so resized, the pod cache is read again
+// (pleg.UpdateCache: no container event shows a resize) and
+// PodResizeInProgress is looked at again, and cleared once actuated
+// equals allocated. At admission, and after a restart, each pod counts
+// with its allocation, so a resize not yet allocated takes no room.
 //
 // Where it departs from upstream, and why (one line each):
 //   - no allocation without a root directory (PodsConfig.RootDirectory):
@@ -34,9 +39,8 @@
 //   - the node's allocatable is read from the Node's status (admission's
 //     copy), not from the container manager;
 //   - no CPU/memory manager static policies and no swap: none exist here;
-//   - the pod's cgroup keeps the limits it was created with, and sidecars
-//     are not resized (they stay PodResizeInProgress): only regular
-//     containers are.
+//   - sidecars are not resized (they stay PodResizeInProgress): only
+//     regular containers are.
 
 package kubelet
 
