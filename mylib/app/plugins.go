@@ -1,8 +1,10 @@
 package app
 
 import (
+	"context"
 	"time"
 
+	"mykubelet/mylib/clustertrustbundle"
 	"mykubelet/mylib/configmap"
 	"mykubelet/mylib/kubelet"
 	"mykubelet/mylib/secret"
@@ -44,8 +46,9 @@ func ProbeVolumePluginsForRuntime(realRuntime bool) []volume.VolumePlugin {
 // client (upstream builds the managers in NewMainKubelet). The ConfigMap
 // and Secret managers watch each object a pod references (upstream's
 // default configMapAndSecretChangeDetectionStrategy, Watch); resync is
-// the KubeletConfiguration's syncFrequency. realRuntime: the plugins
-// are ProbeVolumePluginsForRuntime's for a real runtime.
+// the KubeletConfiguration's syncFrequency; the ClusterTrustBundle
+// manager watches them all, from the first pod that asks. realRuntime:
+// the plugins are ProbeVolumePluginsForRuntime's for a real runtime.
 func volumeDependencies(deps *kubelet.Dependencies, resync time.Duration, realRuntime bool) {
 	if deps.VolumePlugins == nil {
 		deps.VolumePlugins = ProbeVolumePluginsForRuntime(realRuntime)
@@ -62,5 +65,10 @@ func volumeDependencies(deps *kubelet.Dependencies, resync time.Duration, realRu
 			client = deps.KubeClient
 		}
 		deps.TokenManager = token.NewManager(client, deps.Clock)
+	}
+	if deps.ClusterTrustBundleManager == nil {
+		// The informer, once a pod asks, lives as long as the process
+		// (upstream's runs under the kubelet's own context).
+		deps.ClusterTrustBundleManager = clustertrustbundle.NewInformerManager(context.Background(), deps.KubeClient)
 	}
 }

@@ -62,13 +62,15 @@ type Dependencies struct {
 	ProbeDial prober.DialFunc
 	// Clock: nil is the real clock.
 	Clock clock.WithTicker
-	// VolumePlugins, ConfigMapManager, SecretManager and TokenManager:
-	// see PodsConfig (used with MainOptions.Volumes; upstream's
-	// Dependencies.VolumePlugins, and the managers NewMainKubelet builds).
-	VolumePlugins    []volume.VolumePlugin
-	ConfigMapManager ConfigMapManager
-	SecretManager    SecretManager
-	TokenManager     TokenManager
+	// VolumePlugins, ConfigMapManager, SecretManager, TokenManager and
+	// ClusterTrustBundleManager: see PodsConfig (used with
+	// MainOptions.Volumes; upstream's Dependencies.VolumePlugins, and the
+	// managers NewMainKubelet builds).
+	VolumePlugins             []volume.VolumePlugin
+	ConfigMapManager          ConfigMapManager
+	SecretManager             SecretManager
+	TokenManager              TokenManager
+	ClusterTrustBundleManager ClusterTrustBundleManager
 	// Metrics records the kubelet's series (PodsConfig.Metrics); nil:
 	// none are recorded.
 	Metrics *metrics.Metrics
@@ -198,7 +200,8 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		Volumes: opts.Volumes, RootDirectory: opts.RootDirectory, VolumePlugins: kubeDeps.VolumePlugins,
 		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig, NodeHostsFile: opts.NodeHostsFile, HostPathRoot: opts.HostPathRoot,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
-		Metrics: kubeDeps.Metrics, StatusWriters: opts.StatusWriters, CreatingStatusDelay: opts.CreatingStatusDelay,
+		ClusterTrustBundleManager: kubeDeps.ClusterTrustBundleManager,
+		Metrics:                   kubeDeps.Metrics, StatusWriters: opts.StatusWriters, CreatingStatusDelay: opts.CreatingStatusDelay,
 		EventedPLEG: opts.EventedPLEG, ContainerManager: kubeDeps.ContainerManager,
 	}
 	if opts.Eviction {

@@ -197,12 +197,14 @@ type PodsConfig struct {
 	// ProbeVolumePlugins); the Kubelet initialises them with itself as
 	// their VolumeHost.
 	VolumePlugins []volume.VolumePlugin
-	// ConfigMapManager, SecretManager and TokenManager are what the
-	// plugins read ConfigMaps, Secrets and service-account tokens
-	// through; a nil one fails its volumes.
-	ConfigMapManager ConfigMapManager
-	SecretManager    SecretManager
-	TokenManager     TokenManager
+	// ConfigMapManager, SecretManager, TokenManager and
+	// ClusterTrustBundleManager are what the plugins read ConfigMaps,
+	// Secrets, service-account tokens and ClusterTrustBundles through; a
+	// nil one fails its volumes.
+	ConfigMapManager          ConfigMapManager
+	SecretManager             SecretManager
+	TokenManager              TokenManager
+	ClusterTrustBundleManager ClusterTrustBundleManager
 
 	// Metrics records the kubelet's series (mylib/metrics: the PLEG's,
 	// the pod workers', the runtime operations', the probes', the pod

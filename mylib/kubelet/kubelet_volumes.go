@@ -6,7 +6,8 @@ package kubelet
 //
 //   - the Kubelet is the plugins' VolumeHost (kubeletVolumeHost): the pod
 //     directories under the root directory R, the node's client, the
-//     ConfigMap, Secret and token managers, the node's allocatable;
+//     ConfigMap, Secret, token and ClusterTrustBundle managers, the
+//     node's allocatable;
 //   - the volume manager (mylib/volumemanager) runs beside the sync loop;
 //   - SyncPod makes the pod's directories (R/pods/<uid>, its volumes and
 //     plugins directories), registers the pod with the ConfigMap and
@@ -84,6 +85,13 @@ type TokenManager interface {
 	DeleteServiceAccountToken(podUID types.UID)
 }
 
+// ClusterTrustBundleManager is mylib/clustertrustbundle's Manager: the
+// trust anchors of ClusterTrustBundles, for projected volumes.
+type ClusterTrustBundleManager interface {
+	GetTrustAnchorsByName(name string, allowMissing bool) ([]byte, error)
+	GetTrustAnchorsBySigner(signerName string, labelSelector *metav1.LabelSelector, allowMissing bool) ([]byte, error)
+}
+
 // volumes is the Kubelet's state for PodsConfig.Volumes; nil without.
 type volumes struct {
 	rootDirectory    string
@@ -92,6 +100,7 @@ type volumes struct {
 	configMapManager ConfigMapManager // each may be nil: its volumes fail
 	secretManager    SecretManager
 	tokenManager     TokenManager
+	trustBundles     ClusterTrustBundleManager
 	// dns gives each sandbox its DNS configuration (GetPodDNS).
 	dns           *dns.Configurer
 	clusterDomain string
@@ -119,7 +128,7 @@ func (kl *Kubelet) newVolumes(cfg PodsConfig) error {
 	}
 	kl.volumes = &volumes{rootDirectory: root, pluginMgr: &volume.VolumePluginMgr{},
 		configMapManager: cfg.ConfigMapManager, secretManager: cfg.SecretManager, tokenManager: cfg.TokenManager,
-		nodeHostsFile: cfg.NodeHostsFile, hostPathRoot: hostPathRoot}
+		trustBundles: cfg.ClusterTrustBundleManager, nodeHostsFile: cfg.NodeHostsFile, hostPathRoot: hostPathRoot}
 	if err := kl.volumes.pluginMgr.InitPlugins(cfg.VolumePlugins, kubeletVolumeHost{kl}); err != nil {
 		return fmt.Errorf("kubelet: volume plugins: %w", err)
 	}
@@ -349,6 +358,20 @@ func (h kubeletVolumeHost) GetServiceAccountTokenFunc() func(namespace, name str
 	return func(namespace, name string, _ *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 		return nil, fmt.Errorf("token for service account %s/%s: this kubelet has no token manager", namespace, name)
 	}
+}
+
+func (h kubeletVolumeHost) GetTrustAnchorsByName(name string, allowMissing bool) ([]byte, error) {
+	if m := h.kl.volumes.trustBundles; m != nil {
+		return m.GetTrustAnchorsByName(name, allowMissing)
+	}
+	return nil, fmt.Errorf("ClusterTrustBundle %q: this kubelet has no ClusterTrustBundle manager", name)
+}
+
+func (h kubeletVolumeHost) GetTrustAnchorsBySigner(signerName string, labelSelector *metav1.LabelSelector, allowMissing bool) ([]byte, error) {
+	if m := h.kl.volumes.trustBundles; m != nil {
+		return m.GetTrustAnchorsBySigner(signerName, labelSelector, allowMissing)
+	}
+	return nil, fmt.Errorf("ClusterTrustBundles of signer %q: this kubelet has no ClusterTrustBundle manager", signerName)
 }
 
 func (h kubeletVolumeHost) GetNodeName() types.NodeName { return types.NodeName(h.kl.nodeName) }

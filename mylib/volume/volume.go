@@ -21,6 +21,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
@@ -53,6 +54,11 @@ type VolumeHost interface {
 	// GetServiceAccountTokenFunc asks the token manager for a token bound
 	// to the pod (TokenRequest); it caches and refreshes.
 	GetServiceAccountTokenFunc() func(namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+	// GetTrustAnchorsByName and GetTrustAnchorsBySigner ask the
+	// ClusterTrustBundle manager (mylib/clustertrustbundle) for PEM trust
+	// anchors; allowMissing: none found is empty, not an error.
+	GetTrustAnchorsByName(name string, allowMissing bool) ([]byte, error)
+	GetTrustAnchorsBySigner(signerName string, labelSelector *metav1.LabelSelector, allowMissing bool) ([]byte, error)
 	// GetNodeName is the Node's name.
 	GetNodeName() types.NodeName
 	// GetNodeAllocatable is what a downward API resourceFieldRef without a

@@ -174,6 +174,12 @@ func (fakeHost) GetServiceAccountTokenFunc() func(string, string, *authenticatio
 func (fakeHost) GetNodeName() types.NodeName                  { return "n" }
 func (fakeHost) GetNodeAllocatable() (v1.ResourceList, error) { return nil, nil }
 func (fakeHost) GetHostPathRoot() string                      { return "" }
+func (fakeHost) GetTrustAnchorsByName(string, bool) ([]byte, error) {
+	return nil, nil
+}
+func (fakeHost) GetTrustAnchorsBySigner(string, *metav1.LabelSelector, bool) ([]byte, error) {
+	return nil, nil
+}
 
 // testPod mounts an emptyDir "scratch" and a configMap "cfg"; "unused" is
 // mounted by no container.

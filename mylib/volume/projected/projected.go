@@ -5,12 +5,20 @@
 // bound to the pod, ca.crt from the ConfigMap kube-root-ca.crt and the
 // namespace from the downward API.
 //
-// Where it departs from upstream, and why: the clusterTrustBundle and
-// podCertificate sources are refused (their feature gates and signers are
-// beyond the course); with an fsGroup the token keeps defaultMode and the
-// group gets read (volume.SetVolumeOwnership, as for the other files;
-// upstream narrows the token to 0600, owned by the containers' runAsUser,
-// when they all share one).
+// A clusterTrustBundle source writes one file, path, of PEM certificates:
+// those of the ClusterTrustBundle it names, or of every bundle of its
+// signerName its labelSelector matches, each certificate once (the
+// kubelet's mylib/clustertrustbundle manager). optional lets none be
+// found (an empty file); otherwise the mount fails and the pod waits. As
+// every projected volume is set up again at each sync of its pod, a
+// changed bundle reaches the file within a sync.
+//
+// Where it departs from upstream, and why: the podCertificate source is
+// refused (its signers and feature gate are beyond the course); with an
+// fsGroup the token keeps defaultMode and the group gets read
+// (volume.SetVolumeOwnership, as for the other files; upstream narrows
+// the token to 0600, owned by the containers' runAsUser, when they all
+// share one).
 package projected
 
 import (
@@ -171,8 +179,15 @@ func (m *projectedVolumeMounter) collectData() (map[string]util.FileProjection, 
 				continue
 			}
 			payload[src.ServiceAccountToken.Path] = util.FileProjection{Data: []byte(tok), Mode: *mode}
+		case src.ClusterTrustBundle != nil:
+			anchors, err := m.trustAnchors(src.ClusterTrustBundle)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			payload[src.ClusterTrustBundle.Path] = util.FileProjection{Data: anchors, Mode: *mode}
 		default:
-			errs = append(errs, fmt.Errorf("projected volume %q: a source of a kind this node does not serve (clusterTrustBundle, podCertificate)", m.volName))
+			errs = append(errs, fmt.Errorf("projected volume %q: a source of a kind this node does not serve (podCertificate)", m.volName))
 		}
 	}
 	return payload, errors.Join(errs...)
@@ -202,6 +217,22 @@ func (m *projectedVolumeMounter) token(src *v1.ServiceAccountTokenProjection) (s
 		return "", err
 	}
 	return tr.Status.Token, nil
+}
+
+// trustAnchors are the PEM certificates of the ClusterTrustBundle the
+// source names, or of those of its signer its label selector matches
+// (nil matches none, empty all), from the kubelet's manager. optional:
+// none found writes an empty file; otherwise the volume fails to mount
+// and the pod waits.
+func (m *projectedVolumeMounter) trustAnchors(src *v1.ClusterTrustBundleProjection) ([]byte, error) {
+	optional := src.Optional != nil && *src.Optional
+	switch {
+	case src.Name != nil:
+		return m.plugin.host.GetTrustAnchorsByName(*src.Name, optional)
+	case src.SignerName != nil:
+		return m.plugin.host.GetTrustAnchorsBySigner(*src.SignerName, src.LabelSelector, optional)
+	}
+	return nil, errors.New("ClusterTrustBundle projection requires either name or signerName to be set")
 }
 
 type unmounter struct {

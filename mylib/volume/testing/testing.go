@@ -2,7 +2,8 @@
 // upstream's pkg/volume/testing (much smaller: maps instead of informers).
 //
 // Where it departs from upstream, and why: the ConfigMaps, Secrets and
-// tokens live in maps the test fills; there is no fake mounter, since the
+// tokens live in maps the test fills (the ClusterTrustBundles in the
+// manager it gives); there is no fake mounter, since the
 // plugins here never call mount(2).
 package testing
 
@@ -14,9 +15,11 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"mykubelet/mylib/clustertrustbundle"
 	"mykubelet/mylib/volume"
 )
 
@@ -31,6 +34,10 @@ type FakeVolumeHost struct {
 	Allocatable v1.ResourceList
 	// HostPathRoot is GetHostPathRoot's answer ("": Root/host).
 	HostPathRoot string
+	// TrustBundles answers GetTrustAnchorsByName and
+	// GetTrustAnchorsBySigner (e.g. clustertrustbundle.NewInformerManager
+	// over a fake clientset); nil: they fail.
+	TrustBundles clustertrustbundle.Manager
 
 	mu         sync.Mutex
 	configMaps map[string]*v1.ConfigMap
@@ -144,6 +151,20 @@ func (h *FakeVolumeHost) GetHostPathRoot() string {
 		return h.HostPathRoot
 	}
 	return filepath.Join(h.Root, "host")
+}
+
+func (h *FakeVolumeHost) GetTrustAnchorsByName(name string, allowMissing bool) ([]byte, error) {
+	if h.TrustBundles == nil {
+		return nil, fmt.Errorf("ClusterTrustBundle %q: this host has no manager", name)
+	}
+	return h.TrustBundles.GetTrustAnchorsByName(name, allowMissing)
+}
+
+func (h *FakeVolumeHost) GetTrustAnchorsBySigner(signerName string, labelSelector *metav1.LabelSelector, allowMissing bool) ([]byte, error) {
+	if h.TrustBundles == nil {
+		return nil, fmt.Errorf("ClusterTrustBundles of signer %q: this host has no manager", signerName)
+	}
+	return h.TrustBundles.GetTrustAnchorsBySigner(signerName, labelSelector, allowMissing)
 }
 
 // DeleteServiceAccountTokenFunc records the pods whose tokens were dropped.
