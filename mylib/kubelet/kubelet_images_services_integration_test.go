@@ -21,11 +21,13 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"mykubelet/mylib/clustertrustbundle"
 	"mykubelet/mylib/events"
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/secret"
+	"mykubelet/mylib/volume/projected"
 	secretvolume "mykubelet/mylib/volume/secret"
 	"mykubelet/scripts/testkit/testcluster"
 )
@@ -38,8 +40,10 @@ func runKubeletOnMock(t *testing.T, c *testcluster.Cluster, name string) *fakeru
 }
 
 // runKubeletOnMockWith is runKubeletOnMock, with volumes: the volume
-// manager, the secret plugin and a Secret manager, the mock mapping mounts
-// from the pods' directory.
+// manager, the secret and projected plugins, a Secret manager and a
+// ClusterTrustBundle manager (no token manager: a pod must not automount
+// its service account's token), the mock mapping mounts from the pods'
+// directory.
 func runKubeletOnMockWith(t *testing.T, c *testcluster.Cluster, name string, volumes bool) *fakeruntime.Runtime {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -66,8 +70,9 @@ func runKubeletOnMockWith(t *testing.T, c *testcluster.Cluster, name string, vol
 		RemoteImageService: runtime.ImageService(), RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir()}
 	if volumes {
 		pods.Volumes, pods.RootDirectory = true, root
-		pods.VolumePlugins = secretvolume.ProbeVolumePlugins()
+		pods.VolumePlugins = append(secretvolume.ProbeVolumePlugins(), projected.ProbeVolumePlugins()...)
 		pods.SecretManager = secret.NewWatchingSecretManager(client, time.Minute)
+		pods.ClusterTrustBundleManager = clustertrustbundle.NewInformerManager(ctx, client)
 	}
 	kl, err := New(Config{Client: client, NodeName: name, Clock: clk,
 		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: root}, NodeStatusUpdateFrequency: time.Second}, Pods: pods})
