@@ -1,17 +1,8 @@
 package kubelet
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"mykubelet/mylib/fakeruntime"
+	voltesting "mykubelet/mylib/volume/testing"
 	"mykubelet/scripts/testkit/testcluster"
 )
 
@@ -94,12 +86,12 @@ func testClusterTrustBundleVolume(t *testing.T, c *testcluster.Cluster, admin ku
 	ctx := context.Background()
 	var roots [][]byte
 	for i := range 6 {
-		roots = append(roots, selfSignedCA(t, fmt.Sprintf("root-%d", i)))
+		roots = append(roots, voltesting.NewRootCA(t, fmt.Sprintf("root-%d", i)))
 	}
 	ctbs := admin.CertificatesV1().ClusterTrustBundles()
 	bundle := func(name, signer string, labels map[string]string, ders ...[]byte) *certificatesv1.ClusterTrustBundle {
 		return &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: pemCerts(ders...)}}
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: voltesting.PEMCerts(ders...)}}
 	}
 	prod := map[string]string{"env": "prod"}
 	for _, b := range []*certificatesv1.ClusterTrustBundle{
@@ -151,16 +143,16 @@ func testClusterTrustBundleVolume(t *testing.T, c *testcluster.Cluster, admin ku
 		require.Zero(t, resp.ExitCode, string(resp.Stderr))
 		return string(resp.Stdout)
 	}
-	assert.Equal(t, pemCerts(roots[0]), cat("by-name.pem"))
-	assert.Equal(t, sortedPEMCerts(roots[1], roots[2], roots[3]), cat("prod.pem"), "the prod bundles' certificates, each once, in DER order")
+	assert.Equal(t, voltesting.PEMCerts(roots[0]), cat("by-name.pem"))
+	assert.Equal(t, voltesting.SortedPEMCerts(roots[1], roots[2], roots[3]), cat("prod.pem"), "the prod bundles' certificates, each once, in DER order")
 	assert.Empty(t, cat("absent.pem"), "optional and missing: an empty file")
 
 	cur, err := ctbs.Get(ctx, "ctb-by-name", metav1.GetOptions{})
 	require.NoError(t, err)
-	cur.Spec.TrustBundle = pemCerts(roots[0], roots[5])
+	cur.Spec.TrustBundle = voltesting.PEMCerts(roots[0], roots[5])
 	_, err = ctbs.Update(ctx, cur, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	want, i := sortedPEMCerts(roots[0], roots[5]), 0
+	want, i := voltesting.SortedPEMCerts(roots[0], roots[5]), 0
 	require.Eventually(t, func() bool {
 		i++
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"resync":"%d"}}}`, i)
@@ -184,32 +176,4 @@ func testClusterTrustBundleVolume(t *testing.T, c *testcluster.Cluster, admin ku
 	require.Len(t, p.Status.ContainerStatuses, 1)
 	require.NotNil(t, p.Status.ContainerStatuses[0].State.Waiting, "%+v", p.Status.ContainerStatuses[0].State)
 	assert.Equal(t, "ContainerCreating", p.Status.ContainerStatuses[0].State.Waiting.Reason)
-}
-
-// selfSignedCA is a new self-signed CA certificate's DER bytes.
-func selfSignedCA(t *testing.T, cn string) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	return der
-}
-
-func pemCerts(ders ...[]byte) string {
-	var b strings.Builder
-	for _, d := range ders {
-		b.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: d}))
-	}
-	return b.String()
-}
-
-// sortedPEMCerts is pemCerts of the certificates in the order of their
-// DER bytes, each once.
-func sortedPEMCerts(ders ...[]byte) string {
-	ders = slices.Clone(ders)
-	slices.SortFunc(ders, bytes.Compare)
-	return pemCerts(slices.CompactFunc(ders, bytes.Equal)...)
 }

@@ -1,19 +1,9 @@
 package projected
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,44 +15,12 @@ import (
 
 	"mykubelet/mylib/clustertrustbundle"
 	"mykubelet/mylib/volume"
+	voltesting "mykubelet/mylib/volume/testing"
 )
-
-// newRoot is a self-signed CA certificate's DER bytes.
-func newRoot(t *testing.T, cn string) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
-}
-
-func pemOf(ders ...[]byte) string {
-	var b strings.Builder
-	for _, d := range ders {
-		b.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: d}))
-	}
-	return b.String()
-}
-
-// sortedPEM is what the file must hold: each certificate once, in the
-// order of its DER bytes.
-func sortedPEM(ders ...[]byte) string {
-	ders = slices.Clone(ders)
-	slices.SortFunc(ders, bytes.Compare)
-	return pemOf(slices.CompactFunc(ders, bytes.Equal)...)
-}
 
 func ctb(name, signer string, labels map[string]string, ders ...[]byte) *certificatesv1.ClusterTrustBundle {
 	return &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: pemOf(ders...)}}
+		Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: voltesting.PEMCerts(ders...)}}
 }
 
 // setupCTB is setup with a ClusterTrustBundle manager over a fake
@@ -92,14 +50,14 @@ func ctbVolume(mode int32, srcs ...*v1.ClusterTrustBundleProjection) *volume.Spe
 }
 
 func TestClusterTrustBundleByName(t *testing.T) {
-	a, b := newRoot(t, "a"), newRoot(t, "b")
-	_, p := setupCTB(t, ctb("foo", "", nil, b, a, b), ctb("bar", "", nil, newRoot(t, "c")))
+	a, b := voltesting.NewRootCA(t, "a"), voltesting.NewRootCA(t, "b")
+	_, p := setupCTB(t, ctb("foo", "", nil, b, a, b), ctb("bar", "", nil, voltesting.NewRootCA(t, "c")))
 	m, err := setUp(t, p, ctbVolume(0o440, &v1.ClusterTrustBundleProjection{Name: ptr.To("foo"), Path: "ca/foo.pem"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := filepath.Join(m.GetPath(), "ca/foo.pem")
-	if got, want := read(t, f), sortedPEM(a, b); got != want {
+	if got, want := read(t, f), voltesting.SortedPEMCerts(a, b); got != want {
 		t.Errorf("ca/foo.pem =\n%s\nwant foo's two certificates, each once, in DER order:\n%s", got, want)
 	}
 	fi, err := os.Stat(f)
@@ -112,7 +70,7 @@ func TestClusterTrustBundleByName(t *testing.T) {
 }
 
 func TestClusterTrustBundleBySignerAndLabelSelector(t *testing.T) {
-	r1, r2, r3, r4, r5 := newRoot(t, "1"), newRoot(t, "2"), newRoot(t, "3"), newRoot(t, "4"), newRoot(t, "5")
+	r1, r2, r3, r4, r5 := voltesting.NewRootCA(t, "1"), voltesting.NewRootCA(t, "2"), voltesting.NewRootCA(t, "3"), voltesting.NewRootCA(t, "4"), voltesting.NewRootCA(t, "5")
 	const signer = "example.com/signer"
 	_, p := setupCTB(t,
 		ctb("example.com:signer:one", signer, map[string]string{"env": "prod"}, r1, r2),
@@ -127,8 +85,8 @@ func TestClusterTrustBundleBySignerAndLabelSelector(t *testing.T) {
 		want     string // "" with wantErr
 		wantErr  string
 	}{
-		{name: "matching labels: the signer's prod bundles, deduplicated", selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, want: sortedPEM(r1, r2, r3)},
-		{name: "an empty selector: every bundle of the signer", selector: &metav1.LabelSelector{}, want: sortedPEM(r1, r2, r3, r4)},
+		{name: "matching labels: the signer's prod bundles, deduplicated", selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, want: voltesting.SortedPEMCerts(r1, r2, r3)},
+		{name: "an empty selector: every bundle of the signer", selector: &metav1.LabelSelector{}, want: voltesting.SortedPEMCerts(r1, r2, r3, r4)},
 		{name: "a nil selector matches none: optional, an empty file", selector: nil, optional: true, want: ""},
 		{name: "a nil selector matches none: not optional, an error", selector: nil, wantErr: "combination of signerName and labelSelector matched zero ClusterTrustBundles"},
 		{name: "no bundle matches: optional, an empty file", selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "staging"}}, optional: true, want: ""},
@@ -175,14 +133,14 @@ func TestClusterTrustBundleMissing(t *testing.T) {
 }
 
 func TestClusterTrustBundleChangeRewritesTheFile(t *testing.T) {
-	old, renewed := newRoot(t, "old"), newRoot(t, "new")
+	old, renewed := voltesting.NewRootCA(t, "old"), voltesting.NewRootCA(t, "new")
 	client, p := setupCTB(t, ctb("foo", "", nil, old))
 	m, err := setUp(t, p, ctbVolume(0o644, &v1.ClusterTrustBundleProjection{Name: ptr.To("foo"), Path: "foo.pem"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := filepath.Join(m.GetPath(), "foo.pem")
-	if got := read(t, f); got != pemOf(old) {
+	if got := read(t, f); got != voltesting.PEMCerts(old) {
 		t.Fatalf("foo.pem = %q before the change", got)
 	}
 	if _, err := client.CertificatesV1().ClusterTrustBundles().Update(context.Background(), ctb("foo", "", nil, old, renewed), metav1.UpdateOptions{}); err != nil {
@@ -190,7 +148,7 @@ func TestClusterTrustBundleChangeRewritesTheFile(t *testing.T) {
 	}
 	// The remount the volume manager does at the pod's next sync: SetUp
 	// again, once the informer has seen the update.
-	want := sortedPEM(old, renewed)
+	want := voltesting.SortedPEMCerts(old, renewed)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if err := m.SetUp(volume.MounterArgs{}); err != nil {
