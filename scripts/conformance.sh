@@ -27,6 +27,18 @@
 # NodeConformance, has those): the pod's generation, in-place resize, pod
 # certificates, ClusterTrustBundles, service account tokens, the CSR API,
 # prestop, a pod's QoS class, a node's lifecycle (--specs does not apply).
+# Of its 60 specs, six cannot pass on this machine for either kubelet
+# (chapter 19's README has the figures):
+#   - "Secrets/ConfigMaps should be consumable as environment variable
+#     names … with various prefixes" (2): Debian's busybox sh, in the
+#     offline image, drops a variable whose name is no shell name;
+#   - "Pods should run through the lifecycle of Pods and PodStatus": its
+#     image, agnhost:2.55, is not built offline (no registry);
+#   - the image volume's spec with pullPolicy Always: no registry;
+#   - the pod certificate mTLS spec: the e2e framework finds no pod fixture
+#     for restricted/v0.0;
+#   - "ServiceAccountIssuerDiscovery should support OIDC discovery": its
+#     validator pod exits 1 under either kubelet (not looked into).
 #
 # Built once into $MYKUBELET_CACHE_DIR/conformance-v1.37.1/ from the module
 # scripts/tools/conformance (like the control plane, a stamp of its go.mod,
