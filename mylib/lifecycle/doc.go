@@ -20,6 +20,8 @@
 //     with k8s.io/component-helpers, to keep the module's dependencies as
 //     they are; the operators are the same (In, NotIn, Exists,
 //     DoesNotExist, Gt, Lt; matchFields on metadata.name).
-//   - Pod-level resources (spec.resources) are not read; requests are
-//     summed per container as upstream does without that feature.
+//   - Pod-level resources (spec.resources) count as upstream counts them
+//     with the PodLevelResources feature on (its default): a pod-level
+//     request of cpu or memory is the pod's request of it, whatever its
+//     containers ask.
 package lifecycle

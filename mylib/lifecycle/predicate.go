@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -195,10 +196,12 @@ func amounts(l v1.ResourceList) map[v1.ResourceName]int64 {
 }
 
 // PodRequests is what a pod asks of the node (upstream: component-helpers
-// resource.PodRequests without pod-level resources): the sum of its
+// resource.PodRequests with the default options): the sum of its
 // containers and sidecars (init containers with restartPolicy Always),
 // or, if larger, the largest init container together with the sidecars
-// started before it; then the pod's overhead.
+// started before it; then a pod-level request (spec.resources.requests)
+// of cpu, memory or hugepages replaces that sum for its resource; then
+// the pod's overhead.
 func PodRequests(pod *v1.Pod) v1.ResourceList {
 	reqs := v1.ResourceList{}
 	for _, c := range pod.Spec.Containers {
@@ -219,8 +222,58 @@ func PodRequests(pod *v1.Pod) v1.ResourceList {
 		maxOf(initMax, step)
 	}
 	maxOf(reqs, initMax)
+	if IsPodLevelRequestsSet(pod) {
+		ApplyPodLevelResources(reqs, pod.Spec.Resources.Requests)
+	}
 	add(reqs, pod.Spec.Overhead)
 	return reqs
+}
+
+// IsSupportedPodLevelResource says whether a pod may set name in
+// spec.resources (upstream's function of this name): cpu, memory and
+// hugepages.
+func IsSupportedPodLevelResource(name v1.ResourceName) bool {
+	return name == v1.ResourceCPU || name == v1.ResourceMemory || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
+}
+
+// IsPodLevelResourcesSet says whether the pod sets a supported resource
+// in spec.resources, as a request or a limit (upstream's function of this
+// name). When it does, the pod's QoS class, its cgroup and the limits of
+// its containers that set none come from spec.resources.
+func IsPodLevelResourcesSet(pod *v1.Pod) bool {
+	return IsPodLevelRequestsSet(pod) || IsPodLevelLimitsSet(pod)
+}
+
+// IsPodLevelRequestsSet says whether spec.resources.requests has a
+// supported resource.
+func IsPodLevelRequestsSet(pod *v1.Pod) bool {
+	return pod.Spec.Resources != nil && anySupported(pod.Spec.Resources.Requests)
+}
+
+// IsPodLevelLimitsSet says whether spec.resources.limits has a supported
+// resource.
+func IsPodLevelLimitsSet(pod *v1.Pod) bool {
+	return pod.Spec.Resources != nil && anySupported(pod.Spec.Resources.Limits)
+}
+
+func anySupported(l v1.ResourceList) bool {
+	for name := range l {
+		if IsSupportedPodLevelResource(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ApplyPodLevelResources overwrites in result each supported resource the
+// pod-level list names (upstream: applyPodLevelResources): the pod-level
+// amount is the pod's, whatever its containers add up to.
+func ApplyPodLevelResources(result, podLevel v1.ResourceList) {
+	for name, q := range podLevel {
+		if IsSupportedPodLevelResource(name) {
+			result[name] = q.DeepCopy()
+		}
+	}
 }
 
 func add(into, l v1.ResourceList) {

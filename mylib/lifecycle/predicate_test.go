@@ -188,3 +188,36 @@ func TestHandlersFirstRefusalWins(t *testing.T) {
 	assert.Equal(t, "First", PodAdmitHandlers{accept{}, refuse("First"), refuse("Second")}.Admit(ctx, attrs).Reason)
 	assert.True(t, PodAdmitHandlers{accept{}}.Admit(ctx, attrs).Admit)
 }
+
+func TestPodRequestsPodLevelRequestsReplaceTheContainers(t *testing.T) {
+	pod := podWith("a", requests("100m", "50Mi"), requests("200m", ""))
+	pod.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}}
+	pod.Spec.Overhead = v1.ResourceList{v1.ResourceMemory: resource.MustParse("10Mi")}
+	got := PodRequests(pod)
+	assert.Equal(t, int64(300), got.Cpu().MilliValue(), "cpu is not set at the pod level: the containers' sum")
+	assert.Equal(t, int64(1034<<20), got.Memory().Value(), "memory is the pod-level request, then the overhead")
+
+	pod.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{"example.com/gpu": resource.MustParse("1")}}
+	assert.False(t, IsPodLevelResourcesSet(pod), "only cpu, memory and hugepages are pod-level resources")
+	got = PodRequests(pod)
+	assert.Equal(t, int64(60<<20), got.Memory().Value())
+}
+
+func TestAdmitCountsPodLevelRequests(t *testing.T) {
+	node := testNode(10, "2", "1Gi")
+	h := NewPredicateAdmitHandler(func(context.Context, bool) (*v1.Node, error) { return node, nil })
+	pod := podWith("a", v1.ResourceRequirements{}, v1.ResourceRequirements{})
+	pod.Spec.Resources = &v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("2Gi")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("2Gi")},
+	}
+	got := h.Admit(context.Background(), &PodAdmitAttributes{Pod: pod})
+	assert.False(t, got.Admit, "containers without requests, but the pod asks for 2Gi of a 1Gi node")
+	assert.Equal(t, OutOfMemory, got.Reason)
+
+	other := podWith("b")
+	other.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1500m")}}
+	pod.Spec.Resources.Requests[v1.ResourceMemory] = resource.MustParse("100Mi")
+	got = h.Admit(context.Background(), &PodAdmitAttributes{Pod: pod, OtherPods: []*v1.Pod{other}})
+	assert.Equal(t, OutOfCPU, got.Reason, "the other pod's pod-level request is counted as used")
+}
