@@ -7,12 +7,15 @@ package qos
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"mykubelet/mylib/lifecycle"
 )
 
 // GetPodQOS is the pod's QoS class: status.qosClass when the API server
-// set it, else computed from its containers' requests and limits of cpu
-// and memory: Guaranteed when every container has equal requests and
-// limits for both, BestEffort when none has any, Burstable otherwise.
+// set it, else computed (ComputePodQOS) from its pod-level requests and
+// limits of cpu and memory when it sets any, else from its containers':
+// Guaranteed when every container has equal requests and limits for
+// both, BestEffort when none has any, Burstable otherwise.
 func GetPodQOS(pod *v1.Pod) v1.PodQOSClass {
 	if pod.Status.QOSClass != "" {
 		return pod.Status.QOSClass // set once by the API server; it never changes
@@ -20,8 +23,13 @@ func GetPodQOS(pod *v1.Pod) v1.PodQOSClass {
 	return ComputePodQOS(pod)
 }
 
-// ComputePodQOS computes the class from the spec alone.
+// ComputePodQOS computes the class from the spec alone. A pod that sets
+// pod-level resources (spec.resources) takes its class from them alone,
+// whatever its containers set, as upstream's with PodLevelResources on.
 func ComputePodQOS(pod *v1.Pod) v1.PodQOSClass {
+	if lifecycle.IsPodLevelResourcesSet(pod) {
+		return requirementsQOS(pod.Spec.Resources)
+	}
 	requests, limits := v1.ResourceList{}, v1.ResourceList{}
 	guaranteed := true
 	add := func(list v1.ResourceList, name v1.ResourceName, q resource.Quantity) {
@@ -64,4 +72,27 @@ func ComputePodQOS(pod *v1.Pod) v1.PodQOSClass {
 		return v1.PodQOSGuaranteed
 	}
 	return v1.PodQOSBurstable
+}
+
+// requirementsQOS is the class of one set of requests and limits
+// (upstream's function of this name): BestEffort when neither cpu nor
+// memory is requested or limited, Guaranteed when both are limited and
+// requested as much as limited, Burstable otherwise.
+func requirementsQOS(r *v1.ResourceRequirements) v1.PodQOSClass {
+	var class v1.PodQOSClass
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		req, lim := r.Requests[name], r.Limits[name]
+		c := v1.PodQOSGuaranteed
+		switch {
+		case !req.Equal(lim):
+			return v1.PodQOSBurstable
+		case req.IsZero():
+			c = v1.PodQOSBestEffort
+		}
+		if class != "" && class != c {
+			return v1.PodQOSBurstable // one set, the other not
+		}
+		class = c
+	}
+	return class
 }
