@@ -17,7 +17,9 @@
 // A pod's cgroup carries ResourceConfigForPod: cpu.shares from its CPU
 // requests (MilliCPUToShares), a CFS quota from its CPU limits
 // (MilliCPUToQuota) and a memory limit, each only when every container
-// has that limit. On cgroup v1 the files are cpu.shares,
+// has that limit or the pod sets it in spec.resources.limits (pod-level
+// resources, whose requests and limits replace the containers' sums).
+// On cgroup v1 the files are cpu.shares,
 // cpu.cfs_period_us, cpu.cfs_quota_us, memory.limit_in_bytes and
 // pids.max, in each controller's hierarchy; on v2 cpu.weight, cpu.max,
 // memory.max and pids.max in the one hierarchy. The kubelet hands the
@@ -34,8 +36,9 @@
 // Where it departs from upstream:
 //   - cgroupfs only: cgroupDriver systemd is refused.
 //   - no hugepages, cpusets, MemoryQoS (memory.min/low/high), QOSReserved
-//     memory limits, pod-level resources, or system-reserved and
-//     kube-reserved cgroups.
+//     memory limits, or system-reserved and kube-reserved cgroups;
+//     pod-level resources set the pod cgroup's cpu and memory, but not
+//     hugepages, nor memory.high.
 //   - in-place resize: GetPodCgroupConfig, SetPodCgroupConfig and
 //     GetPodCgroupMemoryUsage read and set a pod cgroup's CPU and memory,
 //     as upstream; kuberuntime's doPodResizeAction calls them in

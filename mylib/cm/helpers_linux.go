@@ -75,8 +75,10 @@ func GetPodCgroupNameSuffix(uid types.UID) string { return podCgroupNamePrefix +
 // least for BestEffort), the CFS quota from its CPU limits when every
 // container has one (always for Guaranteed; none with enforceCPULimits
 // false, quota -1), the memory limit from its memory limits when every
-// container has one. Init containers count as upstream's PodRequests and
-// PodLimits count them (the larger of the running and the init phase).
+// container has one, or the pod sets it in spec.resources.limits. Init
+// containers count as upstream's PodRequests and PodLimits count them
+// (the larger of the running and the init phase); a pod-level request or
+// limit is the pod's, whatever its containers set.
 func ResourceConfigForPod(pod *v1.Pod, enforceCPULimits bool, cpuPeriod uint64) *ResourceConfig {
 	reqs := lifecycle.PodRequests(pod)
 	limits := PodLimits(pod)
@@ -87,6 +89,14 @@ func ResourceConfigForPod(pod *v1.Pod, enforceCPULimits bool, cpuPeriod uint64) 
 		}
 		if c.Resources.Limits.Memory().IsZero() {
 			memoryLimitsDeclared = false
+		}
+	}
+	if lifecycle.IsPodLevelResourcesSet(pod) {
+		if !pod.Spec.Resources.Limits.Cpu().IsZero() {
+			cpuLimitsDeclared = true
+		}
+		if !pod.Spec.Resources.Limits.Memory().IsZero() {
+			memoryLimitsDeclared = true
 		}
 	}
 	cpuShares := MilliCPUToShares(reqs.Cpu().MilliValue())
@@ -116,10 +126,12 @@ func ResourceConfigForPod(pod *v1.Pod, enforceCPULimits bool, cpuPeriod uint64) 
 }
 
 // PodLimits is the pod's limits (upstream: component-helpers
-// resource.PodLimits without pod-level resources): the sum of its
+// resource.PodLimits with the default options): the sum of its
 // containers' and sidecars', or, if larger, the largest init container's
-// with the sidecars started before it; then the pod's overhead, added
-// only to a resource that has a limit.
+// with the sidecars started before it; then a pod-level limit
+// (spec.resources.limits) of cpu, memory or hugepages replaces that sum
+// for its resource; then the pod's overhead, added only to a resource
+// that has a limit.
 func PodLimits(pod *v1.Pod) v1.ResourceList {
 	limits := v1.ResourceList{}
 	for _, c := range pod.Spec.Containers {
@@ -145,6 +157,9 @@ func PodLimits(pod *v1.Pod) v1.ResourceList {
 		if cur, ok := limits[name]; !ok || q.Cmp(cur) > 0 {
 			limits[name] = q.DeepCopy()
 		}
+	}
+	if lifecycle.IsPodLevelResourcesSet(pod) {
+		lifecycle.ApplyPodLevelResources(limits, pod.Spec.Resources.Limits)
 	}
 	for name, q := range pod.Spec.Overhead {
 		if cur, ok := limits[name]; ok && !cur.IsZero() {

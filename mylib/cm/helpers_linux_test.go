@@ -159,3 +159,31 @@ func TestQOSCPUShares(t *testing.T) {
 	burstable, _ = qosCPUShares(nil)
 	assert.Equal(t, uint64(2), burstable, "no Burstable pod: the least")
 }
+
+// A pod with pod-level resources: its cgroup's quota and memory limit come
+// from spec.resources.limits, its shares from spec.resources.requests, even
+// where no container sets any (the documentation's pod-resources-demo).
+func TestResourceConfigForPodLevelResources(t *testing.T) {
+	period := uint64(QuotaPeriod)
+	p := pod("plr", container("c", nil, nil), container("d", nil, nil))
+	p.Spec.Resources = &v1.ResourceRequirements{Requests: rl("1", "100Mi"), Limits: rl("1", "200Mi")}
+	got := ResourceConfigForPod(p, true, period)
+	assert.Equal(t, ResourceConfig{CPUShares: ptr.To[uint64](1024), CPUQuota: ptr.To[int64](100000), CPUPeriod: &period, Memory: ptr.To[int64](200 << 20)}, *got)
+
+	// Only memory limited at the pod level, a container limits cpu: the
+	// other container has no cpu limit, so no quota.
+	p = pod("plr2", container("c", rl("100m", ""), rl("500m", "")), container("d", nil, nil))
+	p.Spec.Resources = &v1.ResourceRequirements{Limits: rl("", "300Mi")}
+	got = ResourceConfigForPod(p, true, period)
+	assert.Equal(t, ResourceConfig{CPUShares: ptr.To[uint64](102), Memory: ptr.To[int64](300 << 20)}, *got)
+
+	// Pod-level limits win over the containers' sum.
+	p = pod("plr3", container("c", rl("1", "1Gi"), rl("1", "1Gi")), container("d", rl("1", "1Gi"), rl("1", "1Gi")))
+	p.Spec.Resources = &v1.ResourceRequirements{Requests: rl("1500m", "1Gi"), Limits: rl("1500m", "1Gi")}
+	p.Spec.Overhead = rl("", "10Mi")
+	l := PodLimits(p)
+	assert.Equal(t, "1500m", ptr.To(l[v1.ResourceCPU]).String())
+	assert.Equal(t, int64(1034<<20), ptr.To(l[v1.ResourceMemory]).Value(), "then the overhead")
+	got = ResourceConfigForPod(p, true, period)
+	assert.Equal(t, ResourceConfig{CPUShares: ptr.To[uint64](1536), CPUQuota: ptr.To[int64](150000), CPUPeriod: &period, Memory: ptr.To[int64](1034 << 20)}, *got)
+}
