@@ -814,7 +814,7 @@ func (m *Manager) setPodCgroupConfig(pod *v1.Pod, cfg *cm.ResourceConfig) error 
 func (m *Manager) updateContainerResources(ctx context.Context, pod *v1.Pod, c *v1.Container, id kubecontainer.ContainerID) error {
 	_, err := m.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
 		ContainerId: id.ID,
-		Linux:       generateLinuxContainerResources(c),
+		Linux:       generateLinuxContainerResources(pod, c),
 	})
 	if err != nil {
 		return fmt.Errorf("update resources of container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)

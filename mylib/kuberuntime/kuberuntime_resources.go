@@ -6,6 +6,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	kubecontainer "mykubelet/mylib/container"
+	"mykubelet/mylib/lifecycle"
 )
 
 // CPU shares and CFS quota, as upstream computes them from millicores
@@ -24,19 +25,46 @@ const (
 // generateLinuxContainerResources is the container's resources as the
 // runtime enforces them: its memory limit, which the runtime turns into
 // the cgroup's memory.max (a container over it is OOMKilled), and its CPU
-// request and limit as shares and quota. Unlike upstream's function of
-// the same name, there is no swap, hugepages, unified (cgroup v2) map or
-// pod-level resources.
-func generateLinuxContainerResources(container *v1.Container) *runtimeapi.LinuxContainerResources {
-	res := &runtimeapi.LinuxContainerResources{
-		MemoryLimitInBytes: container.Resources.Limits.Memory().Value(),
-		CpuShares:          milliCPUToShares(container.Resources.Requests.Cpu().MilliValue()),
+// request and limit as shares and quota. A container that sets no CPU
+// request gets the shares of its CPU limit. In a pod with pod-level
+// resources (spec.resources), a container that sets no CPU or memory
+// limit gets the pod's (getCPULimit, getMemoryLimit), as upstream: the
+// pod's limit bounds each container too. Unlike upstream's function of
+// the same name, there is no swap, hugepages, OOM score, DRA or unified
+// (cgroup v2) map.
+func generateLinuxContainerResources(pod *v1.Pod, container *v1.Container) *runtimeapi.LinuxContainerResources {
+	cpuLimit, memoryLimit := getCPULimit(pod, container), getMemoryLimit(pod, container)
+	cpuRequest := cpuLimit
+	if q, ok := container.Resources.Requests[v1.ResourceCPU]; ok {
+		cpuRequest = &q
 	}
-	if milli := container.Resources.Limits.Cpu().MilliValue(); milli > 0 {
+	res := &runtimeapi.LinuxContainerResources{
+		MemoryLimitInBytes: memoryLimit.Value(),
+		CpuShares:          milliCPUToShares(cpuRequest.MilliValue()),
+	}
+	if milli := cpuLimit.MilliValue(); milli > 0 {
 		res.CpuPeriod = quotaPeriod
 		res.CpuQuota = max(milli*quotaPeriod/milliCPUToCPU, minQuotaPeriod)
 	}
 	return res
+}
+
+// getCPULimit is the container's CPU limit, or, when it sets none and the
+// pod sets pod-level resources, the pod's (zero if that is not set
+// either).
+func getCPULimit(pod *v1.Pod, container *v1.Container) *resource.Quantity {
+	if lifecycle.IsPodLevelResourcesSet(pod) && container.Resources.Limits.Cpu().IsZero() {
+		return pod.Spec.Resources.Limits.Cpu()
+	}
+	return container.Resources.Limits.Cpu()
+}
+
+// getMemoryLimit is getCPULimit for memory.
+func getMemoryLimit(pod *v1.Pod, container *v1.Container) *resource.Quantity {
+	if lifecycle.IsPodLevelResourcesSet(pod) && container.Resources.Limits.Memory().IsZero() {
+		return pod.Spec.Resources.Limits.Memory()
+	}
+	return container.Resources.Limits.Memory()
 }
 
 // milliCPUToShares is the cgroup's cpu.shares for a CPU request.
