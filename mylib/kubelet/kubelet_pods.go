@@ -41,6 +41,7 @@ import (
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/envvars"
 	"mykubelet/mylib/kubetypes"
+	kubelifecycle "mykubelet/mylib/lifecycle"
 	"mykubelet/mylib/network/dns"
 	"mykubelet/mylib/status"
 )
@@ -703,9 +704,10 @@ func subscript(path, prefix string) (string, bool) {
 // containerResourceRuntimeValue resolves a resourceFieldRef: the limit
 // or request of the container (or of the pod's container it names),
 // divided by the divisor and rounded up. A limit the container does not
-// set (or sets to zero) is the Node's allocatable, as upstream's
+// set (or sets to zero) is the pod's pod-level limit (spec.resources.limits)
+// when it sets one, else the Node's allocatable, as upstream's
 // defaultPodLimitsForDownwardAPI; the Node that cannot be read is
-// upstream's error.
+// upstream's error, pod-level limit or not.
 func containerResourceRuntimeValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, container *v1.Container, nodeAllocatable func() (v1.ResourceList, error)) (string, error) {
 	if fs.ContainerName != "" && fs.ContainerName != container.Name {
 		container = nil
@@ -743,6 +745,11 @@ func containerResourceRuntimeValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, co
 				return "", errors.New("failed to find node object, expected a node")
 			}
 			q = alloc[rn]
+			if pl := podLevelLimit(pod, rn); !pl.IsZero() {
+				if _, ok := alloc[rn]; ok {
+					q = pl
+				}
+			}
 		}
 	} else {
 		q = container.Resources.Requests[rn]
@@ -751,6 +758,15 @@ func containerResourceRuntimeValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, co
 		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
 	}
 	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+}
+
+// podLevelLimit is the pod's pod-level limit of rn (zero if it sets none
+// or rn is no pod-level resource).
+func podLevelLimit(pod *v1.Pod, rn v1.ResourceName) resource.Quantity {
+	if !kubelifecycle.IsPodLevelLimitsSet(pod) || !kubelifecycle.IsSupportedPodLevelResource(rn) {
+		return resource.Quantity{}
+	}
+	return pod.Spec.Resources.Limits[rn]
 }
 
 // PodRuntimeHelper is what the runtime manager asks the kubelet about a

@@ -476,6 +476,33 @@ func TestRuntimeHelperDefaultsLimitsToTheNodesAllocatable(t *testing.T) {
 	assert.EqualError(t, err, "failed to find node object, expected a node")
 }
 
+// In a pod with pod-level limits, a limits.* resourceFieldRef the
+// container sets no limit for is the pod's limit (upstream's
+// defaultPodLimitsForDownwardAPI); one the pod does not limit at the pod
+// level stays the Node's allocatable, and the container's own limit wins.
+func TestRuntimeHelperDefaultsLimitsToPodLevelLimits(t *testing.T) {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("2Gi"), v1.ResourceEphemeralStorage: resource.MustParse("10Gi")}}}
+	f := newPodFixture(t, node)
+	pod := staticPod("web", "u1")
+	pod.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("200Mi")}}
+	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "own", Resources: v1.ResourceRequirements{
+		Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("50Mi")}}})
+	ref := func(name, res string) v1.EnvVar {
+		return v1.EnvVar{Name: name, ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: res, Divisor: resource.MustParse("1Mi")}}}
+	}
+	pod.Spec.Containers[0].Env = []v1.EnvVar{ref("MEMORY_LIMIT", "limits.memory"), ref("STORAGE_LIMIT", "limits.ephemeral-storage"),
+		{Name: "CPU_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+		{Name: "OWN_MEMORY_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "own", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}}}
+	opts, err := runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	require.NoError(t, err)
+	env := envMap(opts.Envs)
+	assert.Equal(t, "200", env["MEMORY_LIMIT"], "the pod-level memory limit")
+	assert.Equal(t, "3", env["CPU_LIMIT"], "no pod-level cpu limit: the Node's allocatable")
+	assert.Equal(t, "10240", env["STORAGE_LIMIT"], "ephemeral-storage is no pod-level resource")
+	assert.Equal(t, "50", env["OWN_MEMORY_LIMIT"], "a container's own limit")
+}
+
 type oneConfigMap struct {
 	ConfigMapManager
 	cm *v1.ConfigMap
