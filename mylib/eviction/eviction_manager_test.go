@@ -386,6 +386,21 @@ func TestMemoryRankingPriorityBeforeUsageAndCriticalPodsSpared(t *testing.T) {
 	}
 }
 
+// A pod with pod-level resources requests what spec.resources says: its
+// containers, which ask nothing, do not make it a pod above its request.
+func TestMemoryRankingReadsPodLevelRequests(t *testing.T) {
+	f := newFixture(t, Config{Thresholds: []Threshold{hardMemory("100Mi")}})
+	podLevel := f.addPod("pod-level-under-request", 0, 0, 500*mi, 0, 1)
+	podLevel.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(900*mi, resource.BinarySI)}}
+	f.addPod("no-request-small", 0, 0, 50*mi, 0, 1)
+	pods := append([]*v1.Pod{}, f.pods...)
+	_, stats := makeSignalObservations(mustSummary(t, f.summary))
+	rankMemoryPressure(pods, stats)
+	if pods[0].Name != "no-request-small" {
+		t.Errorf("ranked %s first, want no-request-small: the other is under its pod-level request", pods[0].Name)
+	}
+}
+
 func mustSummary(t *testing.T, s SummaryProvider) *statsapi.Summary {
 	t.Helper()
 	sum, err := s.Get(context.Background(), true)

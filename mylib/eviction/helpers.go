@@ -14,6 +14,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/lifecycle"
 )
 
 // The words a pod's status, its events and the admission refusals carry
@@ -506,9 +507,21 @@ func toleratesMemoryPressure(pod *v1.Pod) bool {
 
 // podRequest is the pod's request of a resource: its containers' sum, or
 // its largest init container's if more (upstream's
-// GetResourceRequestQuantity, without overhead or pod-level resources).
+// GetResourceRequestQuantity, without overhead). A pod with pod-level
+// resources (spec.resources) requests what spec.resources.requests says,
+// whatever its containers ask, and nothing of a resource it does not
+// name there (ephemeral-storage, which is no pod-level resource, too), as
+// upstream.
 func podRequest(pod *v1.Pod, name v1.ResourceName) resource.Quantity {
 	sum := resource.Quantity{Format: resource.BinarySI}
+	if lifecycle.IsPodLevelResourcesSet(pod) {
+		if lifecycle.IsSupportedPodLevelResource(name) {
+			if q, ok := pod.Spec.Resources.Requests[name]; ok {
+				sum.Add(q)
+			}
+		}
+		return sum
+	}
 	for _, c := range pod.Spec.Containers {
 		if q, ok := c.Resources.Requests[name]; ok {
 			sum.Add(q)
