@@ -25,8 +25,9 @@
 //     volumes: upstream's single-filesystem case, without its probe for a
 //     dedicated image filesystem (the mock machine's are figures, not
 //     devices).
-//   - A pod's request ignores pod overhead and pod-level resources, and
-//     local volumes are emptyDir (on disk), hostPath, configMap and gitRepo.
+//   - A pod's request ignores pod overhead (pod-level resources count,
+//     as upstream), and local volumes are emptyDir (on disk), hostPath,
+//     configMap and gitRepo.
 //   - The kill goes through a KillPodFunc with a status function (the
 //     kubelet's killPodNow) rather than upstream's PodTerminator; Run
 //     blocks until its context ends instead of starting a goroutine.
