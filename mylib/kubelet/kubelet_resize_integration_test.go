@@ -184,6 +184,29 @@ func TestResizeActuationOnARealControlPlane(t *testing.T) {
 	linux := resp.GetStatus().GetResources().GetLinux()
 	assert.Equal(t, int64(128<<20), linux.GetMemoryLimitInBytes(), "the runtime holds the container to the new memory limit")
 	assert.Equal(t, int64(30000), linux.GetCpuQuota(), "and to the new CPU limit")
+
+	// A pod with pod-level resources (the documentation's
+	// pod-resources-demo): its containers set none, so each is created
+	// with the pod's limits.
+	_, err = admin.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-level"},
+		Spec: v1.PodSpec{NodeName: "n1", Resources: &v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+		}, Containers: []v1.Container{{Name: "app", Image: "busybox:1.36", Command: []string{"sh", "-c", "sleep 3600"}}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pod, err = admin.CoreV1().Pods("default").Get(ctx, "pod-level", metav1.GetOptions{})
+		return err == nil && len(pod.Status.ContainerStatuses) == 1 && pod.Status.ContainerStatuses[0].State.Running != nil
+	}, time.Minute, 100*time.Millisecond, "the pod with pod-level resources is admitted and runs")
+	assert.Equal(t, v1.PodQOSBurstable, pod.Status.QOSClass)
+	_, id, _ = strings.Cut(pod.Status.ContainerStatuses[0].ContainerID, "://")
+	resp, err = runtime.RuntimeService().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	require.NoError(t, err)
+	linux = resp.GetStatus().GetResources().GetLinux()
+	assert.Equal(t, int64(64<<20), linux.GetMemoryLimitInBytes(), "the pod's memory limit")
+	assert.Equal(t, int64(20000), linux.GetCpuQuota(), "the pod's CPU limit")
 }
 
 // startResizeNode runs a Kubelet with admission and a root directory, on
