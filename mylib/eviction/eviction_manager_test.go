@@ -401,6 +401,24 @@ func TestMemoryRankingReadsPodLevelRequests(t *testing.T) {
 	}
 }
 
+// An evicted pod with a pod-level memory request is named, with its
+// usage, before its containers (upstream's podMessageFmt).
+func TestEvictionMessageNamesAPodLevelRequest(t *testing.T) {
+	f := newFixture(t, Config{Thresholds: []Threshold{hardMemory("100Mi")}})
+	pod := f.addPod("web", 0, 0, 300*mi, 0, 1)
+	pod.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("100Mi")}}
+	_, stats := makeSignalObservations(mustSummary(t, f.summary))
+	msg, annotations := evictionMessage(v1.ResourceMemory, pod, stats, nil, nil)
+	want := "The node was low on resource: memory. Pod web was using 300Mi, request is 100Mi, has larger consumption of memory. " +
+		"Container c was using 300Mi, request is 0, has larger consumption of memory. "
+	if msg != want {
+		t.Errorf("message %q, want %q", msg, want)
+	}
+	if annotations[OffendingPodKey] != "web" || annotations[OffendingPodUsageKey] != "300Mi" {
+		t.Errorf("annotations %v, want the pod and its usage", annotations)
+	}
+}
+
 func mustSummary(t *testing.T, s SummaryProvider) *statsapi.Summary {
 	t.Helper()
 	sum, err := s.Get(context.Background(), true)
@@ -592,6 +610,8 @@ func TestAdmit(t *testing.T) {
 	prio := int32(2000001000)
 	critical := bestEffort.DeepCopy()
 	critical.Spec.Priority = &prio
+	podLevel := bestEffort.DeepCopy() // containers without resources, a pod-level request: Burstable
+	podLevel.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("10Mi")}}
 	admit := func(p *v1.Pod) lifecycle.PodAdmitResult {
 		return f.manager.Admit(context.Background(), &lifecycle.PodAdmitAttributes{Pod: p})
 	}
@@ -606,7 +626,7 @@ func TestAdmit(t *testing.T) {
 	if r.Admit || r.Reason != "Evicted" || r.Message != "The node had condition: [MemoryPressure]. " {
 		t.Errorf("memory pressure, BestEffort: %+v", r)
 	}
-	for _, p := range []*v1.Pod{tolerating, burstable, critical} {
+	for _, p := range []*v1.Pod{tolerating, burstable, critical, podLevel} {
 		if r := admit(p); !r.Admit {
 			t.Errorf("memory pressure: refused %v: %+v", p.Spec, r)
 		}

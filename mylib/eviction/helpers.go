@@ -15,6 +15,7 @@ import (
 
 	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/lifecycle"
+	"mykubelet/mylib/qos"
 )
 
 // The words a pod's status, its events and the admission refusals carry
@@ -29,6 +30,9 @@ const (
 	thresholdMetMessageFmt = "Threshold quantity: %v, available: %v. "
 	// containerMessageFmt names each container above its request.
 	containerMessageFmt = "Container %s was using %s, request is %s, has larger consumption of %v. "
+	// podMessageFmt names a pod with a pod-level memory request, with its
+	// usage, before its containers.
+	podMessageFmt = "Pod %s was using %s, request is %s, has larger consumption of %v. "
 	// nodeConditionMessageFmt is an admission refusal's message.
 	nodeConditionMessageFmt = "The node had condition: %v. "
 	// unsupportedEvictionSignal: a threshold naming a signal we do not watch.
@@ -38,6 +42,10 @@ const (
 	OffendingContainersKey      = "offending_containers"
 	OffendingContainersUsageKey = "offending_containers_usage"
 	StarvedResourceKey          = "starved_resource"
+	// OffendingPodKey and OffendingPodUsageKey name a pod evicted for
+	// memory that sets a pod-level memory request, and its usage.
+	OffendingPodKey      = "offending_pod"
+	OffendingPodUsageKey = "offending_pod_usage"
 
 	// resourceInodes and resourcePids are this package's names for what
 	// the inode and pid signals count (upstream's).
@@ -476,21 +484,10 @@ func PodIsEvicted(status v1.PodStatus) bool {
 	return status.Phase == v1.PodFailed && status.Reason == Reason
 }
 
-// isBestEffort: no container asks for, or is limited in, cpu or memory.
+// isBestEffort: the pod's QoS class is BestEffort (pod-level resources,
+// when set, decide it).
 func isBestEffort(pod *v1.Pod) bool {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass == v1.PodQOSBestEffort
-	}
-	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		for _, list := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
-			for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-				if q, ok := list[name]; ok && q.Sign() > 0 {
-					return false
-				}
-			}
-		}
-	}
-	return true
+	return qos.GetPodQOS(pod) == v1.PodQOSBestEffort
 }
 
 // toleratesMemoryPressure: a toleration matching the
@@ -729,6 +726,14 @@ func evictionMessage(resourceToReclaim v1.ResourceName, pod *v1.Pod, stats stats
 	ps, ok := stats(pod)
 	if !ok {
 		return message, annotations
+	}
+	if resourceToReclaim == v1.ResourceMemory && lifecycle.IsPodLevelResourcesSet(pod) {
+		if request, ok := pod.Spec.Resources.Requests[v1.ResourceMemory]; ok && ps.Memory != nil {
+			usage := memoryUsage(ps)
+			message += fmt.Sprintf(podMessageFmt, pod.Name, usage.String(), request.String(), resourceToReclaim)
+			annotations[OffendingPodKey] = pod.Name
+			annotations[OffendingPodUsageKey] = usage.String()
+		}
 	}
 	var names, usages []string
 	containers := append(append([]v1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...)
