@@ -481,9 +481,9 @@ func clientEnvSources(ctx context.Context, client kubernetes.Interface, nodeName
 // may be missing), then env in order, later names overriding earlier ones:
 // literal values with $(VAR) expanded from what is defined so far, then
 // from serviceEnv (getServiceEnvVarMap), or valueFrom: the downward API
-// (fieldRef, resourceFieldRef with limits defaulting to the Node's
-// allocatable), configMapKeyRef, secretKeyRef; last, the service
-// variables no envFrom or env entry defined. A ConfigMap or Secret that
+// (fieldRef, resourceFieldRef with limits defaulting to the pod-level
+// limit, else the Node's allocatable), configMapKeyRef, secretKeyRef;
+// last, the service variables no envFrom or env entry defined. A ConfigMap or Secret that
 // is missing (and not optional) is upstream's error as it is (`configmap
 // "x" not found`); a missing key says which. Unlike upstream, the Node is
 // read only when a limit defaults to its allocatable.
