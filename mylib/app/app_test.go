@@ -149,7 +149,7 @@ func TestMountRootsAreThePodsAndHostDirectories(t *testing.T) {
 
 func TestVolumeDependenciesKeepPluginsGiven(t *testing.T) {
 	deps := &kubelet.Dependencies{VolumePlugins: []volume.VolumePlugin{nil}}
-	volumeDependencies(deps, time.Minute, false)
+	volumeDependencies(deps, "n1", time.Minute, false)
 	assert.Len(t, deps.VolumePlugins, 1, "a program's own plugins are kept")
 }
 
@@ -166,7 +166,7 @@ func TestTokenRequestsGoThroughTheTokenClient(t *testing.T) {
 		return n
 	}
 	request := func(deps *kubelet.Dependencies) {
-		volumeDependencies(deps, time.Minute, false)
+		volumeDependencies(deps, "n1", time.Minute, false)
 		exp := int64(3600)
 		_, err := deps.TokenManager.GetServiceAccountToken("default", "default", &authenticationv1.TokenRequest{
 			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}})
@@ -194,7 +194,7 @@ func TestTokenRequestsGoThroughTheTokenClient(t *testing.T) {
 
 func TestVolumeDependenciesAreUpstreamsPluginsAndManagers(t *testing.T) {
 	deps := &kubelet.Dependencies{KubeClient: fake.NewClientset()}
-	volumeDependencies(deps, time.Minute, false)
+	volumeDependencies(deps, "n1", time.Minute, false)
 	var names []string
 	for _, p := range deps.VolumePlugins {
 		names = append(names, p.GetPluginName())

@@ -4,9 +4,13 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
 	"mykubelet/mylib/clustertrustbundle"
 	"mykubelet/mylib/configmap"
 	"mykubelet/mylib/kubelet"
+	"mykubelet/mylib/podcertificate"
 	"mykubelet/mylib/secret"
 	"mykubelet/mylib/token"
 	"mykubelet/mylib/volume"
@@ -47,9 +51,11 @@ func ProbeVolumePluginsForRuntime(realRuntime bool) []volume.VolumePlugin {
 // and Secret managers watch each object a pod references (upstream's
 // default configMapAndSecretChangeDetectionStrategy, Watch); resync is
 // the KubeletConfiguration's syncFrequency; the ClusterTrustBundle
-// manager watches them all, from the first pod that asks. realRuntime:
+// manager watches them all, from the first pod that asks; the pod
+// certificate manager files nodeName's PodCertificateRequests and
+// watches them, from the first pod that asks. realRuntime:
 // the plugins are ProbeVolumePluginsForRuntime's for a real runtime.
-func volumeDependencies(deps *kubelet.Dependencies, resync time.Duration, realRuntime bool) {
+func volumeDependencies(deps *kubelet.Dependencies, nodeName string, resync time.Duration, realRuntime bool) {
 	if deps.VolumePlugins == nil {
 		deps.VolumePlugins = ProbeVolumePluginsForRuntime(realRuntime)
 	}
@@ -70,5 +76,12 @@ func volumeDependencies(deps *kubelet.Dependencies, resync time.Duration, realRu
 		// The informer, once a pod asks, lives as long as the process
 		// (upstream's runs under the kubelet's own context).
 		deps.ClusterTrustBundleManager = clustertrustbundle.NewInformerManager(context.Background(), deps.KubeClient)
+	}
+	if deps.PodCertificateManager == nil {
+		clk := deps.Clock
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		deps.PodCertificateManager = podcertificate.NewIssuingManager(context.Background(), deps.KubeClient, types.NodeName(nodeName), clk)
 	}
 }

@@ -166,7 +166,7 @@ func createAndInitKubelet(s *KubeletServer, deps *kubelet.Dependencies) (*kubele
 		}
 	}
 	if s.Volumes {
-		volumeDependencies(deps, s.KubeletConfiguration.SyncFrequency.Duration, !s.FakeRuntime)
+		volumeDependencies(deps, s.NodeName, s.KubeletConfiguration.SyncFrequency.Duration, !s.FakeRuntime)
 	}
 	if s.Stats {
 		statsDependencies(deps)

@@ -62,8 +62,8 @@ type Dependencies struct {
 	ProbeDial prober.DialFunc
 	// Clock: nil is the real clock.
 	Clock clock.WithTicker
-	// VolumePlugins, ConfigMapManager, SecretManager, TokenManager and
-	// ClusterTrustBundleManager: see PodsConfig (used with
+	// VolumePlugins, ConfigMapManager, SecretManager, TokenManager,
+	// ClusterTrustBundleManager and PodCertificateManager: see PodsConfig (used with
 	// MainOptions.Volumes; upstream's Dependencies.VolumePlugins, and the
 	// managers NewMainKubelet builds).
 	VolumePlugins             []volume.VolumePlugin
@@ -71,6 +71,7 @@ type Dependencies struct {
 	SecretManager             SecretManager
 	TokenManager              TokenManager
 	ClusterTrustBundleManager ClusterTrustBundleManager
+	PodCertificateManager     PodCertificateManager
 	// Metrics records the kubelet's series (PodsConfig.Metrics); nil:
 	// none are recorded.
 	Metrics *metrics.Metrics
@@ -200,8 +201,8 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 		Volumes: opts.Volumes, RootDirectory: opts.RootDirectory, VolumePlugins: kubeDeps.VolumePlugins,
 		ClusterDNS: clusterDNS, ClusterDomain: kubeCfg.ClusterDomain, ResolverConfig: resolverConfig, NodeHostsFile: opts.NodeHostsFile, HostPathRoot: opts.HostPathRoot,
 		ConfigMapManager: kubeDeps.ConfigMapManager, SecretManager: kubeDeps.SecretManager, TokenManager: kubeDeps.TokenManager,
-		ClusterTrustBundleManager: kubeDeps.ClusterTrustBundleManager,
-		Metrics:                   kubeDeps.Metrics, StatusWriters: opts.StatusWriters, CreatingStatusDelay: opts.CreatingStatusDelay,
+		ClusterTrustBundleManager: kubeDeps.ClusterTrustBundleManager, PodCertificateManager: kubeDeps.PodCertificateManager,
+		Metrics: kubeDeps.Metrics, StatusWriters: opts.StatusWriters, CreatingStatusDelay: opts.CreatingStatusDelay,
 		EventedPLEG: opts.EventedPLEG, ContainerManager: kubeDeps.ContainerManager,
 	}
 	if opts.Eviction {

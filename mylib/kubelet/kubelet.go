@@ -197,14 +197,16 @@ type PodsConfig struct {
 	// ProbeVolumePlugins); the Kubelet initialises them with itself as
 	// their VolumeHost.
 	VolumePlugins []volume.VolumePlugin
-	// ConfigMapManager, SecretManager, TokenManager and
-	// ClusterTrustBundleManager are what the plugins read ConfigMaps,
-	// Secrets, service-account tokens and ClusterTrustBundles through; a
-	// nil one fails its volumes.
+	// ConfigMapManager, SecretManager, TokenManager,
+	// ClusterTrustBundleManager and PodCertificateManager are what the
+	// plugins read ConfigMaps, Secrets, service-account tokens,
+	// ClusterTrustBundles and pod certificates through; a nil one fails
+	// its volumes.
 	ConfigMapManager          ConfigMapManager
 	SecretManager             SecretManager
 	TokenManager              TokenManager
 	ClusterTrustBundleManager ClusterTrustBundleManager
+	PodCertificateManager     PodCertificateManager
 
 	// Metrics records the kubelet's series (mylib/metrics: the PLEG's,
 	// the pod workers', the runtime operations', the probes', the pod

@@ -92,6 +92,13 @@ type ClusterTrustBundleManager interface {
 	GetTrustAnchorsBySigner(signerName string, labelSelector *metav1.LabelSelector, allowMissing bool) ([]byte, error)
 }
 
+// PodCertificateManager is mylib/podcertificate's Manager: the keys and
+// certificate chains of podCertificate projections.
+type PodCertificateManager interface {
+	ForgetPod(ctx context.Context, pod *v1.Pod)
+	GetPodCertificateCredentialBundle(ctx context.Context, pod *v1.Pod, volumeName string, sourceIndex int) (privKey, certChain []byte, err error)
+}
+
 // volumes is the Kubelet's state for PodsConfig.Volumes; nil without.
 type volumes struct {
 	rootDirectory    string
@@ -101,6 +108,7 @@ type volumes struct {
 	secretManager    SecretManager
 	tokenManager     TokenManager
 	trustBundles     ClusterTrustBundleManager
+	podCertificates  PodCertificateManager
 	// dns gives each sandbox its DNS configuration (GetPodDNS).
 	dns           *dns.Configurer
 	clusterDomain string
@@ -128,7 +136,7 @@ func (kl *Kubelet) newVolumes(cfg PodsConfig) error {
 	}
 	kl.volumes = &volumes{rootDirectory: root, pluginMgr: &volume.VolumePluginMgr{},
 		configMapManager: cfg.ConfigMapManager, secretManager: cfg.SecretManager, tokenManager: cfg.TokenManager,
-		trustBundles: cfg.ClusterTrustBundleManager, nodeHostsFile: cfg.NodeHostsFile, hostPathRoot: hostPathRoot}
+		trustBundles: cfg.ClusterTrustBundleManager, podCertificates: cfg.PodCertificateManager, nodeHostsFile: cfg.NodeHostsFile, hostPathRoot: hostPathRoot}
 	if err := kl.volumes.pluginMgr.InitPlugins(cfg.VolumePlugins, kubeletVolumeHost{kl}); err != nil {
 		return fmt.Errorf("kubelet: volume plugins: %w", err)
 	}
@@ -372,6 +380,13 @@ func (h kubeletVolumeHost) GetTrustAnchorsBySigner(signerName string, labelSelec
 		return m.GetTrustAnchorsBySigner(signerName, labelSelector, allowMissing)
 	}
 	return nil, fmt.Errorf("ClusterTrustBundles of signer %q: this kubelet has no ClusterTrustBundle manager", signerName)
+}
+
+func (h kubeletVolumeHost) GetPodCertificateCredentialBundle(ctx context.Context, pod *v1.Pod, volumeName string, sourceIndex int) ([]byte, []byte, error) {
+	if m := h.kl.volumes.podCertificates; m != nil {
+		return m.GetPodCertificateCredentialBundle(ctx, pod, volumeName, sourceIndex)
+	}
+	return nil, nil, fmt.Errorf("podCertificate source of volume %q: this kubelet has no pod certificate manager", volumeName)
 }
 
 func (h kubeletVolumeHost) GetNodeName() types.NodeName { return types.NodeName(h.kl.nodeName) }

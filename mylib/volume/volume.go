@@ -15,6 +15,7 @@
 package volume
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -59,6 +60,11 @@ type VolumeHost interface {
 	// anchors; allowMissing: none found is empty, not an error.
 	GetTrustAnchorsByName(name string, allowMissing bool) ([]byte, error)
 	GetTrustAnchorsBySigner(signerName string, labelSelector *metav1.LabelSelector, allowMissing bool) ([]byte, error)
+	// GetPodCertificateCredentialBundle asks the pod certificate manager
+	// (mylib/podcertificate) for the PEM private key and certificate
+	// chain of the pod's volume's podCertificate source at sourceIndex;
+	// an error until the signer issued it.
+	GetPodCertificateCredentialBundle(ctx context.Context, pod *v1.Pod, volumeName string, sourceIndex int) (privKey, certChain []byte, err error)
 	// GetNodeName is the Node's name.
 	GetNodeName() types.NodeName
 	// GetNodeAllocatable is what a downward API resourceFieldRef without a

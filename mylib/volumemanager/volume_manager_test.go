@@ -180,6 +180,9 @@ func (fakeHost) GetTrustAnchorsByName(string, bool) ([]byte, error) {
 func (fakeHost) GetTrustAnchorsBySigner(string, *metav1.LabelSelector, bool) ([]byte, error) {
 	return nil, nil
 }
+func (fakeHost) GetPodCertificateCredentialBundle(context.Context, *v1.Pod, string, int) ([]byte, []byte, error) {
+	return nil, nil, nil
+}
 
 // testPod mounts an emptyDir "scratch" and a configMap "cfg"; "unused" is
 // mounted by no container.

@@ -13,8 +13,15 @@
 // every projected volume is set up again at each sync of its pod, a
 // changed bundle reaches the file within a sync.
 //
-// Where it departs from upstream, and why: the podCertificate source is
-// refused (its signers and feature gate are beyond the course); with an
+// A podCertificate source writes a private key of its keyType and the
+// certificate chain its signerName issued for it (the kubelet's
+// mylib/podcertificate manager files a PodCertificateRequest with the
+// node's credentials, and a new one from the certificate's
+// beginRefreshAt): credentialBundlePath, the key then the chain in one
+// file; keyPath and certificateChainPath, apart. Until the signer issues
+// the first, the mount fails and the pod waits.
+//
+// Where it departs from upstream, and why: with an
 // fsGroup the token keeps defaultMode and the group gets read
 // (volume.SetVolumeOwnership, as for the other files; upstream narrows
 // the token to 0600, owned by the containers' runAsUser, when they all
@@ -22,6 +29,7 @@
 package projected
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -146,7 +154,7 @@ func (m *projectedVolumeMounter) collectData() (map[string]util.FileProjection, 
 			payload[k] = v
 		}
 	}
-	for _, src := range m.source.Sources {
+	for i, src := range m.source.Sources {
 		switch {
 		case src.Secret != nil:
 			optional := src.Secret.Optional != nil && *src.Secret.Optional
@@ -186,8 +194,15 @@ func (m *projectedVolumeMounter) collectData() (map[string]util.FileProjection, 
 				continue
 			}
 			payload[src.ClusterTrustBundle.Path] = util.FileProjection{Data: anchors, Mode: *mode}
+		case src.PodCertificate != nil:
+			key, chain, err := m.plugin.host.GetPodCertificateCredentialBundle(context.Background(), m.pod, m.volName, i)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			add(PodCertificatePayload(src.PodCertificate, key, chain, *mode), nil)
 		default:
-			errs = append(errs, fmt.Errorf("projected volume %q: a source of a kind this node does not serve (podCertificate)", m.volName))
+			errs = append(errs, fmt.Errorf("projected volume %q: source %d is of no kind this node serves", m.volName, i))
 		}
 	}
 	return payload, errors.Join(errs...)
@@ -233,6 +248,24 @@ func (m *projectedVolumeMounter) trustAnchors(src *v1.ClusterTrustBundleProjecti
 		return m.plugin.host.GetTrustAnchorsBySigner(*src.SignerName, src.LabelSelector, optional)
 	}
 	return nil, errors.New("ClusterTrustBundle projection requires either name or signerName to be set")
+}
+
+// PodCertificatePayload is the files a podCertificate source asks for:
+// credentialBundlePath, the key then the chain in one file (one read
+// gives a key and the chain issued for it); keyPath and
+// certificateChainPath, each apart.
+func PodCertificatePayload(src *v1.PodCertificateProjection, key, chain []byte, mode int32) map[string]util.FileProjection {
+	out := map[string]util.FileProjection{}
+	if src.CredentialBundlePath != "" {
+		out[src.CredentialBundlePath] = util.FileProjection{Data: append(append([]byte{}, key...), chain...), Mode: mode}
+	}
+	if src.KeyPath != "" {
+		out[src.KeyPath] = util.FileProjection{Data: key, Mode: mode}
+	}
+	if src.CertificateChainPath != "" {
+		out[src.CertificateChainPath] = util.FileProjection{Data: chain, Mode: mode}
+	}
+	return out
 }
 
 type unmounter struct {

@@ -8,6 +8,7 @@
 package testing
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"mykubelet/mylib/clustertrustbundle"
+	"mykubelet/mylib/podcertificate"
 	"mykubelet/mylib/volume"
 )
 
@@ -38,6 +40,9 @@ type FakeVolumeHost struct {
 	// GetTrustAnchorsBySigner (e.g. clustertrustbundle.NewInformerManager
 	// over a fake clientset); nil: they fail.
 	TrustBundles clustertrustbundle.Manager
+	// PodCertificates answers GetPodCertificateCredentialBundle; nil: it
+	// fails.
+	PodCertificates podcertificate.Manager
 
 	mu         sync.Mutex
 	configMaps map[string]*v1.ConfigMap
@@ -165,6 +170,13 @@ func (h *FakeVolumeHost) GetTrustAnchorsBySigner(signerName string, labelSelecto
 		return nil, fmt.Errorf("ClusterTrustBundles of signer %q: this host has no manager", signerName)
 	}
 	return h.TrustBundles.GetTrustAnchorsBySigner(signerName, labelSelector, allowMissing)
+}
+
+func (h *FakeVolumeHost) GetPodCertificateCredentialBundle(ctx context.Context, pod *v1.Pod, volumeName string, sourceIndex int) ([]byte, []byte, error) {
+	if h.PodCertificates == nil {
+		return nil, nil, fmt.Errorf("podCertificate source of volume %q: this host has no manager", volumeName)
+	}
+	return h.PodCertificates.GetPodCertificateCredentialBundle(ctx, pod, volumeName, sourceIndex)
 }
 
 // DeleteServiceAccountTokenFunc records the pods whose tokens were dropped.
