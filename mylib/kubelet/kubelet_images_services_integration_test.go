@@ -3,10 +3,12 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +28,7 @@ import (
 	"mykubelet/mylib/fakeruntime"
 	"mykubelet/mylib/fakeruntime/fakeruntimetest"
 	"mykubelet/mylib/kuberuntime"
+	"mykubelet/mylib/podcertificate"
 	"mykubelet/mylib/secret"
 	"mykubelet/mylib/volume/projected"
 	secretvolume "mykubelet/mylib/volume/secret"
@@ -73,6 +76,9 @@ func runKubeletOnMockWith(t *testing.T, c *testcluster.Cluster, name string, vol
 		pods.VolumePlugins = append(secretvolume.ProbeVolumePlugins(), projected.ProbeVolumePlugins()...)
 		pods.SecretManager = secret.NewWatchingSecretManager(client, time.Minute)
 		pods.ClusterTrustBundleManager = clustertrustbundle.NewInformerManager(ctx, client)
+		certs := podcertificate.NewIssuingManager(ctx, client, k8stypes.NodeName(name), podCertificateClock)
+		certs.Jitter = func() time.Duration { return 0 } // refresh at beginRefreshAt itself
+		pods.PodCertificateManager = certs
 	}
 	kl, err := New(Config{Client: client, NodeName: name, Clock: clk,
 		Node: &NodeConfig{Status: &NodeStatusOptions{RootDir: root}, NodeStatusUpdateFrequency: time.Second}, Pods: pods})
@@ -80,6 +86,18 @@ func runKubeletOnMockWith(t *testing.T, c *testcluster.Cluster, name string, vol
 	wg.Go(func() { _ = kl.Run(ctx) })
 	return rt
 }
+
+// podCertificateClock is the pod certificate managers' clock: the real
+// one, ahead by what a test adds. The API server wants a certificate's
+// beginRefreshAt at least 10 minutes after its notBefore, and notBefore
+// within 5 minutes of its own time: a test that waits for a refresh
+// moves this clock on rather than wait 5 minutes.
+var podCertificateClock = &aheadClock{}
+
+type aheadClock struct{ ahead atomic.Int64 }
+
+func (c *aheadClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.ahead.Load())) }
+func (c *aheadClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // containerEnv runs env in the pod's running container c and returns its
 // variables.

@@ -2,6 +2,9 @@ package kubelet
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -18,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"mykubelet/mylib/fakeruntime"
+	"mykubelet/mylib/podcertificate"
 	voltesting "mykubelet/mylib/volume/testing"
 	"mykubelet/scripts/testkit/testcluster"
 )
@@ -35,6 +40,7 @@ func TestVolumesOnARealControlPlane(t *testing.T) {
 	rt := runKubeletOnMockWith(t, c, node, true)
 	t.Run("secret defaultMode 0400", func(t *testing.T) { testSecretDefaultMode0400(t, admin, rt, node) })
 	t.Run("clusterTrustBundle", func(t *testing.T) { testClusterTrustBundleVolume(t, c, admin, rt, node) })
+	t.Run("podCertificate", func(t *testing.T) { testPodCertificateVolume(t, c, admin, rt, node) })
 }
 
 // testSecretDefaultMode0400: the documentation's Secret
@@ -176,4 +182,140 @@ func testClusterTrustBundleVolume(t *testing.T, c *testcluster.Cluster, admin ku
 	require.Len(t, p.Status.ContainerStatuses, 1)
 	require.NotNil(t, p.Status.ContainerStatuses[0].State.Waiting, "%+v", p.Status.ContainerStatuses[0].State)
 	assert.Equal(t, "ContainerCreating", p.Status.ContainerStatuses[0].State.Waiting.Reason)
+}
+
+// testPodCertificateVolume: the node's credentials may file a
+// PodCertificateRequest for a pod bound to the node, and are refused
+// one for a pod bound to another node (NodeRestriction); the kubelet
+// files one for a pod's podCertificate source, the pod waits
+// (FailedMount) until the test, acting as the signer, issues it; then the
+// files hold the key and the chain; at beginRefreshAt (seconds later,
+// the test's signer says so) the kubelet files a second request with a
+// new key, and once it is issued the files change. (The API server wants
+// beginRefreshAt 10 minutes after a notBefore within 5 minutes of its
+// time: the test moves the manager's clock on, podCertificateClock.)
+func testPodCertificateVolume(t *testing.T, c *testcluster.Cluster, admin kubernetes.Interface, rt *fakeruntime.Runtime, node string) {
+	ctx := context.Background()
+	const signerName = "example.com/pod-certs"
+	pcrs := admin.CertificatesV1().PodCertificateRequests("default")
+	src := &v1.PodCertificateProjection{SignerName: signerName, KeyType: "ECDSAP256", MaxExpirationSeconds: ptr.To[int32](7200),
+		CredentialBundlePath: "bundle.pem", KeyPath: "tls.key", CertificateChainPath: "tls.crt"}
+
+	_, err := admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other-node"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	pod, err := admin.CoreV1().Pods("default").Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pc-pod"},
+		Spec: v1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](1), AutomountServiceAccountToken: ptr.To(false),
+			Containers: []v1.Container{{Name: "c", Image: "busybox:1.37", Command: []string{"sleep", "3600"},
+				VolumeMounts: []v1.VolumeMount{{Name: "certs", MountPath: "/etc/certs", ReadOnly: true}}}},
+			Volumes: []v1.Volume{{Name: "certs", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+				Sources: []v1.VolumeProjection{{PodCertificate: src}}}}}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// Filing a request by hand: the kubelet's node may for a pod of its
+	// own (NodeRestriction also wants the pod to mount the signer's
+	// source), another node may not for the same pod.
+	sa, err := admin.CoreV1().ServiceAccounts("default").Get(ctx, pod.Spec.ServiceAccountName, metav1.GetOptions{})
+	require.NoError(t, err)
+	fileAs := func(nodeName string) (*certificatesv1.PodCertificateRequest, error) {
+		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		require.NoError(t, err)
+		_, pcr, err := podcertificate.NewPodCertificateRequest(pod, sa.UID, types.NodeName(nodeName), n.UID, src)
+		require.NoError(t, err)
+		return kubernetes.NewForConfigOrDie(c.UserConfig(t, "system:node:"+nodeName, "system:nodes")).
+			CertificatesV1().PodCertificateRequests("default").Create(ctx, pcr, metav1.CreateOptions{})
+	}
+	byHand, err := fileAs(node)
+	require.NoError(t, err, "the node files a request for its own pod")
+	require.NoError(t, pcrs.Delete(ctx, byHand.Name, metav1.DeleteOptions{}))
+	_, err = fileAs("other-node")
+	require.Error(t, err, "another node files no request for the pod")
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	t.Logf("another node's request: %v", err)
+
+	// requests waits for the kubelet's n-th request and returns them all.
+	requests := func(n int) []certificatesv1.PodCertificateRequest {
+		var items []certificatesv1.PodCertificateRequest
+		require.Eventually(t, func() bool {
+			l, err := pcrs.List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			items = l.Items
+			return len(items) >= n
+		}, 30*time.Second, 100*time.Millisecond, "the kubelet's request %d", n)
+		return items
+	}
+	first := requests(1)[0]
+	assert.Equal(t, "pc-pod", first.Spec.PodName)
+	assert.Equal(t, types.NodeName(node), first.Spec.NodeName)
+	assert.Equal(t, signerName, first.Spec.SignerName)
+	require.Eventually(t, func() bool {
+		evs, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=pc-pod,reason=FailedMount"})
+		require.NoError(t, err)
+		for _, e := range evs.Items {
+			if strings.Contains(e.Message, "credential bundle is not issued yet") {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 200*time.Millisecond, "a FailedMount event while the request waits")
+
+	signer := voltesting.NewPodCertificateSigner(t)
+	issue := func(pcr certificatesv1.PodCertificateRequest, refreshIn time.Duration) string {
+		now := time.Now()
+		notBefore := now.Add(-4 * time.Minute)
+		signer.Issue(t, &pcr, notBefore, notBefore.Add(refreshIn), notBefore.Add(2*time.Hour))
+		_, err := pcrs.UpdateStatus(ctx, &pcr, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		return pcr.Status.CertificateChain
+	}
+	chain1 := issue(first, 10*time.Minute) // the soonest the API server allows: 6 minutes from now
+	id := runningContainerID(t, admin, "default", "pc-pod", "c")
+	cat := func(f string) string {
+		resp, err := rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"cat", "/etc/certs/" + f}, Timeout: 10})
+		require.NoError(t, err)
+		require.Zero(t, resp.ExitCode, string(resp.Stderr))
+		return string(resp.Stdout)
+	}
+	key1 := cat("tls.key")
+	assert.Equal(t, chain1, cat("tls.crt"))
+	assert.Equal(t, key1+chain1, cat("bundle.pem"), "the key, then the chain")
+	block, _ := pem.Decode([]byte(key1))
+	require.NotNil(t, block)
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	require.NoError(t, err)
+	csr, err := x509.ParseCertificateRequest(first.Spec.StubPKCS10Request)
+	require.NoError(t, err)
+	assert.True(t, key.(*ecdsa.PrivateKey).PublicKey.Equal(csr.PublicKey), "the key the request was for")
+
+	// beginRefreshAt passes (the manager's clock moves on 6 minutes); a
+	// pod sync sets the volume up again.
+	podCertificateClock.ahead.Store(int64(6*time.Minute + 5*time.Second))
+	t.Cleanup(func() { podCertificateClock.ahead.Store(0) })
+	i := 0
+	require.Eventually(t, func() bool {
+		i++
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"resync":"%d"}}}`, i)
+		_, err := admin.CoreV1().Pods("default").Patch(ctx, "pc-pod", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		require.NoError(t, err)
+		l, err := pcrs.List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		return len(l.Items) == 2
+	}, 30*time.Second, 500*time.Millisecond, "a second request from beginRefreshAt")
+	var second certificatesv1.PodCertificateRequest
+	for _, p := range requests(2) {
+		if p.Name != first.Name {
+			second = p
+		}
+	}
+	assert.NotEqual(t, first.Spec.StubPKCS10Request, second.Spec.StubPKCS10Request, "a new key")
+	assert.Equal(t, chain1, cat("tls.crt"), "the old chain until the new one is issued")
+	chain2 := issue(second, time.Hour)
+	require.Eventually(t, func() bool {
+		i++
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"resync":"%d"}}}`, i)
+		_, err := admin.CoreV1().Pods("default").Patch(ctx, "pc-pod", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		require.NoError(t, err)
+		return cat("tls.crt") == chain2
+	}, 30*time.Second, 500*time.Millisecond, "the refreshed chain reaches the file")
+	assert.NotEqual(t, key1, cat("tls.key"))
+	assert.Equal(t, cat("tls.key")+chain2, cat("bundle.pem"))
 }

@@ -29,12 +29,21 @@ import (
 
 func TestGenerateKeyEveryKeyType(t *testing.T) {
 	for kt, check := range map[string]func(crypto.Signer) bool{
-		"RSA3072":   func(k crypto.Signer) bool { r, ok := k.(*rsa.PrivateKey); return ok && r.N.BitLen() == 3072 },
-		"RSA4096":   func(k crypto.Signer) bool { r, ok := k.(*rsa.PrivateKey); return ok && r.N.BitLen() == 4096 },
-		"ECDSAP256": func(k crypto.Signer) bool { e, ok := k.(*ecdsa.PrivateKey); return ok && e.Curve.Params().Name == "P-256" },
-		"ECDSAP384": func(k crypto.Signer) bool { e, ok := k.(*ecdsa.PrivateKey); return ok && e.Curve.Params().Name == "P-384" },
-		"ECDSAP521": func(k crypto.Signer) bool { e, ok := k.(*ecdsa.PrivateKey); return ok && e.Curve.Params().Name == "P-521" },
-		"ED25519":   func(k crypto.Signer) bool { _, ok := k.(ed25519.PrivateKey); return ok },
+		"RSA3072": func(k crypto.Signer) bool { r, ok := k.(*rsa.PrivateKey); return ok && r.N.BitLen() == 3072 },
+		"RSA4096": func(k crypto.Signer) bool { r, ok := k.(*rsa.PrivateKey); return ok && r.N.BitLen() == 4096 },
+		"ECDSAP256": func(k crypto.Signer) bool {
+			e, ok := k.(*ecdsa.PrivateKey)
+			return ok && e.Curve.Params().Name == "P-256"
+		},
+		"ECDSAP384": func(k crypto.Signer) bool {
+			e, ok := k.(*ecdsa.PrivateKey)
+			return ok && e.Curve.Params().Name == "P-384"
+		},
+		"ECDSAP521": func(k crypto.Signer) bool {
+			e, ok := k.(*ecdsa.PrivateKey)
+			return ok && e.Curve.Params().Name == "P-521"
+		},
+		"ED25519": func(k crypto.Signer) bool { _, ok := k.(ed25519.PrivateKey); return ok },
 	} {
 		k, err := podcertificate.GenerateKey(kt)
 		require.NoError(t, err, kt)
