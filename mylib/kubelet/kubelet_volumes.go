@@ -389,6 +389,14 @@ func (h kubeletVolumeHost) GetPodCertificateCredentialBundle(ctx context.Context
 	return nil, nil, fmt.Errorf("podCertificate source of volume %q: this kubelet has no pod certificate manager", volumeName)
 }
 
+// ForgetPodCertificates drops the pod's keys and certificates when its
+// projected volume is torn down.
+func (h kubeletVolumeHost) ForgetPodCertificates(podUID types.UID) {
+	if m := h.kl.volumes.podCertificates; m != nil {
+		m.ForgetPod(context.Background(), &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: podUID}})
+	}
+}
+
 func (h kubeletVolumeHost) GetNodeName() types.NodeName { return types.NodeName(h.kl.nodeName) }
 
 // GetNodeAllocatable is the Node's status.allocatable.

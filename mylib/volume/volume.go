@@ -207,6 +207,14 @@ func SourceKind(v *v1.Volume) string {
 	return "unknown"
 }
 
+// PodCertificateForgetter is what a VolumeHost may add to let the
+// projected plugin drop a pod's keys and certificates from the pod
+// certificate manager when its volume is torn down (upstream's kubelet
+// calls the manager's ForgetPod when the pod goes). Optional.
+type PodCertificateForgetter interface {
+	ForgetPodCertificates(podUID types.UID)
+}
+
 // ServiceAccountTokenDeleter is what a VolumeHost may add to let the
 // projected plugin drop a pod's cached tokens when its volume is torn
 // down (upstream's VolumeHost.DeleteServiceAccountTokenFunc). Optional: a

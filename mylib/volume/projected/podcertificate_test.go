@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"mykubelet/mylib/podcertificate"
 	"mykubelet/mylib/volume"
@@ -19,10 +20,13 @@ type stubCerts struct {
 	key, chain []byte
 	err        error
 	asked      []string // volume/sourceIndex
+	forgotten  []types.UID
 }
 
-func (s *stubCerts) TrackPod(context.Context, *v1.Pod)  {}
-func (s *stubCerts) ForgetPod(context.Context, *v1.Pod) {}
+func (s *stubCerts) TrackPod(context.Context, *v1.Pod) {}
+func (s *stubCerts) ForgetPod(_ context.Context, pod *v1.Pod) {
+	s.forgotten = append(s.forgotten, pod.UID)
+}
 func (s *stubCerts) GetPodCertificateCredentialBundle(_ context.Context, pod *v1.Pod, volumeName string, sourceIndex int) ([]byte, []byte, error) {
 	s.asked = append(s.asked, volumeName+"/"+strconv.Itoa(sourceIndex))
 	return s.key, s.chain, s.err
@@ -80,5 +84,27 @@ func TestPodCertificateNotIssuedFailsTheMount(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(m.GetPath(), "bundle.pem")); !os.IsNotExist(err) {
 		t.Errorf("bundle.pem: %v, want none", err)
+	}
+}
+
+// TestTearDownForgetsThePodsCertificates: as the tokens, the pod's keys
+// and certificates leave the manager with its volume.
+func TestTearDownForgetsThePodsCertificates(t *testing.T) {
+	host, p := setup(t)
+	certs := &stubCerts{key: []byte("KEY\n"), chain: []byte("CHAIN\n")}
+	host.PodCertificates = certs
+	if _, err := setUp(t, p, pcVolume(v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{
+		SignerName: "example.com/s", KeyType: "ED25519", KeyPath: "k"}})); err != nil {
+		t.Fatal(err)
+	}
+	u, err := p.NewUnmounter("certs", testPod().UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.TearDown(); err != nil {
+		t.Fatal(err)
+	}
+	if len(certs.forgotten) != 1 || certs.forgotten[0] != testPod().UID {
+		t.Errorf("forgotten %v, want [%s]", certs.forgotten, testPod().UID)
 	}
 }

@@ -103,6 +103,9 @@ func (p *projectedPlugin) NewUnmounter(volName string, podUID types.UID) (volume
 	if d, ok := p.host.(volume.ServiceAccountTokenDeleter); ok {
 		u.deleteTokens = d.DeleteServiceAccountTokenFunc()
 	}
+	if f, ok := p.host.(volume.PodCertificateForgetter); ok {
+		u.forgetCertificates = f.ForgetPodCertificates
+	}
 	return u, nil
 }
 
@@ -269,18 +272,23 @@ func PodCertificatePayload(src *v1.PodCertificateProjection, key, chain []byte, 
 }
 
 type unmounter struct {
-	dir          string
-	podUID       types.UID
-	deleteTokens func(types.UID)
+	dir                string
+	podUID             types.UID
+	deleteTokens       func(types.UID)
+	forgetCertificates func(types.UID)
 }
 
 func (u unmounter) GetPath() string { return u.dir }
 
 // TearDown removes the directory and, as upstream, forgets the pod's
-// tokens in the token manager's cache.
+// tokens in the token manager's cache, and its keys and certificates in
+// the pod certificate manager.
 func (u unmounter) TearDown() error {
 	if u.deleteTokens != nil {
 		u.deleteTokens(u.podUID)
+	}
+	if u.forgetCertificates != nil {
+		u.forgetCertificates(u.podUID)
 	}
 	return util.RemoveVolumeDir(u.dir)
 }

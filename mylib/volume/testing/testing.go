@@ -55,6 +55,7 @@ type FakeVolumeHost struct {
 }
 
 var _ volume.ServiceAccountTokenDeleter = (*FakeVolumeHost)(nil)
+var _ volume.PodCertificateForgetter = (*FakeVolumeHost)(nil)
 
 var _ volume.VolumeHost = (*FakeVolumeHost)(nil)
 
@@ -177,6 +178,13 @@ func (h *FakeVolumeHost) GetPodCertificateCredentialBundle(ctx context.Context, 
 		return nil, nil, fmt.Errorf("podCertificate source of volume %q: this host has no manager", volumeName)
 	}
 	return h.PodCertificates.GetPodCertificateCredentialBundle(ctx, pod, volumeName, sourceIndex)
+}
+
+// ForgetPodCertificates calls PodCertificates' ForgetPod.
+func (h *FakeVolumeHost) ForgetPodCertificates(podUID types.UID) {
+	if h.PodCertificates != nil {
+		h.PodCertificates.ForgetPod(context.Background(), &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: podUID}})
+	}
 }
 
 // DeleteServiceAccountTokenFunc records the pods whose tokens were dropped.
