@@ -23,6 +23,10 @@
 //     of its pod, so a certificate is refreshed within a sync of its
 //     beginRefreshAt (upstream's pass runs every minute, its queue reacts
 //     to each PodCertificateRequest event);
+//   - the kubelet does not call TrackPod (the volume's first set-up
+//     files the request), and ForgetPod is called when the pod's
+//     projected volume is torn down (upstream's kubelet calls both as
+//     pods come and go);
 //   - GetPodCertificateCredentialBundle is given the pod (upstream's is
 //     given its namespace, name and UID and finds it in the pod manager);
 //   - only certificates.k8s.io/v1 (the API the course's control plane
