@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,13 +60,20 @@ func TestTailFollowsByNameAsTheDocsSidecar(t *testing.T) {
 	waitRunningUtility(t, r, c, "tail", 1)
 
 	// Each poll steps the clock by the poll interval, so that tail's next
-	// timer fires whenever it is set.
+	// timer fires whenever it is set. A minute: CI's two busy cores once
+	// took more than 10 s to show even tail's first line.
 	logs := func(want string) {
 		t.Helper()
-		require.Eventually(t, func() bool {
+		var last atomic.Value // the log the last poll read, for the failure
+		last.Store("")
+		if !assert.Eventually(t, func() bool {
 			clk.Step(sandboxproc.TailPollInterval)
-			return logOf(t, r, c) == want
-		}, 10*time.Second, 10*time.Millisecond, "log: %q", logOf(t, r, c))
+			got := logOf(t, r, c)
+			last.Store(got)
+			return got == want
+		}, time.Minute, 10*time.Millisecond) {
+			t.Fatalf("log: %q, want %q", last.Load(), want)
+		}
 	}
 	require.Equal(t, int32(0), execIn(t, r, c, "sh", "-c", "echo logging > /tmp/logs.txt").ExitCode)
 	logs("tail: cannot open '/tmp/logs.txt' for reading: No such file or directory\n" +
