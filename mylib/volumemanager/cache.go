@@ -165,11 +165,20 @@ func newActualStateOfWorld() *actualStateOfWorld {
 	return &actualStateOfWorld{pods: map[types.UID]map[string]*mountedVolume{}, changed: make(chan struct{})}
 }
 
-// changes is closed at the next mount or unmount.
+// changes is closed at the next mount or unmount, or when an operation
+// ends.
 func (a *actualStateOfWorld) changes() <-chan struct{} {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.changed
+}
+
+// wake wakes the waiters without a change to the state: an operation
+// ended.
+func (a *actualStateOfWorld) wake() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.notify()
 }
 
 // notify wakes the waiters. Caller holds mu.

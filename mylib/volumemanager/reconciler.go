@@ -101,6 +101,8 @@ func (r *reconciler) start(key opKey, op func() error) {
 	r.pending[key] = true
 	r.wg.Go(func() {
 		err := op()
+		// The operation's end is a change too: WaitForUnmount waits for it.
+		defer r.asw.wake()
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		delete(r.pending, key)

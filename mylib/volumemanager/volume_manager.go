@@ -247,9 +247,10 @@ func (vm *VolumeManager) WaitForAttachAndMount(ctx context.Context, pod *v1.Pod)
 	return fmt.Errorf("unmounted volumes=%v, unattached volumes=%v, failed to process volumes=%v: %w", unmounted, []string{}, notInDSW, err)
 }
 
-// WaitForUnmount returns once none of the pod's volumes is mounted, or
-// after PodAttachAndMountTimeout with "mounted volumes=[…]: context
-// deadline exceeded".
+// WaitForUnmount returns once none of the pod's volumes is mounted and no
+// operation on them is under way (a tear-down marks the volume unmounted
+// a moment before it ends), or after PodAttachAndMountTimeout with
+// "mounted volumes=[…]: context deadline exceeded".
 func (vm *VolumeManager) WaitForUnmount(ctx context.Context, pod *v1.Pod) error {
 	if pod == nil {
 		return nil
@@ -260,12 +261,12 @@ func (vm *VolumeManager) WaitForUnmount(ctx context.Context, pod *v1.Pod) error 
 		if errs := vm.dsw.popPodErrors(pod.UID); len(errs) > 0 {
 			return true, errors.New(strings.Join(errs, "; "))
 		}
-		return !vm.asw.podHasMountedVolumes(pod.UID), nil
+		return !vm.HasPossiblyMountedVolumesForPod(pod.UID), nil
 	})
 	if err == nil {
 		return nil
 	}
-	mounted := sortedKeys(vm.asw.getMountedVolumesForPod(pod.UID))
+	mounted := vm.GetPossiblyMountedVolumesForPod(pod.UID)
 	if len(mounted) == 0 {
 		return nil
 	}

@@ -402,6 +402,41 @@ func TestWaitForUnmountTimesOut(t *testing.T) {
 	assert.EqualError(t, err, "mounted volumes=[cfg scratch]: context deadline exceeded")
 }
 
+// A tear-down marks its volume unmounted a moment before it ends:
+// WaitForUnmount waits for the end, and the end wakes it (the fake clock
+// never moves here).
+func TestWaitForUnmountWaitsForTheOperationsUnderWay(t *testing.T) {
+	f := newFixture(t, nil)
+	pod := testPod("u1", "a")
+	f.pods.AddPod(pod)
+	f.pass()
+	f.states.finish("u1")
+	f.pods.RemovePod(pod)
+	f.pass()
+	require.Empty(t, f.vm.asw.getMountedVolumesForPod("u1"), "torn down")
+	release := make(chan struct{})
+	f.vm.reconciler.start(opKey{uid: "u1", name: "cfg"}, func() error { <-release; return nil })
+
+	done := make(chan error, 1)
+	go func() { done <- f.vm.WaitForUnmount(context.Background(), pod) }()
+	// It returns, or it looked once and waits for its poll.
+	require.Eventually(t, func() bool { return len(done) > 0 || f.clock.HasWaiters() }, 5*time.Second, time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("returned while an operation on the pod's volume was under way: %v", err)
+	default:
+	}
+	assert.Equal(t, []string{"cfg"}, f.vm.GetPossiblyMountedVolumesForPod("u1"))
+	close(release)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the operation's end did not wake WaitForUnmount")
+	}
+	assert.Empty(t, f.vm.GetPossiblyMountedVolumesForPod("u1"))
+}
+
 // WaitForAttachAndMount returns as soon as the pod's last volume is set
 // up, without waiting for its next poll (the fake clock never moves here).
 func TestWaitForAttachAndMountWakesOnAMount(t *testing.T) {
