@@ -184,11 +184,13 @@ func takeSlot(slots chan struct{}, stop <-chan struct{}) bool {
 
 // end adds the calling goroutine's segment to done, and unlocks it from
 // its thread. Only a counted goroutine calls it (start's stop, idle), one
-// locked to its thread, whose ID in live is its own.
+// locked to its thread, whose ID in live is its own. It reads the thread's
+// clock under mu: read before, a total read in between would count more
+// of the segment than end adds, and the next total would go back.
 func (m *cpuMeter) end() {
 	tid := unix.Gettid()
-	now, ok := threadCPU(tid)
 	m.mu.Lock()
+	now, ok := threadCPU(tid)
 	seg, live := m.live[tid]
 	if live {
 		if ok && now > seg.at {

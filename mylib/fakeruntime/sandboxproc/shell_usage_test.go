@@ -208,3 +208,39 @@ func TestEachLoopTicksOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, once, PrintScript(f), "printed and parsed again: the same")
 }
+
+// The CPU time read while segments end never goes back: a cgroup's
+// cpuacct.usage only grows, and the stats' rates are differences of it.
+func TestCPUTotalNeverGoesBack(t *testing.T) {
+	var m cpuMeter
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				end := m.start(nil)
+				for i := 0; i < 1000; i++ { // a little CPU in each segment
+					_ = i * i
+				}
+				end()
+			}
+		})
+	}
+	var last int64
+	for i := 0; i < 200000; i++ {
+		n := m.total()
+		if n < last {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("read %d: the CPU time went back from %d to %d", i, last, n)
+		}
+		last = n
+	}
+	close(stop)
+	wg.Wait()
+}
