@@ -89,7 +89,10 @@ func TestRealNode(t *testing.T) {
 	// /kubepods and other tests'), a control plane, the node's bootstrap
 	// token and the approval of its serving CSR, as the README's `kubectl
 	// certificate approve` does: all gone when the test ends.
-	rt := testcontainerd.Start(t, testcontainerd.Config{Subnet: subnet, Bridge: bridge, Node: node})
+	// containerd v2 (the lima VM's, vm.yaml's MYKUBELET_CONTAINERD=v2), which
+	// also mounts image volumes; the README walk runs the chapter on
+	// Debian's 1.6, this machine's default.
+	rt := testcontainerd.Start(t, testcontainerd.Config{Flavor: "v2", Subnet: subnet, Bridge: bridge, Node: node})
 	root := rt.CgroupRoot
 	bin := testcluster.BuildChapter(t, "./chapters/13-mykubelet")
 	kubeconfig := rt.AdminKubeconfig
@@ -307,6 +310,43 @@ cgroupRoot: %s
 			return podReady(p) && p.Status.ContainerStatuses[0].ContainerID == webID && p.Status.ContainerStatuses[0].RestartCount == 0
 		}, 30*time.Second, 200*time.Millisecond)
 		assert.Equal(t, before, all(), "no container stopped, none started")
+	})
+
+	t.Run("an image volume: the image's files, read-only; a missing one with pullPolicy Never: ErrImageNeverPull", func(t *testing.T) {
+		imagePod := func(name, ref string, policy v1.PullPolicy) *v1.Pod {
+			return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](1),
+				Volumes: []v1.Volume{{Name: "files", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: ref, PullPolicy: policy}}}},
+				Containers: []v1.Container{{Name: "app", Image: busybox, Command: []string{"sleep", "3600"},
+					VolumeMounts: []v1.VolumeMount{{Name: "files", MountPath: "/volume"}, {Name: "files", MountPath: "/etc-of-image", SubPath: "etc"}}}}}}
+		}
+		sh("kubectl apply -f yaml/real-node/image-volume.yaml") // the README's
+		for _, p := range []*v1.Pod{imagePod("image-subpath", busybox, v1.PullIfNotPresent), imagePod("image-never", "docker.io/library/not-here:1", v1.PullNever)} {
+			_, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		for _, name := range []string{"image-volume", "image-subpath"} {
+			require.Eventually(t, func() bool { return get(name).Status.Phase == v1.PodRunning }, time.Minute, 100*time.Millisecond, name)
+		}
+		assert.Equal(t, "/volume/bin/busybox", sh("kubectl exec image-volume -- ls /volume/bin/busybox"))
+		// The README's lines.
+		assert.Equal(t, "touch: /volume/x: Read-only file system\ncommand terminated with exit code 1",
+			sh("kubectl exec image-volume -- touch /volume/x 2>&1; test $? = 1"))
+		assert.Equal(t, sh("kubectl exec image-subpath -- cat /volume/etc/passwd"), sh("kubectl exec image-subpath -- cat /etc-of-image/passwd"), "subPath etc of the image")
+		var reason string
+		require.Eventually(t, func() bool {
+			if cs := get("image-never").Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Waiting != nil {
+				reason = cs[0].State.Waiting.Reason
+			}
+			return reason == "ErrImageNeverPull"
+		}, time.Minute, 200*time.Millisecond, "waiting reason: %q", reason)
+		// Gone before the next subtest counts the containers.
+		for _, name := range []string{"image-volume", "image-subpath", "image-never"} {
+			require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}))
+			require.Eventually(t, func() bool {
+				_, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err)
+			}, time.Minute, 200*time.Millisecond, name)
+		}
 	})
 
 	t.Run("every pod cgroup goes with its pod", func(t *testing.T) {

@@ -200,7 +200,7 @@ func TestVolumeDependenciesAreUpstreamsPluginsAndManagers(t *testing.T) {
 		names = append(names, p.GetPluginName())
 	}
 	assert.ElementsMatch(t, []string{"kubernetes.io/empty-dir", "kubernetes.io/configmap", "kubernetes.io/secret",
-		"kubernetes.io/projected", "kubernetes.io/downward-api", "kubernetes.io/host-path"}, names)
+		"kubernetes.io/projected", "kubernetes.io/downward-api", "kubernetes.io/host-path", "kubernetes.io/image"}, names)
 	assert.NotNil(t, deps.ConfigMapManager)
 	assert.NotNil(t, deps.SecretManager)
 	assert.NotNil(t, deps.TokenManager)

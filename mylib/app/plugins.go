@@ -18,12 +18,14 @@ import (
 	"mykubelet/mylib/volume/downwardapi"
 	"mykubelet/mylib/volume/emptydir"
 	"mykubelet/mylib/volume/hostpath"
+	"mykubelet/mylib/volume/image"
 	"mykubelet/mylib/volume/projected"
 	secretvolume "mykubelet/mylib/volume/secret"
 )
 
 // ProbeVolumePlugins is upstream's (cmd/kubelet/app/plugins.go): the
-// volume types this kubelet mounts, handed to it in
+// volume types this kubelet mounts (an image volume's files are the
+// runtime's to mount: mylib/volume/image), handed to it in
 // Dependencies.VolumePlugins. Any other kind (persistentVolumeClaim, csi,
 // nfs, …) finds no plugin: its pod gets a FailedMount event. An emptyDir
 // of medium Memory is on disk (the mock runtime's); see
@@ -39,7 +41,8 @@ func ProbeVolumePluginsForRuntime(realRuntime bool) []volume.VolumePlugin {
 		return emptydir.ProbeVolumePluginsWith(emptydir.Options{Tmpfs: realRuntime})
 	}
 	for _, probe := range []func() []volume.VolumePlugin{emptyDir, configmapvolume.ProbeVolumePlugins,
-		secretvolume.ProbeVolumePlugins, projected.ProbeVolumePlugins, downwardapi.ProbeVolumePlugins, hostpath.ProbeVolumePlugins} {
+		secretvolume.ProbeVolumePlugins, projected.ProbeVolumePlugins, downwardapi.ProbeVolumePlugins, hostpath.ProbeVolumePlugins,
+		image.ProbeVolumePlugins} {
 		all = append(all, probe()...)
 	}
 	return all

@@ -21,19 +21,28 @@ type EnvVar struct {
 	Value string
 }
 
-// Mount is one file or directory of the node mapped into a container
-// (upstream's kubecontainer.Mount, without propagation, SELinux or image
-// volumes).
+// Mount is one file or directory of the node mapped into a container, or
+// an image volume (upstream's kubecontainer.Mount, without propagation or
+// SELinux).
 type Mount struct {
 	// Name is the volume's name, or "k8s-managed-etc-hosts".
 	Name string
 	// ContainerPath is where the container sees it (absolute).
 	ContainerPath string
 	// HostPath is the node's file or directory (absolute, under the
-	// kubelet's root directory).
+	// kubelet's root directory); "" for an image volume.
 	HostPath string
 	ReadOnly bool
+	// Image is an image volume's image, pulled by the kubelet: the runtime
+	// mounts its files (read-only) instead of a host path.
+	Image *runtimeapi.ImageSpec
+	// ImageSubPath is the mount's subPath inside that image.
+	ImageSubPath string
 }
+
+// ImageVolumes are the pod's image volumes, by volume name: the image the
+// kubelet pulled for each (upstream's kubecontainer.ImageVolumes).
+type ImageVolumes map[string]*runtimeapi.ImageSpec
 
 // RunContainerOptions is what the kubelet computes for a container before
 // the runtime creates it. Upstream also carries devices, annotations and
@@ -91,7 +100,9 @@ func ExpandContainerVolumeMounts(mount v1.VolumeMount, envs []EnvVar) (string, e
 // the container's environment, the pod's DNS and hostname (upstream
 // kubecontainer.RuntimeHelper, reduced to these three).
 type RuntimeHelper interface {
-	GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, container *v1.Container, podIP string, podIPs []string) (*RunContainerOptions, error)
+	// GenerateRunContainerOptions: imageVolumes are the pod's pulled
+	// image volumes (nil: none).
+	GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, container *v1.Container, podIP string, podIPs []string, imageVolumes ImageVolumes) (*RunContainerOptions, error)
 	// GetPodDNS returns the sandbox's DNS configuration; nil leaves it to the runtime.
 	GetPodDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error)
 	GeneratePodHostNameAndDomain(pod *v1.Pod) (hostname, hostDomain string, err error)

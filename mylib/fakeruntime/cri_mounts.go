@@ -106,8 +106,11 @@ func (r *Runtime) checkMount(containers string, mt *runtimeapi.Mount) (sandboxpr
 		return sandboxproc.MountSpec{}, nil, errors.New("cannot mount over the container's /")
 	}
 	switch {
+	case mt.GetImage() != nil:
+		return sandboxproc.MountSpec{}, nil, fmt.Errorf("image volume %s: this runtime cannot mount an image's files (a real one can: containerd 2.1 or later)",
+			mt.GetImage().GetUserSpecifiedImage())
 	case hp == "":
-		return sandboxproc.MountSpec{}, nil, errors.New("no host path (image volumes are not supported)")
+		return sandboxproc.MountSpec{}, nil, errors.New("no host path")
 	case !filepath.IsAbs(hp):
 		return sandboxproc.MountSpec{}, nil, fmt.Errorf("host path %s is not absolute", hp)
 	case len(r.mountRoots) == 0:

@@ -325,7 +325,9 @@ func TestMountsOutsideTheRootsAreRefused(t *testing.T) {
 		{&runtimeapi.Mount{ContainerPath: "x", HostPath: d.shared}, "the container path is not absolute"},
 		{&runtimeapi.Mount{ContainerPath: "/", HostPath: d.shared}, "cannot mount over the container's /"},
 		{&runtimeapi.Mount{ContainerPath: "/x", HostPath: "pods/uid-1"}, "is not absolute"},
-		{&runtimeapi.Mount{ContainerPath: "/x", Image: &runtimeapi.ImageSpec{Image: "busybox"}}, "image volumes are not supported"},
+		{&runtimeapi.Mount{ContainerPath: "/x", Image: &runtimeapi.ImageSpec{Image: "sha256:1234", UserSpecifiedImage: "busybox"}},
+			"mount /x: image volume busybox: this runtime cannot mount an image's files (a real one can: containerd 2.1 or later)"},
+		{&runtimeapi.Mount{ContainerPath: "/x"}, "mount /x: no host path"},
 		{&runtimeapi.Mount{ContainerPath: "/etc", HostPath: d.hosts}, "mount point /etc: the host path is a file"},
 	} {
 		_, err := createMounted(r, sb, "bad", []*runtimeapi.Mount{tc.mount}, "sleep", "1")

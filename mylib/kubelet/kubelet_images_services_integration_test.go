@@ -30,6 +30,7 @@ import (
 	"mykubelet/mylib/kuberuntime"
 	"mykubelet/mylib/podcertificate"
 	"mykubelet/mylib/secret"
+	"mykubelet/mylib/volume/image"
 	"mykubelet/mylib/volume/projected"
 	secretvolume "mykubelet/mylib/volume/secret"
 	"mykubelet/scripts/testkit/testcluster"
@@ -73,7 +74,7 @@ func runKubeletOnMockWith(t *testing.T, c *testcluster.Cluster, name string, vol
 		RemoteImageService: runtime.ImageService(), RunContainers: true, Recorder: recorder, PodLogsDirectory: t.TempDir()}
 	if volumes {
 		pods.Volumes, pods.RootDirectory = true, root
-		pods.VolumePlugins = append(secretvolume.ProbeVolumePlugins(), projected.ProbeVolumePlugins()...)
+		pods.VolumePlugins = slices.Concat(secretvolume.ProbeVolumePlugins(), projected.ProbeVolumePlugins(), image.ProbeVolumePlugins())
 		pods.SecretManager = secret.NewWatchingSecretManager(client, time.Minute)
 		pods.ClusterTrustBundleManager = clustertrustbundle.NewInformerManager(ctx, client)
 		certs := podcertificate.NewIssuingManager(ctx, client, k8stypes.NodeName(name), podCertificateClock)

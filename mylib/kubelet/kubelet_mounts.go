@@ -64,11 +64,13 @@ func getPodContainerDir(podDir, containerName string) string {
 
 // makeMounts is what the container mounts: each volumeMount from its
 // volume's directory (or a subPath in it, subPathExpr expanded from envs),
-// read-only if the mount or the volume says so; then, for a pod on the pod
-// network that has its IPs and a container that does not mount /etc/hosts
-// itself, the pod's managed hosts file.
+// or from its image if imageVolumes has the volume (the subPath is then
+// the runtime's to resolve, in the image), read-only if the mount or the
+// volume says so; then, for a pod on the pod network that has its IPs and
+// a container that does not mount /etc/hosts itself, the pod's managed
+// hosts file.
 func makeMounts(pod *v1.Pod, podDir string, container *v1.Container, hostName, hostDomain string,
-	podIPs []string, volumes kubecontainer.VolumeMap, envs []kubecontainer.EnvVar) ([]kubecontainer.Mount, error) {
+	podIPs []string, volumes kubecontainer.VolumeMap, envs []kubecontainer.EnvVar, imageVolumes kubecontainer.ImageVolumes) ([]kubecontainer.Mount, error) {
 	mountEtcHosts := len(podIPs) > 0 && !pod.Spec.HostNetwork
 	var mounts []kubecontainer.Mount
 	for i, vm := range container.VolumeMounts {
@@ -84,17 +86,28 @@ func makeMounts(pod *v1.Pod, podDir string, container *v1.Container, hostName, h
 		if !ok || vol.Mounter == nil {
 			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, container.Name)
 		}
-		hostPath := vol.Mounter.GetPath()
-		if hostPath == "" {
-			return nil, fmt.Errorf("path is empty for volume %q", vm.Name)
-		}
-
+		readOnly := vm.ReadOnly || vol.ReadOnly || vol.Mounter.GetAttributes().ReadOnly
 		subPath := vm.SubPath
 		if vm.SubPathExpr != "" {
 			var err error
 			if subPath, err = kubecontainer.ExpandContainerVolumeMounts(vm, envs); err != nil {
 				return nil, err
 			}
+		}
+		if image := imageVolumes[vm.Name]; image != nil {
+			if filepath.IsAbs(subPath) {
+				return nil, fmt.Errorf("error SubPath `%s` must not be an absolute path", subPath)
+			}
+			if slices.Contains(strings.Split(filepath.ToSlash(subPath), "/"), "..") {
+				return nil, fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", subPath)
+			}
+			mounts = append(mounts, kubecontainer.Mount{Name: vm.Name, ContainerPath: containerPath,
+				Image: image, ImageSubPath: subPath, ReadOnly: readOnly})
+			continue
+		}
+		hostPath := vol.Mounter.GetPath()
+		if hostPath == "" {
+			return nil, fmt.Errorf("path is empty for volume %q", vm.Name)
 		}
 		if subPath != "" {
 			p, err := prepareSubPath(podDir, container.Name, vm.Name, i, hostPath, subPath)
@@ -113,7 +126,7 @@ func makeMounts(pod *v1.Pod, podDir string, container *v1.Container, hostName, h
 			Name:          vm.Name,
 			ContainerPath: containerPath,
 			HostPath:      hostPath,
-			ReadOnly:      vm.ReadOnly || vol.ReadOnly || vol.Mounter.GetAttributes().ReadOnly,
+			ReadOnly:      readOnly,
 		})
 	}
 	if mountEtcHosts {

@@ -13,10 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/network/dns"
 	"mykubelet/mylib/volume"
+	"mykubelet/mylib/volume/image"
 )
 
 // fakeMounter is a mounted volume at path.
@@ -92,7 +94,7 @@ func TestMakeMountsVolumeMountsAndReadOnly(t *testing.T) {
 		{Name: "config", MountPath: "/etc/config"},
 		{Name: "claim", MountPath: "/claim"},
 	}}
-	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil)
+	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []kubecontainer.Mount{
 		{Name: "data", ContainerPath: "/data", HostPath: data},
@@ -102,10 +104,41 @@ func TestMakeMountsVolumeMountsAndReadOnly(t *testing.T) {
 	}, mounts, "no /etc/hosts without pod IPs")
 }
 
+// An image volume's mount is its image, read-only (the plugin says so),
+// with the subPath for the runtime to resolve inside the image; no
+// directory is made on the node for it.
+func TestMakeMountsImageVolume(t *testing.T) {
+	f := newMountsFixture(t)
+	img := image.ProbeVolumePlugins()[0]
+	m, err := img.NewMounter(nil, nil)
+	require.NoError(t, err)
+	f.vols["img"] = kubecontainer.VolumeInfo{Mounter: m}
+	spec := &runtimeapi.ImageSpec{Image: "sha256:0123", UserSpecifiedImage: "busybox:1.37"}
+	c := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{
+		{Name: "img", MountPath: "/volume"},
+		{Name: "img", MountPath: "/etc-of-image", SubPath: "etc"},
+	}}
+	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, kubecontainer.ImageVolumes{"img": spec})
+	require.NoError(t, err)
+	assert.Equal(t, []kubecontainer.Mount{
+		{Name: "img", ContainerPath: "/volume", Image: spec, ReadOnly: true},
+		{Name: "img", ContainerPath: "/etc-of-image", Image: spec, ImageSubPath: "etc", ReadOnly: true},
+	}, mounts)
+	assert.NoDirExists(t, filepath.Join(f.podDir, "volume-subpaths"))
+
+	c.VolumeMounts = []v1.VolumeMount{{Name: "img", MountPath: "/x", SubPath: "../etc"}}
+	_, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, kubecontainer.ImageVolumes{"img": spec})
+	assert.EqualError(t, err, "unable to provision SubPath `../etc`: must not contain '..'")
+	// Not pulled (the runtime manager gives it no image): no path to mount.
+	c.VolumeMounts = []v1.VolumeMount{{Name: "img", MountPath: "/x"}}
+	_, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, nil)
+	assert.EqualError(t, err, `path is empty for volume "img"`)
+}
+
 func TestMakeMountsMissingVolume(t *testing.T) {
 	f := newMountsFixture(t)
 	c := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "config", MountPath: "/etc/config"}}}
-	_, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil)
+	_, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, nil)
 	assert.EqualError(t, err, `cannot find volume "config" to mount into container "app"`)
 }
 
@@ -115,7 +148,7 @@ func TestMakeMountsSubPathFileNeverSeesUpdates(t *testing.T) {
 	writeAtomic(t, dir, "..2026_03_01_12_00_00.1", map[string]string{"app.conf": "v1"})
 	c := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "config", MountPath: "/etc/app.conf", SubPath: "app.conf"}}}
 
-	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil)
+	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, nil)
 	require.NoError(t, err)
 	require.Len(t, mounts, 1)
 	hp := mounts[0].HostPath
@@ -134,7 +167,7 @@ func TestMakeMountsSubPathFileNeverSeesUpdates(t *testing.T) {
 	b, err = os.ReadFile(hp)
 	require.NoError(t, err)
 	assert.Equal(t, "v1", string(b))
-	mounts, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil)
+	mounts, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, hp, mounts[0].HostPath)
 	b, _ = os.ReadFile(mounts[0].HostPath)
@@ -149,7 +182,7 @@ func TestMakeMountsSubPathDirAndSubPathExpr(t *testing.T) {
 		{Name: "logs", MountPath: "/shared", SubPath: "shared"},
 	}}
 	envs := []kubecontainer.EnvVar{{Name: "POD_NAME", Value: "web"}}
-	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, envs)
+	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, envs, nil)
 	require.NoError(t, err)
 	require.Len(t, mounts, 2)
 	assert.Equal(t, filepath.Join(dir, "pods", "web"), mounts[0].HostPath)
@@ -164,14 +197,14 @@ func TestMakeMountsSubPathDirAndSubPathExpr(t *testing.T) {
 	// correct mode and owner using FSGroup" reads dgtrwxrwxrwx).
 	require.NoError(t, os.Chmod(dir, 0o777|os.ModeSetgid|os.ModeSticky))
 	c2 := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "logs", MountPath: "/test-volume", SubPath: "test-sub"}}}
-	_, err = makeMounts(mountsPod(c2), f.podDir, &c2, "web", "", nil, f.vols, nil)
+	_, err = makeMounts(mountsPod(c2), f.podDir, &c2, "web", "", nil, f.vols, nil, nil)
 	require.NoError(t, err)
 	fi, err = os.Stat(filepath.Join(dir, "test-sub"))
 	require.NoError(t, err)
 	assert.Equal(t, "dgtrwxrwxrwx", fi.Mode().String())
 
 	// A variable that is not set is an error.
-	_, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil)
+	_, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, nil)
 	assert.EqualError(t, err, "missing value for POD_NAME")
 }
 
@@ -196,7 +229,7 @@ func TestMakeMountsSubPathEscapeRefused(t *testing.T) {
 		"out/new/dir": `failed to create subPath directory for volumeMount "data" of container "app"`,
 	} {
 		c := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/x", SubPath: subPath}}}
-		_, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil)
+		_, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, nil)
 		assert.EqualError(t, err, want, subPath)
 	}
 	_, err := os.Stat(filepath.Join(outside, "new"))
@@ -204,7 +237,7 @@ func TestMakeMountsSubPathEscapeRefused(t *testing.T) {
 
 	// A symlink that stays in the volume is followed.
 	c := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/x", SubPath: "inlink/file"}}}
-	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil)
+	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, nil)
 	require.NoError(t, err)
 	b, err := os.ReadFile(mounts[0].HostPath)
 	require.NoError(t, err)
@@ -219,7 +252,7 @@ func TestMakeMountsEtcHostsWithHostAliases(t *testing.T) {
 		{IP: "127.0.0.1", Hostnames: []string{"foo.local", "bar.local"}},
 		{IP: "10.1.2.3", Hostnames: []string{"foo.remote"}},
 	}
-	mounts, err := makeMounts(pod, f.podDir, &c, "web", "sub.shop.svc.cluster.local", []string{"10.244.0.5", "fd00::5"}, f.vols, nil)
+	mounts, err := makeMounts(pod, f.podDir, &c, "web", "sub.shop.svc.cluster.local", []string{"10.244.0.5", "fd00::5"}, f.vols, nil, nil)
 	require.NoError(t, err)
 	hosts := filepath.Join(f.podDir, "etc-hosts")
 	assert.Equal(t, []kubecontainer.Mount{{Name: "k8s-managed-etc-hosts", ContainerPath: "/etc/hosts", HostPath: hosts}}, mounts)
@@ -244,7 +277,7 @@ fd00::5	web.sub.shop.svc.cluster.local	web
 	assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
 
 	// Without a domain, the hostname alone.
-	_, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", []string{"10.244.0.5"}, f.vols, nil)
+	_, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", []string{"10.244.0.5"}, f.vols, nil, nil)
 	require.NoError(t, err)
 	b, _ = os.ReadFile(hosts)
 	assert.Contains(t, string(b), "\n10.244.0.5\tweb\n")
@@ -256,7 +289,7 @@ func TestMakeMountsNoEtcHosts(t *testing.T) {
 	c := v1.Container{Name: "app"}
 	hostNet := mountsPod(c)
 	hostNet.Spec.HostNetwork = true
-	mounts, err := makeMounts(hostNet, f.podDir, &c, "node-1", "", []string{"192.0.2.10"}, f.vols, nil)
+	mounts, err := makeMounts(hostNet, f.podDir, &c, "node-1", "", []string{"192.0.2.10"}, f.vols, nil, nil)
 	require.NoError(t, err)
 	assert.Empty(t, mounts, "a hostNetwork pod: nothing of the host's /etc/hosts")
 	_, err = os.Stat(filepath.Join(f.podDir, "etc-hosts"))
@@ -266,7 +299,7 @@ func TestMakeMountsNoEtcHosts(t *testing.T) {
 	dir := f.addVolume(t, "hosts", false)
 	c = v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "hosts", MountPath: "/etc/hosts", SubPath: "hosts"}}}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hosts"), []byte("mine"), 0o644))
-	mounts, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", []string{"10.244.0.5"}, f.vols, nil)
+	mounts, err = makeMounts(mountsPod(c), f.podDir, &c, "web", "", []string{"10.244.0.5"}, f.vols, nil, nil)
 	require.NoError(t, err)
 	require.Len(t, mounts, 1)
 	assert.Equal(t, "hosts", mounts[0].Name)
@@ -281,7 +314,7 @@ func TestPodRuntimeHelperMounts(t *testing.T) {
 
 	// Without Volumes: today's behaviour, nothing mounted.
 	h := &PodRuntimeHelper{}
-	opts, err := h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "10.244.0.5", []string{"10.244.0.5"})
+	opts, err := h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "10.244.0.5", []string{"10.244.0.5"}, nil)
 	require.NoError(t, err)
 	assert.Empty(t, opts.Mounts)
 	assert.Empty(t, opts.PodContainerDir)
@@ -294,7 +327,7 @@ func TestPodRuntimeHelperMounts(t *testing.T) {
 		PodDir:  func(types.UID) string { return f.podDir },
 		DNS:     dns.NewConfigurer(record.NewFakeRecorder(10), nil, []net.IP{net.ParseIP("10.96.0.10")}, "cluster.local", ""),
 	}
-	opts, err = h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "10.244.0.5", []string{"10.244.0.5"})
+	opts, err = h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "10.244.0.5", []string{"10.244.0.5"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []kubecontainer.Mount{
 		{Name: "data", ContainerPath: "/data", HostPath: data},
@@ -310,7 +343,7 @@ func TestPodRuntimeHelperMounts(t *testing.T) {
 
 	// Volumes without PodDir is a wiring error.
 	h.PodDir = nil
-	_, err = h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "10.244.0.5", nil)
+	_, err = h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "10.244.0.5", nil, nil)
 	assert.Error(t, err)
 }
 
@@ -325,7 +358,7 @@ func TestMakeMountsResolvesAVolumesPath(t *testing.T) {
 	require.NoError(t, os.Symlink("data", alias))
 	f.vols["alias"] = kubecontainer.VolumeInfo{Mounter: &fakeMounter{path: alias}}
 	c := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "alias", MountPath: "/data"}}}
-	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil)
+	mounts, err := makeMounts(mountsPod(c), f.podDir, &c, "web", "", nil, f.vols, nil, nil)
 	require.NoError(t, err)
 	resolved, err := filepath.EvalSymlinks(data)
 	require.NoError(t, err)
@@ -351,7 +384,7 @@ func TestPodRuntimeHelperHostNetworkEtcHosts(t *testing.T) {
 		PodDir:        func(types.UID) string { return f.podDir },
 		NodeHostsFile: nodeHosts,
 	}
-	opts, err := h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	opts, err := h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil, nil)
 	require.NoError(t, err)
 	hostsFile := filepath.Join(f.podDir, "etc-hosts")
 	assert.Equal(t, []kubecontainer.Mount{{Name: "k8s-managed-etc-hosts", ContainerPath: "/etc/hosts", HostPath: hostsFile}}, opts.Mounts)
@@ -363,13 +396,13 @@ func TestPodRuntimeHelperHostNetworkEtcHosts(t *testing.T) {
 	dir := f.addVolume(t, "hosts", false)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hosts"), []byte("mine"), 0o644))
 	own := v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "hosts", MountPath: "/etc/hosts", SubPath: "hosts"}}}
-	opts, err = h.GenerateRunContainerOptions(context.Background(), pod, &own, "", nil)
+	opts, err = h.GenerateRunContainerOptions(context.Background(), pod, &own, "", nil, nil)
 	require.NoError(t, err)
 	require.Len(t, opts.Mounts, 1)
 	assert.Equal(t, "hosts", opts.Mounts[0].Name, "the container's own /etc/hosts")
 
 	h.NodeHostsFile = ""
-	opts, err = h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	opts, err = h.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil, nil)
 	require.NoError(t, err)
 	assert.Empty(t, opts.Mounts, "the mock runtime's: nothing of the host's /etc/hosts")
 }

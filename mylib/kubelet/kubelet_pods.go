@@ -819,9 +819,9 @@ type PodRuntimeHelper struct {
 var _ kubecontainer.RuntimeHelper = (*PodRuntimeHelper)(nil)
 
 // GenerateRunContainerOptions computes the container's environment and,
-// with Volumes, its mounts (makeMounts) and the directory of its
-// termination-message file.
-func (h *PodRuntimeHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, container *v1.Container, podIP string, podIPs []string) (*kubecontainer.RunContainerOptions, error) {
+// with Volumes, its mounts (makeMounts, imageVolumes the pod's pulled
+// image volumes) and the directory of its termination-message file.
+func (h *PodRuntimeHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, container *v1.Container, podIP string, podIPs []string, imageVolumes kubecontainer.ImageVolumes) (*kubecontainer.RunContainerOptions, error) {
 	serviceEnv, err := h.serviceEnv(pod)
 	if err != nil {
 		return nil, err
@@ -852,7 +852,7 @@ func (h *PodRuntimeHelper) GenerateRunContainerOptions(ctx context.Context, pod 
 		return nil, err
 	}
 	podDir := h.PodDir(pod.UID)
-	if opts.Mounts, err = makeMounts(pod, podDir, container, hostName, hostDomain, podIPs, h.Volumes(pod), envs); err != nil {
+	if opts.Mounts, err = makeMounts(pod, podDir, container, hostName, hostDomain, podIPs, h.Volumes(pod), envs, imageVolumes); err != nil {
 		return nil, err
 	}
 	if pod.Spec.HostNetwork && h.NodeHostsFile != "" {

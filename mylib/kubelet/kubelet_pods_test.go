@@ -453,7 +453,7 @@ func TestRuntimeHelperDefaultsLimitsToTheNodesAllocatable(t *testing.T) {
 		{Name: "CPU_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}},
 		{Name: "MEMORY_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory"}}},
 	}
-	opts, err := runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	opts, err := runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil, nil)
 	require.NoError(t, err)
 	env := envMap(opts.Envs)
 	assert.Equal(t, "3", env["CPU_LIMIT"])
@@ -464,7 +464,7 @@ func TestRuntimeHelperDefaultsLimitsToTheNodesAllocatable(t *testing.T) {
 		Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}}})
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "OTHER_CPU_M", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{
 		ContainerName: "other", Resource: "limits.cpu", Divisor: resource.MustParse("1m")}}}}
-	opts, err = runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	opts, err = runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "500", envMap(opts.Envs)["OTHER_CPU_M"])
 
@@ -472,7 +472,7 @@ func TestRuntimeHelperDefaultsLimitsToTheNodesAllocatable(t *testing.T) {
 	pod.Spec.Containers[0].Env = pod.Spec.Containers[0].Env[:0]
 	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env,
 		v1.EnvVar{Name: "CPU_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}})
-	_, err = runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	_, err = runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil, nil)
 	assert.EqualError(t, err, "failed to find node object, expected a node")
 }
 
@@ -494,7 +494,7 @@ func TestRuntimeHelperDefaultsLimitsToPodLevelLimits(t *testing.T) {
 	pod.Spec.Containers[0].Env = []v1.EnvVar{ref("MEMORY_LIMIT", "limits.memory"), ref("STORAGE_LIMIT", "limits.ephemeral-storage"),
 		{Name: "CPU_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}},
 		{Name: "OWN_MEMORY_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "own", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}}}
-	opts, err := runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
+	opts, err := runtimeHelper{f.kl}.GenerateRunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], "", nil, nil)
 	require.NoError(t, err)
 	env := envMap(opts.Envs)
 	assert.Equal(t, "200", env["MEMORY_LIMIT"], "the pod-level memory limit")
@@ -553,14 +553,14 @@ func TestRuntimeHelperEnvReadsTheManagers(t *testing.T) {
 		{Name: "SECRET_DATA", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
 			LocalObjectReference: v1.LocalObjectReference{Name: "sec"}, Key: "data-1"}}},
 	}
-	opts, err := p.GenerateRunContainerOptions(context.Background(), pod, c, "", nil)
+	opts, err := p.GenerateRunContainerOptions(context.Background(), pod, c, "", nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"data-1": "value-1", "data-2": "value-2", "p-data-1": "value-1",
 		"CONFIG_DATA_1": "value-1", "SECRET_DATA": "value-1"}, envMap(opts.Envs))
 
 	c.Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
 		LocalObjectReference: v1.LocalObjectReference{Name: "gone"}, Key: "k"}}}}
-	_, err = p.GenerateRunContainerOptions(context.Background(), pod, c, "", nil)
+	_, err = p.GenerateRunContainerOptions(context.Background(), pod, c, "", nil, nil)
 	assert.EqualError(t, err, `configmap "gone" not found`, "the manager's error, as upstream")
 }
 

@@ -41,6 +41,34 @@ func TestVolumesOnARealControlPlane(t *testing.T) {
 	t.Run("secret defaultMode 0400", func(t *testing.T) { testSecretDefaultMode0400(t, admin, rt, node) })
 	t.Run("clusterTrustBundle", func(t *testing.T) { testClusterTrustBundleVolume(t, c, admin, rt, node) })
 	t.Run("podCertificate", func(t *testing.T) { testPodCertificateVolume(t, c, admin, rt, node) })
+	t.Run("image", func(t *testing.T) { testImageVolumeOnTheMock(t, admin, node) })
+}
+
+// testImageVolumeOnTheMock: an image volume (the real node's
+// yaml/real-node/image-volume.yaml) is pulled, and the mock runtime
+// refuses to mount it: the container waits in CreateContainerError, with
+// the mock's reason.
+func testImageVolumeOnTheMock(t *testing.T, admin kubernetes.Interface, node string) {
+	ctx := context.Background()
+	const ref = "docker.io/library/busybox:1.35.0"
+	_, err := admin.CoreV1().Pods("default").Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "image-volume"},
+		Spec: v1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](1), AutomountServiceAccountToken: ptr.To(false),
+			Containers: []v1.Container{{Name: "shell", Image: ref, Command: []string{"sleep", "infinity"},
+				VolumeMounts: []v1.VolumeMount{{Name: "volume", MountPath: "/volume"}}}},
+			Volumes: []v1.Volume{{Name: "volume", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{
+				Reference: ref, PullPolicy: v1.PullIfNotPresent}}}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var waiting *v1.ContainerStateWaiting
+	require.Eventually(t, func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "image-volume", metav1.GetOptions{})
+		require.NoError(t, err)
+		if cs := p.Status.ContainerStatuses; len(cs) == 1 {
+			waiting = cs[0].State.Waiting
+		}
+		return waiting != nil && waiting.Reason == "CreateContainerError"
+	}, time.Minute, 100*time.Millisecond, "waiting: %+v", waiting)
+	assert.Equal(t, "CreateContainer shell: mount /volume: image volume "+ref+": this runtime cannot mount an image's files (a real one can: containerd 2.1 or later)", waiting.Message)
+	require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, "image-volume", metav1.DeleteOptions{}))
 }
 
 // testSecretDefaultMode0400: the documentation's Secret

@@ -119,7 +119,7 @@ func TestServiceVariablesInTheEnvironment(t *testing.T) {
 			{Name: "API", Value: "$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"},
 		}}
 	h := &PodRuntimeHelper{Client: client, Services: testServices(t), ServicesSynced: func() bool { return true }}
-	opts, err := h.GenerateRunContainerOptions(context.Background(), pod, c, "", nil)
+	opts, err := h.GenerateRunContainerOptions(context.Background(), pod, c, "", nil, nil)
 	require.NoError(t, err)
 	env := envMap(opts.Envs)
 	assert.Equal(t, "explicit", env["KUBERNETES_SERVICE_HOST"], "env wins")
@@ -137,7 +137,7 @@ func TestServiceVariablesInTheEnvironment(t *testing.T) {
 	}
 
 	pod.Spec.EnableServiceLinks = ptr.To(false)
-	opts, err = h.GenerateRunContainerOptions(context.Background(), pod, &v1.Container{Name: "app"}, "", nil)
+	opts, err = h.GenerateRunContainerOptions(context.Background(), pod, &v1.Container{Name: "app"}, "", nil, nil)
 	require.NoError(t, err)
 	env = envMap(opts.Envs)
 	assert.Equal(t, "10.96.0.1", env["KUBERNETES_SERVICE_HOST"], "always")
@@ -149,11 +149,11 @@ func TestServiceVariablesInTheEnvironment(t *testing.T) {
 // KUBERNETES_SERVICE_HOST; a static pod does not.
 func TestNoEnvironmentBeforeTheServicesAreListed(t *testing.T) {
 	h := &PodRuntimeHelper{Client: fake.NewClientset(), Services: serviceLister(t), ServicesSynced: func() bool { return false }}
-	_, err := h.GenerateRunContainerOptions(context.Background(), envPod(), &v1.Container{Name: "app"}, "", nil)
+	_, err := h.GenerateRunContainerOptions(context.Background(), envPod(), &v1.Container{Name: "app"}, "", nil, nil)
 	assert.EqualError(t, err, "services have not yet been read at least once, cannot construct envvars")
 
 	static := envPod()
 	static.Annotations = map[string]string{kubetypes.ConfigSourceAnnotationKey: kubetypes.FileSource}
-	_, err = h.GenerateRunContainerOptions(context.Background(), static, &v1.Container{Name: "app"}, "", nil)
+	_, err = h.GenerateRunContainerOptions(context.Background(), static, &v1.Container{Name: "app"}, "", nil, nil)
 	assert.NoError(t, err)
 }

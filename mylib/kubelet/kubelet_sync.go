@@ -342,8 +342,8 @@ func (h runtimeHelper) helper() *PodRuntimeHelper {
 	return p
 }
 
-func (h runtimeHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string, podIPs []string) (*kubecontainer.RunContainerOptions, error) {
-	return h.helper().GenerateRunContainerOptions(ctx, pod, c, podIP, podIPs)
+func (h runtimeHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string, podIPs []string, imageVolumes kubecontainer.ImageVolumes) (*kubecontainer.RunContainerOptions, error) {
+	return h.helper().GenerateRunContainerOptions(ctx, pod, c, podIP, podIPs, imageVolumes)
 }
 
 func (h runtimeHelper) GetPodDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {

@@ -447,7 +447,9 @@ func (kl *Kubelet) ListVolumesForPod(uid types.UID) map[string]string {
 		return out
 	}
 	for name, mv := range kl.volumes.manager.GetMountedVolumesForPod(uid) {
-		out[name] = mv.Mounter.GetPath()
+		if p := mv.Mounter.GetPath(); p != "" { // an image volume has no directory
+			out[name] = p
+		}
 	}
 	return out
 }

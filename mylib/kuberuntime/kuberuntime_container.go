@@ -74,7 +74,7 @@ func errMessage(err error) string {
 // security context (security_context.go). A container that asks
 // runAsNonRoot but would run as root is refused here, as upstream's
 // verifyRunAsNonRoot. Unlike upstream there are no devices.
-func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Container, pod *v1.Pod, restartCount int, podIP, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Container, pod *v1.Pod, restartCount int, podIP, imageRef string, podIPs []string, imageVolumes kubecontainer.ImageVolumes) (*runtimeapi.ContainerConfig, error) {
 	var uid *int64
 	var username string
 	if needsImageUser(pod, container) {
@@ -90,7 +90,7 @@ func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Con
 	if err != nil {
 		return nil, err
 	}
-	opts, err := m.helper.GenerateRunContainerOptions(ctx, pod, container, podIP, podIPs)
+	opts, err := m.helper.GenerateRunContainerOptions(ctx, pod, container, podIP, podIPs, imageVolumes)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,8 @@ func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Con
 func makeMounts(opts *kubecontainer.RunContainerOptions, container *v1.Container) []*runtimeapi.Mount {
 	var mounts []*runtimeapi.Mount
 	for _, m := range opts.Mounts {
-		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: m.ContainerPath, HostPath: m.HostPath, Readonly: m.ReadOnly})
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: m.ContainerPath, HostPath: m.HostPath, Readonly: m.ReadOnly,
+			Image: m.Image, ImageSubPath: m.ImageSubPath})
 	}
 	if opts.PodContainerDir == "" || container.TerminationMessagePath == "" {
 		return mounts
@@ -155,12 +156,13 @@ func makeMounts(opts *kubecontainer.RunContainerOptions, container *v1.Container
 	return append(mounts, &runtimeapi.Mount{ContainerPath: containerPath, HostPath: path})
 }
 
-// startContainer pulls the image, creates the container and starts it,
-// recording events. Its attempt number is one more than the restart count
-// of the container it replaces. It returns a message and one of the Err
-// values (or an image error).
+// startContainer pulls the image, creates the container (with the pod's
+// pulled imageVolumes it mounts) and starts it, recording events. Its
+// attempt number is one more than the restart count of the container it
+// replaces. It returns a message and one of the Err values (or an image
+// error).
 func (m *Manager) startContainer(ctx context.Context, podSandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, container *v1.Container,
-	pod *v1.Pod, podStatus *kubecontainer.PodStatus, pullSecrets []v1.Secret, podIP string, podIPs []string) (string, error) {
+	pod *v1.Pod, podStatus *kubecontainer.PodStatus, pullSecrets []v1.Secret, podIP string, podIPs []string, imageVolumes kubecontainer.ImageVolumes) (string, error) {
 	ref := containerRef(pod, container)
 	imageRef, msg, err := m.EnsureImageExists(ctx, ref, container, pullSecrets, sandboxConfig)
 	if err != nil {
@@ -172,7 +174,7 @@ func (m *Manager) startContainer(ctx context.Context, podSandboxID string, sandb
 	if cs := podStatus.FindContainerStatusByName(container.Name); cs != nil {
 		restartCount = cs.RestartCount + 1
 	}
-	config, err := m.generateContainerConfig(ctx, container, pod, restartCount, podIP, imageRef, podIPs)
+	config, err := m.generateContainerConfig(ctx, container, pod, restartCount, podIP, imageRef, podIPs, imageVolumes)
 	if err != nil {
 		m.event(ref, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: "+err.Error())
 		return err.Error(), kubecontainer.ErrCreateContainerConfig

@@ -84,7 +84,7 @@ func TestEphemeralContainerSharesItsTargetsProcessNamespace(t *testing.T) {
 
 	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{debugger("debugger-1", "app"), debugger("debugger-2", "nope"), debugger("debugger-3", "")}
 	c := v1.Container(pod.Spec.EphemeralContainers[0].EphemeralContainerCommon)
-	cfg, err := f.m.generateContainerConfig(ctx, &c, pod, 0, "10.88.0.2", "sha256:abc", nil)
+	cfg, err := f.m.generateContainerConfig(ctx, &c, pod, 0, "10.88.0.2", "sha256:abc", nil, nil)
 	require.NoError(t, err)
 	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	require.NotNil(t, ns)
@@ -95,13 +95,13 @@ func TestEphemeralContainerSharesItsTargetsProcessNamespace(t *testing.T) {
 	assert.True(t, cfg.Tty)
 
 	c = v1.Container(pod.Spec.EphemeralContainers[1].EphemeralContainerCommon)
-	_, err = f.m.generateContainerConfig(ctx, &c, pod, 0, "10.88.0.2", "sha256:abc", nil)
+	_, err = f.m.generateContainerConfig(ctx, &c, pod, 0, "10.88.0.2", "sha256:abc", nil, nil)
 	assert.EqualError(t, err, "unable to find target container nope")
 
 	// No target, or a regular container: the pod's namespaces, the PID
 	// namespace the container's own.
 	for _, c := range []v1.Container{v1.Container(pod.Spec.EphemeralContainers[2].EphemeralContainerCommon), pod.Spec.Containers[0]} {
-		cfg, err = f.m.generateContainerConfig(ctx, &c, pod, 0, "10.88.0.2", "sha256:abc", nil)
+		cfg, err = f.m.generateContainerConfig(ctx, &c, pod, 0, "10.88.0.2", "sha256:abc", nil, nil)
 		require.NoError(t, err)
 		assert.Equal(t, runtimeapi.NamespaceMode_CONTAINER, cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid(), c.Name)
 	}
@@ -110,6 +110,6 @@ func TestEphemeralContainerSharesItsTargetsProcessNamespace(t *testing.T) {
 	_, err = f.rt.ContainerAction(app.ID.ID, fakeruntime.ActionKill)
 	require.NoError(t, err)
 	c = v1.Container(pod.Spec.EphemeralContainers[0].EphemeralContainerCommon)
-	_, err = f.m.generateContainerConfig(ctx, &c, pod, 0, "10.88.0.2", "sha256:abc", nil)
+	_, err = f.m.generateContainerConfig(ctx, &c, pod, 0, "10.88.0.2", "sha256:abc", nil, nil)
 	assert.EqualError(t, err, "unable to find target container app")
 }

@@ -49,7 +49,7 @@ var _ kubecontainer.Runtime = (*Manager)(nil)
 // written (no valueFrom, no $(VAR) expansion), hostname the pod's.
 type literalHelper struct{}
 
-func (literalHelper) GenerateRunContainerOptions(_ context.Context, _ *v1.Pod, c *v1.Container, _ string, _ []string) (*kubecontainer.RunContainerOptions, error) {
+func (literalHelper) GenerateRunContainerOptions(_ context.Context, _ *v1.Pod, c *v1.Container, _ string, _ []string, _ kubecontainer.ImageVolumes) (*kubecontainer.RunContainerOptions, error) {
 	opts := &kubecontainer.RunContainerOptions{}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
@@ -477,6 +477,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		return result
 	}
 
+	var pulls imageVolumePulls // the pod's image volumes, pulled before the first start
 	start := func(action kubecontainer.SyncAction, c *v1.Container) error {
 		r := kubecontainer.NewSyncResult(action, c.Name)
 		result.AddSyncResult(r)
@@ -484,7 +485,15 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			r.Fail(err, msg)
 			return err
 		}
-		if msg, err := m.startContainer(ctx, podSandboxID, sandboxConfig, c, pod, podStatus, pullSecrets, podIP, podIPs); err != nil {
+		if pulls == nil {
+			pulls = m.getImageVolumes(ctx, pod, sandboxConfig, pullSecrets)
+		}
+		imageVolumes, msg, err := m.toKubeContainerImageVolumes(pulls, c, pod)
+		if err != nil {
+			r.Fail(err, msg)
+			return err
+		}
+		if msg, err := m.startContainer(ctx, podSandboxID, sandboxConfig, c, pod, podStatus, pullSecrets, podIP, podIPs, imageVolumes); err != nil {
 			r.Fail(err, msg)
 			return err
 		}

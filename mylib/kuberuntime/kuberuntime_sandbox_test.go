@@ -54,7 +54,7 @@ func TestPidNamespaceForPod(t *testing.T) {
 			sb, err := m.generatePodSandboxConfig(pod, 0)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, sb.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid(), "sandbox")
-			c, err := m.generateContainerConfig(ctx, &pod.Spec.Containers[0], pod, 0, "10.88.0.2", "sha256:abc", nil)
+			c, err := m.generateContainerConfig(ctx, &pod.Spec.Containers[0], pod, 0, "10.88.0.2", "sha256:abc", nil, nil)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, c.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid(), "container")
 		})

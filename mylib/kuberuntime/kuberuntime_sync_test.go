@@ -214,7 +214,7 @@ func TestSyncPodContainerConfig(t *testing.T) {
 	f := newSyncFixture(t)
 	pod := webPod()
 	pod.Spec.InitContainers = nil
-	cfg, err := f.m.generateContainerConfig(context.Background(), &pod.Spec.Containers[0], pod, 2, "10.88.0.2", "sha256:abc", []string{"10.88.0.2"})
+	cfg, err := f.m.generateContainerConfig(context.Background(), &pod.Spec.Containers[0], pod, 2, "10.88.0.2", "sha256:abc", []string{"10.88.0.2"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"sh", "-c"}, cfg.Command)
 	assert.Equal(t, []string{"echo hello $HOME; " + serveUntilTERM}, cfg.Args, "$(VAR) expanded, $$ escaped")
@@ -360,11 +360,11 @@ type ipHelper struct {
 	ips map[string][]string
 }
 
-func (h *ipHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string, podIPs []string) (*kubecontainer.RunContainerOptions, error) {
+func (h *ipHelper) GenerateRunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string, podIPs []string, _ kubecontainer.ImageVolumes) (*kubecontainer.RunContainerOptions, error) {
 	h.mu.Lock()
 	h.ips[c.Name] = append([]string{podIP}, podIPs...)
 	h.mu.Unlock()
-	return h.literalHelper.GenerateRunContainerOptions(ctx, pod, c, podIP, podIPs)
+	return h.literalHelper.GenerateRunContainerOptions(ctx, pod, c, podIP, podIPs, nil)
 }
 
 // The runtime reports no IP for a hostNetwork pod's sandbox; its
@@ -393,4 +393,58 @@ func TestAHostNetworkPodsContainersGetTheIPsOfItsStatus(t *testing.T) {
 	require.NotEmpty(t, h.ips["sidecar"])
 	assert.NotEmpty(t, h.ips["sidecar"][0])
 	assert.NotEqual(t, "192.0.2.10", h.ips["sidecar"][0])
+}
+
+// An image volume is pulled with its pullPolicy before the containers
+// start; a container that mounts one whose pull failed waits with the
+// pull's reason, and one that does not mount it starts. A pulled one
+// reaches the runtime in the container's mount, which the mock refuses
+// with its reason.
+func TestSyncPodPullsImageVolumes(t *testing.T) {
+	f := newSyncFixture(t)
+	f.m.helper = imageMountsHelper{}
+	pod := webPod()
+	pod.Spec.InitContainers = nil
+	pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+		Image: &v1.ImageVolumeSource{Reference: "registry.example.com/data:v1", PullPolicy: v1.PullNever}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	res := f.m.SyncPod(context.Background(), pod, f.status(t, pod), nil, nil)
+	started := map[string]error{}
+	for _, r := range res.SyncResults {
+		if r.Action == kubecontainer.StartContainer {
+			started[r.Target.(string)] = r.Error
+		}
+	}
+	require.Len(t, started, 2)
+	assert.ErrorIs(t, started["app"], ErrImageNeverPull)
+	assert.NoError(t, started["sidecar"], "it does not mount the volume")
+	events := f.drain()
+	assert.Contains(t, events, `Warning ErrImageNeverPull Container image "registry.example.com/data:v1" is not present with pull policy of Never`)
+	assert.Contains(t, events, `Warning Failed Error: ErrImageNeverPull`)
+
+	pod.Spec.Volumes[0].Image = &v1.ImageVolumeSource{Reference: "busybox:1.37", PullPolicy: v1.PullIfNotPresent}
+	res = f.m.SyncPod(context.Background(), pod, f.status(t, pod), nil, nil)
+	var app *kubecontainer.SyncResult
+	for _, r := range res.SyncResults {
+		if r.Action == kubecontainer.StartContainer && r.Target == "app" {
+			app = r
+		}
+	}
+	require.NotNil(t, app, "app is started again")
+	assert.ErrorIs(t, app.Error, kubecontainer.ErrCreateContainer)
+	assert.Contains(t, app.Message, "mount /data: image volume busybox:1.37: this runtime cannot mount an image's files")
+}
+
+// imageMountsHelper mounts the image volumes it is given, as the
+// kubelet's makeMounts does.
+type imageMountsHelper struct{ literalHelper }
+
+func (imageMountsHelper) GenerateRunContainerOptions(_ context.Context, _ *v1.Pod, c *v1.Container, _ string, _ []string, images kubecontainer.ImageVolumes) (*kubecontainer.RunContainerOptions, error) {
+	opts := &kubecontainer.RunContainerOptions{}
+	for _, vm := range c.VolumeMounts {
+		if img := images[vm.Name]; img != nil {
+			opts.Mounts = append(opts.Mounts, kubecontainer.Mount{Name: vm.Name, ContainerPath: vm.MountPath, Image: img, ReadOnly: true})
+		}
+	}
+	return opts, nil
 }

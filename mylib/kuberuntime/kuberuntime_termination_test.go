@@ -27,7 +27,7 @@ type mountsHelper struct {
 	dir    string
 }
 
-func (h mountsHelper) GenerateRunContainerOptions(context.Context, *v1.Pod, *v1.Container, string, []string) (*kubecontainer.RunContainerOptions, error) {
+func (h mountsHelper) GenerateRunContainerOptions(context.Context, *v1.Pod, *v1.Container, string, []string, kubecontainer.ImageVolumes) (*kubecontainer.RunContainerOptions, error) {
 	return &kubecontainer.RunContainerOptions{Mounts: h.mounts, PodContainerDir: h.dir}, nil
 }
 
@@ -44,7 +44,7 @@ func TestGenerateContainerConfigMountsAndTerminationFile(t *testing.T) {
 		{Name: "config", ContainerPath: "/etc/config", HostPath: "/r/pods/uid-p/volumes/kubernetes.io~configmap/config", ReadOnly: true},
 		{Name: "k8s-managed-etc-hosts", ContainerPath: "/etc/hosts", HostPath: "/r/pods/uid-p/etc-hosts"},
 	}}}
-	cfg, err := m.generateContainerConfig(context.Background(), c, pod, 0, "10.0.0.2", "busybox", nil)
+	cfg, err := m.generateContainerConfig(context.Background(), c, pod, 0, "10.0.0.2", "busybox", nil, nil)
 	require.NoError(t, err)
 	require.Len(t, cfg.Mounts, 3)
 	assert.Equal(t, &runtimeapi.Mount{ContainerPath: "/etc/config", HostPath: "/r/pods/uid-p/volumes/kubernetes.io~configmap/config", Readonly: true}, cfg.Mounts[0])
@@ -61,13 +61,13 @@ func TestGenerateContainerConfigMountsAndTerminationFile(t *testing.T) {
 	assert.Zero(t, fi.Size())
 
 	// Each start has its own file.
-	cfg2, err := m.generateContainerConfig(context.Background(), c, pod, 1, "10.0.0.2", "busybox", nil)
+	cfg2, err := m.generateContainerConfig(context.Background(), c, pod, 1, "10.0.0.2", "busybox", nil, nil)
 	require.NoError(t, err)
 	assert.NotEqual(t, tm.HostPath, cfg2.Mounts[2].HostPath)
 
 	// Without a container directory (the kubelet gives no mounts) there is no file.
 	m.helper = mountsHelper{}
-	cfg, err = m.generateContainerConfig(context.Background(), c, pod, 0, "10.0.0.2", "busybox", nil)
+	cfg, err = m.generateContainerConfig(context.Background(), c, pod, 0, "10.0.0.2", "busybox", nil, nil)
 	require.NoError(t, err)
 	assert.Empty(t, cfg.Mounts)
 }

@@ -34,7 +34,7 @@ func (s *imageUser) ImageStatus(_ context.Context, r *runtimeapi.ImageStatusRequ
 func securityContextConfig(t *testing.T, images *imageUser, pod *v1.Pod) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	t.Helper()
 	m := &Manager{helper: literalHelper{}, podLogsDirectory: t.TempDir(), is: images}
-	cfg, err := m.generateContainerConfig(context.Background(), &pod.Spec.Containers[0], pod, 0, "10.88.0.2", "sha256:abc", nil)
+	cfg, err := m.generateContainerConfig(context.Background(), &pod.Spec.Containers[0], pod, 0, "10.88.0.2", "sha256:abc", nil, nil)
 	if err != nil {
 		return nil, err
 	}
