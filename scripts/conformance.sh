@@ -11,7 +11,7 @@
 # A benchmark, not part of scripts/test.sh; root only.
 #
 #   scripts/conformance.sh                       every [NodeConformance] spec, 4 processes (~25 min)
-#   scripts/conformance.sh --short               a few specs of each kind (CI)
+#   scripts/conformance.sh --short               a few specs of each kind, and three of --set conformance (CI)
 #   scripts/conformance.sh --focus 'Security Context|Sysctls|Downward API'
 #   scripts/conformance.sh --kubelet upstream    upstream's kubelet v1.37.1 instead
 #   scripts/conformance.sh --procs 2 --timeout 90m --specs node
@@ -83,7 +83,10 @@ UNBUILT_IMAGES=(
 
 # --short: a few specs of each kind the issue names (security context,
 # sysctls, admission, environment, volumes, probes and hooks, /etc/hosts,
-# the container runtime's basics).
+# the container runtime's basics); and three of the certification set's
+# (--set conformance) that are not [NodeConformance]: a ClusterTrustBundle
+# volume, a pod certificate volume, an in-place resize (SHORT_CONFORMANCE).
+SHORT_CONFORMANCE='should be able to mount a single ClusterTrustBundle by name|should honor UserAnnotations for SPIFFE URI path|Pod InPlace Resize Container resize pod via the replace endpoint'
 SHORT_FOCUS=''
 for p in \
   'runAsUser should run the container with uid 65534' \
@@ -232,6 +235,10 @@ if [[ "$set" == conformance ]]; then
   ginkgo_args+=(--label-filter 'Conformance && !NodeConformance')
   for d in common/node common/storage node auth; do ginkgo_args+=(--focus-file "test/e2e/$d/"); done
   [[ -n "$extra" ]] && ginkgo_args+=(--focus "$extra")
+elif $short; then
+  # The short subset is of both sets: their labels OR-ed, each with its
+  # patterns.
+  ginkgo_args+=(--label-filter 'NodeConformance || Conformance' --focus "${focus:+($focus)|}$SHORT_FOCUS|$SHORT_CONFORMANCE")
 elif [[ -n "$extra" ]]; then
   ginkgo_args+=(--label-filter NodeConformance --focus "$extra")
 else
@@ -243,7 +250,7 @@ e2e_args=(--kubeconfig "$KUBECONFIG" --provider local --kubectl-path "$BIN_DIR/k
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 what="[NodeConformance]"
 [[ "$set" == conformance ]] && what="[Conformance] but not [NodeConformance], of test/e2e/{common/node,common/storage,node,auth}"
-$short && what+=" of the --short subset"
+$short && what+=" of the --short subset, with three [Conformance] specs of the other set"
 [[ -n "$focus" ]] && what+=" and /$focus/"
 say "ginkgo: $procs processes, $what${focus_file:+ in $focus_file}, at most $timeout (report: $report_dir)"
 started=$SECONDS
