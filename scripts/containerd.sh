@@ -148,15 +148,20 @@ cmd_install() {
 # build_v2: containerd $CONTAINERD_V2_VERSION (containerd, ctr and the runc
 # shim) from the module scripts/tools/containerd, once.
 build_v2() {
-  local stamp_want stamp_file="$V2_BIN_DIR/.build-stamp" tools="$REPO_ROOT/scripts/tools/containerd"
+  local stamp_want stamp_file="$V2_BIN_DIR/.build-stamp" tools="$REPO_ROOT/scripts/tools/containerd" lock
   stamp_want="$(cat "$tools/go.mod" "$tools/go.sum" | sha256sum | cut -c1-16)"
+  mkdir -p "$V2_BIN_DIR"
+  # One build at a time: another run (a test of another package, on a
+  # first run) may be building it now; this one waits, then finds it built.
+  exec {lock}>"$V2_BIN_DIR/.build-lock"
+  flock "$lock"
   if [[ -x "$V2_BIN_DIR/containerd" && -x "$V2_BIN_DIR/ctr" && -x "$V2_BIN_DIR/containerd-shim-runc-v2" &&
     "$(cat "$stamp_file" 2>/dev/null)" == "$stamp_want" ]]; then
+    exec {lock}>&-
     return 0
   fi
   command -v go >/dev/null || die "go is not installed (need Go 1.26 to build containerd $CONTAINERD_V2_VERSION)"
   say "building containerd $CONTAINERD_V2_VERSION into $V2_BIN_DIR (once; a few minutes on 2 cores)"
-  mkdir -p "$V2_BIN_DIR"
   local v="github.com/containerd/containerd/v2/version"
   (cd "$tools" && CGO_ENABLED=0 go_progress "containerd $CONTAINERD_V2_VERSION" build -v -trimpath -tags no_btrfs,no_devmapper,no_zfs \
     -ldflags "-s -w -X $v.Version=$CONTAINERD_V2_VERSION -X $v.Package=github.com/containerd/containerd/v2" \
@@ -164,6 +169,7 @@ build_v2() {
     github.com/containerd/containerd/v2/cmd/ctr github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2) ||
     die "building containerd $CONTAINERD_V2_VERSION failed (see the go output above)"
   echo "$stamp_want" >"$stamp_file"
+  exec {lock}>&-
 }
 
 # install_crictl: crictl $CRICTL_VERSION, Kubernetes' CRI command line, from
