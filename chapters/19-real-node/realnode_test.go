@@ -319,7 +319,7 @@ cgroupRoot: %s
 				Containers: []v1.Container{{Name: "app", Image: busybox, Command: []string{"sleep", "3600"},
 					VolumeMounts: []v1.VolumeMount{{Name: "files", MountPath: "/volume"}, {Name: "files", MountPath: "/etc-of-image", SubPath: "etc"}}}}}}
 		}
-		sh("kubectl apply -f yaml/real-node/image-volume.yaml") // the README's
+		assert.Equal(t, "pod/image-volume created", sh("kubectl apply -f yaml/real-node/image-volume.yaml"), "the README's")
 		for _, p := range []*v1.Pod{imagePod("image-subpath", busybox, v1.PullIfNotPresent), imagePod("image-never", "docker.io/library/not-here:1", v1.PullNever)} {
 			_, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
 			require.NoError(t, err)
