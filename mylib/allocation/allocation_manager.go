@@ -110,6 +110,31 @@ func (m *Manager) GetActuatedResources(podUID types.UID, containerName string) (
 	return m.actuated.container(podUID, containerName)
 }
 
+// GetActuatedPodLevelResources returns the pod-level resources last
+// actuated for the pod (nil if it has none), and whether its pod-level
+// resources are recorded at all.
+func (m *Manager) GetActuatedPodLevelResources(podUID types.UID) (*v1.ResourceRequirements, bool) {
+	info, ok := m.actuated.pod(podUID)
+	if !ok || info.PodLevelResources == nil {
+		return nil, false
+	}
+	return info.PodLevelResources, true
+}
+
+// SetActuatedPodLevelResources records allocatedPod's pod-level resources
+// (spec.resources) as what the pod's cgroup and containers now apply
+// (upstream: the actuated state's SetPodLevelResources). A pod without
+// any is not recorded.
+func (m *Manager) SetActuatedPodLevelResources(allocatedPod *v1.Pod) error {
+	if allocatedPod.Spec.Resources == nil {
+		return nil
+	}
+	if err := m.actuated.setPodLevel(allocatedPod.UID, allocatedPod.Spec.Resources); err != nil {
+		return fmt.Errorf("set actuated pod-level resources of %s/%s: %w", allocatedPod.Namespace, allocatedPod.Name, err)
+	}
+	return nil
+}
+
 // RemovePod forgets the pod.
 func (m *Manager) RemovePod(uid types.UID) {
 	m.allocated.remove(uid)

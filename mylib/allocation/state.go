@@ -153,6 +153,21 @@ func (s *state) setContainer(uid types.UID, name string, r v1.ResourceRequiremen
 	return nil
 }
 
+// setPodLevel records r as uid's pod-level resources, and writes the file.
+func (s *state) setPodLevel(uid types.UID, r *v1.ResourceRequirements) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, had := s.pods[uid]
+	info := old.deepCopy()
+	info.PodLevelResources = r.DeepCopy()
+	s.pods[uid] = info
+	if err := s.store(); err != nil {
+		s.restore(uid, old, had)
+		return fmt.Errorf("pod %s pod-level resources: %w", uid, err)
+	}
+	return nil
+}
+
 // restore puts uid's record back as it was before a failed write. Caller
 // holds mu.
 func (s *state) restore(uid types.UID, old PodResourceInfo, had bool) {

@@ -2,6 +2,7 @@ package cm
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"mykubelet/mylib/lifecycle"
@@ -43,6 +44,36 @@ func MilliCPUToShares(milliCPU int64) uint64 {
 		return MinShares // the kernel's value for "no weight"
 	}
 	return uint64(min(max(milliCPU*SharesPerCPU/MilliCPUToCPU, MinShares), MaxShares))
+}
+
+// CPURequestsFromConfig is the CPU request a pod cgroup's shares stand
+// for, rounded up; nil without a config or below MinShares (upstream's
+// function of the same name).
+func CPURequestsFromConfig(cfg *ResourceConfig) *resource.Quantity {
+	if cfg == nil || cfg.CPUShares == nil || *cfg.CPUShares < MinShares {
+		return nil
+	}
+	milli := (int64(*cfg.CPUShares)*MilliCPUToCPU + SharesPerCPU - 1) / SharesPerCPU
+	return resource.NewMilliQuantity(milli, resource.DecimalSI)
+}
+
+// CPULimitsFromConfig is the CPU limit a pod cgroup's quota stands for;
+// nil without a config, without a period or with no quota (-1).
+func CPULimitsFromConfig(cfg *ResourceConfig) *resource.Quantity {
+	if cfg == nil || cfg.CPUPeriod == nil || *cfg.CPUPeriod == 0 || cfg.CPUQuota == nil || *cfg.CPUQuota <= 0 {
+		return nil
+	}
+	return resource.NewMilliQuantity(*cfg.CPUQuota*MilliCPUToCPU/int64(*cfg.CPUPeriod), resource.DecimalSI)
+}
+
+// MemoryLimitsFromConfig is a pod cgroup's memory limit as it reads (on
+// cgroup v1 "none" reads as a large page-aligned number, shown as it
+// is, as upstream does); nil without a config.
+func MemoryLimitsFromConfig(cfg *ResourceConfig) *resource.Quantity {
+	if cfg == nil || cfg.Memory == nil || *cfg.Memory <= 0 {
+		return nil
+	}
+	return resource.NewQuantity(*cfg.Memory, resource.BinarySI)
 }
 
 // CPUWeight is cgroup v2's cpu.weight for cpu.shares, as upstream's

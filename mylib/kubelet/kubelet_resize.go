@@ -57,10 +57,25 @@ import (
 	"k8s.io/klog/v2"
 
 	"mykubelet/mylib/allocation"
+	"mykubelet/mylib/cm"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/kubetypes"
 	kubelifecycle "mykubelet/mylib/lifecycle"
 )
+
+// InPlacePodLevelResourcesVerticalScaling is the feature a node declares
+// (status.declaredFeatures) when its kubelet resizes a pod's pod-level
+// resources in place: without it the API server refuses such a resize.
+const InPlacePodLevelResourcesVerticalScaling = "InPlacePodLevelResourcesVerticalScaling"
+
+// declaredFeatures are the features this node declares: the pod-level
+// resize with an allocation manager (a root directory), none without.
+func (kl *Kubelet) declaredFeatures() []string {
+	if kl.allocationManager == nil {
+		return nil
+	}
+	return []string{InPlacePodLevelResourcesVerticalScaling}
+}
 
 // minMilliCPULimit is the least CPU limit the kernel enforces, the least
 // quota (1 ms) in the CFS period (100 ms), as upstream's cm.MinMilliCPULimit.
@@ -347,8 +362,17 @@ func (kl *Kubelet) isResizeInProgressCondition(uid types.UID) bool {
 }
 
 // isPodResizeInProgress: a running resizable container (a regular one or
-// a sidecar) whose actuated CPU or memory differs from its allocation.
+// a sidecar) whose actuated CPU or memory differs from its allocation
+// (its limits as it gets them: the pod's where it sets none), or, for a
+// pod with pod-level resources, those actuated differing from those
+// allocated.
 func (kl *Kubelet) isPodResizeInProgress(allocatedPod *v1.Pod, podStatus *kubecontainer.PodStatus) bool {
+	if r := allocatedPod.Spec.Resources; r != nil {
+		if actuated, ok := kl.allocationManager.GetActuatedPodLevelResources(allocatedPod.UID); ok && !cpuMemoryEqual(*r, *actuated) {
+			return true
+		}
+	}
+	actuatedPod, _ := kl.allocationManager.GetActuatedPodLevelResources(allocatedPod.UID)
 	containers := slices.Clone(allocatedPod.Spec.Containers)
 	for _, c := range allocatedPod.Spec.InitContainers {
 		if kubecontainer.IsRestartableInitContainer(&c) {
@@ -361,15 +385,45 @@ func (kl *Kubelet) isPodResizeInProgress(allocatedPod *v1.Pod, podStatus *kubeco
 			continue // sized right when it (re)starts
 		}
 		actuated, _ := kl.allocationManager.GetActuatedResources(allocatedPod.UID, c.Name)
-		for _, l := range []struct{ allocated, actuated v1.ResourceList }{{c.Resources.Requests, actuated.Requests}, {c.Resources.Limits, actuated.Limits}} {
-			for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-				if !l.allocated[name].Equal(l.actuated[name]) {
-					return true
-				}
-			}
+		allocated := v1.ResourceRequirements{Requests: c.Resources.Requests, Limits: containerLimits(allocatedPod.Spec.Resources, c.Resources)}
+		actuated.Limits = containerLimits(actuatedPod, actuated)
+		if !cpuMemoryEqual(allocated, actuated) {
+			return true
 		}
 	}
 	return false
+}
+
+// cpuMemoryEqual: a and b have the same CPU and memory requests and limits.
+func cpuMemoryEqual(a, b v1.ResourceRequirements) bool {
+	for _, l := range []struct{ a, b v1.ResourceList }{{a.Requests, b.Requests}, {a.Limits, b.Limits}} {
+		for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			if !l.a[name].Equal(l.b[name]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// containerLimits are the limits a container gets: its own, and the
+// pod's (podLevel, its spec.resources) for a CPU or memory limit it does
+// not set (upstream: GetLimits in pkg/kubelet/util).
+func containerLimits(podLevel *v1.ResourceRequirements, r v1.ResourceRequirements) v1.ResourceList {
+	limits := r.Limits.DeepCopy()
+	if podLevel == nil {
+		return limits
+	}
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		own := limits[name]
+		if q, ok := podLevel.Limits[name]; ok && !q.IsZero() && own.IsZero() {
+			if limits == nil {
+				limits = v1.ResourceList{}
+			}
+			limits[name] = q.DeepCopy()
+		}
+	}
+	return limits
 }
 
 // withResizeConditions appends the pod's resize conditions to s.
@@ -381,4 +435,83 @@ func (kl *Kubelet) withResizeConditions(pod *v1.Pod, s *v1.PodStatus) {
 		c.ObservedGeneration = pod.Generation
 		s.Conditions = append(s.Conditions, *c)
 	}
+}
+
+// setPodLevelResourcesStatus fills the pod's status.allocatedResources
+// (the allocated pod's requests, summed over its containers or its
+// pod-level ones) and status.resources, as upstream's generateAPIPodStatus
+// does for every pod (InPlacePodLevelResourcesVerticalScaling, on by
+// default): for a running pod, what its cgroup applies
+// (convertToAPIPodLevelResourcesStatus); for any other, its allocated
+// requests and limits. Without a pod cgroup (the mock runtime's node)
+// the allocated ones stand for what is applied: the runtime applies
+// them to each container, and nothing else could be read.
+func (kl *Kubelet) setPodLevelResourcesStatus(pod *v1.Pod, s *v1.PodStatus, old v1.PodStatus) {
+	allocatedPod := pod
+	if kl.allocationManager != nil {
+		allocatedPod, _ = kl.allocationManager.UpdatePodFromAllocation(pod)
+	}
+	s.AllocatedResources = kubelifecycle.PodRequests(allocatedPod)
+	effective := &v1.ResourceRequirements{Requests: s.AllocatedResources.DeepCopy(), Limits: cm.PodLimits(allocatedPod)}
+	if pod.Status.Phase != v1.PodRunning || kl.containerManager == nil {
+		s.Resources = effective
+		return
+	}
+	pcm := kl.containerManager.NewPodContainerManager()
+	memoryConfig, merr := pcm.GetPodCgroupConfig(allocatedPod, v1.ResourceMemory)
+	cpuConfig, cerr := pcm.GetPodCgroupConfig(allocatedPod, v1.ResourceCPU)
+	if merr == nil && cerr == nil && memoryConfig == nil && cpuConfig == nil {
+		s.Resources = effective // no pod cgroup
+		return
+	}
+	resources := allocatedPod.Spec.Resources.DeepCopy()
+	if resources == nil {
+		resources = &v1.ResourceRequirements{}
+	}
+	if resources.Requests == nil {
+		resources.Requests = v1.ResourceList{}
+	}
+	if resources.Limits == nil {
+		resources.Limits = v1.ResourceList{}
+	}
+	// preserve keeps the last status's value of what the cgroup could not
+	// tell, while the pod runs on.
+	preserve := func(name v1.ResourceName, from, to v1.ResourceList) {
+		if old.Phase == v1.PodRunning && old.Resources != nil {
+			if q, ok := from[name]; ok {
+				to[name] = q.DeepCopy()
+			}
+		}
+	}
+	var oldResources v1.ResourceRequirements
+	if old.Resources != nil {
+		oldResources = *old.Resources
+	}
+	// A value at or below the least the kernel enforces shows as
+	// allocated when both are: the cgroup's reads back rounded.
+	if q := cm.CPURequestsFromConfig(cpuConfig); q != nil {
+		if q.MilliValue() > cm.MinShares || resources.Requests.Cpu().MilliValue() > cm.MinShares {
+			resources.Requests[v1.ResourceCPU] = *q
+		}
+	} else {
+		preserve(v1.ResourceCPU, oldResources.Requests, resources.Requests)
+	}
+	if _, ok := resources.Requests[v1.ResourceMemory]; !ok {
+		if q, ok := s.AllocatedResources[v1.ResourceMemory]; ok {
+			resources.Requests[v1.ResourceMemory] = q.DeepCopy()
+		}
+	}
+	if q := cm.CPULimitsFromConfig(cpuConfig); q != nil {
+		if q.MilliValue() > minMilliCPULimit || resources.Limits.Cpu().MilliValue() > minMilliCPULimit {
+			resources.Limits[v1.ResourceCPU] = *q
+		}
+	} else {
+		preserve(v1.ResourceCPU, oldResources.Limits, resources.Limits)
+	}
+	if q := cm.MemoryLimitsFromConfig(memoryConfig); q != nil {
+		resources.Limits[v1.ResourceMemory] = *q
+	} else {
+		preserve(v1.ResourceMemory, oldResources.Limits, resources.Limits)
+	}
+	s.Resources = resources
 }

@@ -207,6 +207,34 @@ func TestResizeActuationOnARealControlPlane(t *testing.T) {
 	linux = resp.GetStatus().GetResources().GetLinux()
 	assert.Equal(t, int64(64<<20), linux.GetMemoryLimitInBytes(), "the pod's memory limit")
 	assert.Equal(t, int64(20000), linux.GetCpuQuota(), "the pod's CPU limit")
+	assert.Equal(t, "100m", pod.Status.AllocatedResources.Cpu().String(), "status.allocatedResources: the pod's requests")
+	require.NotNil(t, pod.Status.Resources, "status.resources")
+	assert.Equal(t, "200m", pod.Status.Resources.Limits.Cpu().String())
+
+	// Its pod-level resize: the API server takes it only from a node that
+	// declares the feature; the container, which takes the pod's limits,
+	// gets the new CPU limit in place.
+	node, err := admin.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, node.Status.DeclaredFeatures, "InPlacePodLevelResourcesVerticalScaling")
+	pod.Spec.Resources.Limits[v1.ResourceCPU] = resource.MustParse("300m")
+	resized, err = admin.CoreV1().Pods("default").UpdateResize(ctx, "pod-level", pod, metav1.UpdateOptions{})
+	require.NoError(t, err, "a pod-level resize, on a node that declares it")
+	require.Eventually(t, func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "pod-level", metav1.GetOptions{})
+		if err != nil || p.Status.ObservedGeneration < resized.Generation || hasResizeCondition(p) || p.Status.Resources == nil {
+			return false
+		}
+		pod = p
+		return p.Status.Resources.Limits.Cpu().String() == "300m"
+	}, time.Minute, 100*time.Millisecond, "the pod-level resize is applied and no longer in progress")
+	cs = pod.Status.ContainerStatuses[0]
+	_, id2, _ := strings.Cut(cs.ContainerID, "://")
+	assert.Equal(t, id, id2, "resized in place, not replaced")
+	assert.Equal(t, int32(0), cs.RestartCount)
+	resp, err = runtime.RuntimeService().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	require.NoError(t, err)
+	assert.Equal(t, int64(30000), resp.GetStatus().GetResources().GetLinux().GetCpuQuota(), "the pod's new CPU limit")
 }
 
 // startResizeNode runs a Kubelet with admission and a root directory, on

@@ -273,3 +273,38 @@ func TestRestartInTheMiddleOfADeferredResizeAdmitsWithTheAllocation(t *testing.T
 	require.Len(t, conds, 1)
 	assert.Equal(t, v1.PodReasonDeferred, conds[0].Reason)
 }
+
+// A pod-level resize (spec.resources) of a running pod is allocated and
+// in progress until the pod-level resources are actuated, even when no
+// container's own resources change.
+func TestAcceptedPodLevelResizeIsInProgressUntilActuated(t *testing.T) {
+	f := newResizeFixture(t)
+	ctx := context.Background()
+	web := created(apiPod("web", "u1"), t0)
+	podLevel := v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("128Mi")}}
+	podLevel.Limits = podLevel.Requests.DeepCopy()
+	web.Spec.Resources = &podLevel
+	web = sized(web, "100m", "64Mi") // its container's own: a pod-level change leaves them
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{web}}, nil, false, false)
+	require.NoError(t, f.kl.allocationManager.SetActuatedResources(web, nil))
+	f.kl.podCache.Set(web.UID, &kubecontainer.PodStatus{ID: web.UID, ContainerStatuses: []*kubecontainer.Status{
+		{Name: "c", State: kubecontainer.ContainerStateRunning}}}, nil, t0)
+
+	resized := web.DeepCopy()
+	resized.Spec.Resources.Limits[v1.ResourceCPU] = resource.MustParse("300m")
+	resized.Spec.Resources.Requests[v1.ResourceCPU] = resource.MustParse("300m")
+	resized.Generation = 2
+	f.iterate(ctx, &kubetypes.PodUpdate{Op: kubetypes.UPDATE, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{resized}}, nil, false, false)
+	allocated, _ := f.kl.allocationManager.UpdatePodFromAllocation(web)
+	assert.Equal(t, "300m", allocated.Spec.Resources.Limits.Cpu().String(), "the pod-level resize is allocated")
+	conds := resizeConditions(f.kl, resized)
+	require.Len(t, conds, 1)
+	assert.Equal(t, v1.PodResizeInProgress, conds[0].Type)
+
+	// Actuated (the runtime manager records the pod-level resources once
+	// the pod cgroup and every container that takes its limits have
+	// them): no longer in progress.
+	require.NoError(t, f.kl.allocationManager.SetActuatedPodLevelResources(resized))
+	f.kl.updateResizeInProgress(resized)
+	assert.Empty(t, resizeConditions(f.kl, resized))
+}

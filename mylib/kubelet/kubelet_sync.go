@@ -315,6 +315,7 @@ func (kl *Kubelet) apiPodStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus,
 	s := generateAPIPodStatusProbed(pod, podStatus, old, podIsTerminal, kl.getHostIPs(), kl.reasonCache, probes, kl.allocations())
 	applyPodSyncHandlers(kl.lifecycle.podSyncHandlers, pod, &s)
 	kl.withResizeConditions(pod, &s)
+	kl.setPodLevelResourcesStatus(pod, &s, old)
 	return s
 }
 

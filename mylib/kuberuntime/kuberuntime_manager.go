@@ -107,6 +107,11 @@ type podActions struct {
 	// resizePolicy says RestartContainer), so the pod's cgroup is
 	// resized, between the kill and the start.
 	UpdatePodResources bool
+	// UpdatePodLevelResources: the pod's allocated pod-level resources
+	// (spec.resources) differ from those actuated, so the pod's cgroup
+	// is resized and the new ones recorded as actuated
+	// (computePodLevelResourcesResizeAction).
+	UpdatePodLevelResources bool
 }
 
 // shouldRestartOnFailure tells whether failed containers are started again.
@@ -384,7 +389,9 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 		// so the sidecars are stopped too, not restarted.
 		changes.KillPod = true
 		changes.InitContainersToStart = nil
+		return changes
 	}
+	changes.UpdatePodLevelResources = m.computePodLevelResourcesResizeAction(pod)
 	return changes
 }
 
@@ -429,7 +436,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 	// Resize in place, before starting anything, as upstream (whose step
 	// 7 comes after its init containers, which a running pod has no new
 	// ones of).
-	if len(changes.ContainersToUpdate) > 0 || changes.UpdatePodResources {
+	if len(changes.ContainersToUpdate) > 0 || changes.UpdatePodResources || changes.UpdatePodLevelResources {
 		result.AddSyncResult(m.doPodResizeAction(ctx, pod, changes))
 	}
 
@@ -446,6 +453,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			m.event(containerRef(pod, nil), v1.EventTypeWarning, events.FailedCreatePodSandBox, "Failed to create pod sandbox: "+errMessage(err))
 			return result
 		}
+		// The new sandbox (and its pod cgroup, made before it) has the
+		// pod's pod-level resources: they are actuated (upstream:
+		// UpdateActuatedPodLevelResources, once the pod cgroup exists).
+		m.setActuatedPodLevelResources(pod)
 		resp, err := m.rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: podSandboxID})
 		if err != nil || resp.GetStatus() == nil {
 			if err == nil {
@@ -555,6 +566,8 @@ func (m *Manager) killPodWithSyncResult(ctx context.Context, pod *v1.Pod, runnin
 type AllocationManager interface {
 	GetActuatedResources(podUID types.UID, containerName string) (v1.ResourceRequirements, bool)
 	SetActuatedResources(allocatedPod *v1.Pod, container *v1.Container) error
+	GetActuatedPodLevelResources(podUID types.UID) (*v1.ResourceRequirements, bool)
+	SetActuatedPodLevelResources(allocatedPod *v1.Pod) error
 }
 
 // ContainerManager is what in-place pod resize needs of the container
@@ -625,6 +638,49 @@ func containerResourcesOf(r v1.ResourceRequirements) containerResources {
 	}
 }
 
+// containerResourcesFromRequirements is containerResourcesOf with the
+// limits the container gets: a CPU or memory limit it does not set is
+// the pod's (podLevel, its spec.resources), as upstream's function of
+// the same name. So a pod-level limit that changes resizes the
+// containers that take it.
+func containerResourcesFromRequirements(podLevel *v1.ResourceRequirements, r v1.ResourceRequirements) containerResources {
+	out := containerResourcesOf(r)
+	if podLevel == nil {
+		return out
+	}
+	if out.cpuLimit == 0 {
+		out.cpuLimit = podLevel.Limits.Cpu().MilliValue()
+	}
+	if out.memoryLimit == 0 {
+		out.memoryLimit = podLevel.Limits.Memory().Value()
+	}
+	return out
+}
+
+// actuatedPodLevelResources is what was last actuated of the pod's
+// pod-level resources: nil if none is recorded.
+func (m *Manager) actuatedPodLevelResources(uid types.UID) *v1.ResourceRequirements {
+	r, _ := m.allocationManager.GetActuatedPodLevelResources(uid)
+	return r
+}
+
+// computePodLevelResourcesResizeAction says whether the pod's allocated
+// pod-level CPU and memory differ from those last actuated (upstream's
+// function of the same name). A pod with pod-level resources and no
+// record of them is compared with zero values, as upstream: one more
+// (idempotent) resize of its cgroup.
+func (m *Manager) computePodLevelResourcesResizeAction(pod *v1.Pod) bool {
+	if m.allocationManager == nil || pod.Spec.Resources == nil {
+		return false
+	}
+	desired := containerResourcesOf(*pod.Spec.Resources)
+	var current containerResources
+	if r := m.actuatedPodLevelResources(pod.UID); r != nil {
+		current = containerResourcesOf(*r)
+	}
+	return desired != current
+}
+
 // containerToUpdateInfo is a running container whose resources
 // UpdateContainerResources changes in place.
 type containerToUpdateInfo struct {
@@ -653,7 +709,8 @@ func (m *Manager) computePodResizeAction(pod *v1.Pod, idx int, cs *kubecontainer
 	}
 	c := &pod.Spec.Containers[idx]
 	actuated, _ := m.allocationManager.GetActuatedResources(pod.UID, c.Name)
-	desired, current := containerResourcesOf(c.Resources), containerResourcesOf(actuated)
+	desired := containerResourcesFromRequirements(pod.Spec.Resources, c.Resources)
+	current := containerResourcesFromRequirements(m.actuatedPodLevelResources(pod.UID), actuated)
 	if desired == current {
 		return true
 	}
@@ -732,7 +789,22 @@ func (m *Manager) doPodResizeAction(ctx context.Context, pod *v1.Pod, changes po
 	for _, u := range changes.ContainersToUpdate {
 		m.setActuatedResources(pod, u.container)
 	}
+	if changes.UpdatePodLevelResources {
+		m.setActuatedPodLevelResources(pod)
+	}
 	return r
+}
+
+// setActuatedPodLevelResources records the pod's pod-level resources as
+// actuated. A failure is logged, as setActuatedResources does: the next
+// sync resizes again.
+func (m *Manager) setActuatedPodLevelResources(pod *v1.Pod) {
+	if m.allocationManager == nil {
+		return
+	}
+	if err := m.allocationManager.SetActuatedPodLevelResources(pod); err != nil {
+		klog.ErrorS(err, "Failed to record the pod's actuated pod-level resources", "pod", klog.KObj(pod))
+	}
 }
 
 // podCgroupResize is the pod cgroup's part of a resize: the configs to

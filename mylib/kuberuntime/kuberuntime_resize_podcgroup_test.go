@@ -252,3 +252,45 @@ func TestRealCgroupsDoPodResizeActionResizesThePodCgroup(t *testing.T) {
 	assert.Equal(t, "204", read("cpu", "cpu.shares"))
 	assert.Equal(t, "10000", read("cpu", "a/cpu.cfs_quota_us"))
 }
+
+// A pod-level resize (the documentation's pod-level-resize-demo, its CPU
+// from 200m to 300m): the pod cgroup's quota and shares grow first, then
+// the container that takes the pod's limit gets it; the pod-level
+// resources are recorded as actuated only when all of it succeeded.
+func TestDoPodResizeActionResizesPodLevelResources(t *testing.T) {
+	pod := func(cpu string) *v1.Pod {
+		p := testPod(v1.RestartPolicyAlways, nil, "pause")
+		podLevel := cpuMemory(cpu, "200Mi")
+		p.Spec.Resources = &podLevel
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		setErr error
+		want   resizeLog
+	}{
+		{name: "grown: the pod cgroup, then the container", want: resizeLog{"pod quota=30000", "pod shares=307", "container pause memory=200Mi quota=30000"}},
+		{name: "the pod cgroup refuses: not actuated", setErr: errors.New("invalid argument")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log resizeLog
+			pc := &fakePodCgroup{log: &log, memory: 200 << 20, quota: 20000, shares: 204, setErr: tc.setErr}
+			actuated := actuatedRecord{}
+			m := &Manager{rs: loggingRuntime{log: &log}, allocationManager: actuated, containerManager: fakeContainerManager{pc}}
+			resized := pod("300m")
+			changes := podActions{UpdatePodLevelResources: true, ContainersToUpdate: []containerToUpdateInfo{
+				{container: &resized.Spec.Containers[0], kubeContainerID: kubecontainer.ContainerID{Type: "fake", ID: "pause"}}}}
+			r := m.doPodResizeAction(context.Background(), resized, changes)
+			assert.Equal(t, tc.want, log)
+			if tc.setErr != nil {
+				assert.ErrorIs(t, r.Error, kubecontainer.ErrResizePodInPlace)
+				assert.NotContains(t, actuated, podLevel, "a failed resize is not actuated")
+				return
+			}
+			require.NoError(t, r.Error)
+			got, ok := actuated.GetActuatedPodLevelResources(resized.UID)
+			require.True(t, ok, "the pod-level resources are actuated")
+			assert.Equal(t, "300m", got.Limits.Cpu().String())
+		})
+	}
+}

@@ -29,6 +29,25 @@ func (a actuatedRecord) SetActuatedResources(_ *v1.Pod, c *v1.Container) error {
 	return nil
 }
 
+// podLevel is the record's key for the pod-level resources: no container
+// is named "".
+const podLevel = ""
+
+func (a actuatedRecord) GetActuatedPodLevelResources(types.UID) (*v1.ResourceRequirements, bool) {
+	r, ok := a[podLevel]
+	if !ok {
+		return nil, false
+	}
+	return &r, true
+}
+
+func (a actuatedRecord) SetActuatedPodLevelResources(pod *v1.Pod) error {
+	if pod.Spec.Resources != nil {
+		a[podLevel] = *pod.Spec.Resources.DeepCopy()
+	}
+	return nil
+}
+
 func cpuMemory(cpu, memory string) v1.ResourceRequirements {
 	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(memory)}
 	return v1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()}
@@ -186,4 +205,75 @@ func TestSyncPodLeavesAResizeBelowUsageInProgress(t *testing.T) {
 	require.NoError(t, f.m.SyncPod(ctx, fits, f.status(t, pod), nil, nil).Error())
 	got, _ := am.GetActuatedResources(pod.UID, "app")
 	assert.Equal(t, "80Mi", got.Limits.Memory().String())
+}
+
+// TestSyncPodResizesPodLevelResources: the documentation's
+// pod-level-resize-demo, on the mock runtime. Its pod-level CPU goes
+// from 200m to 300m: "pause", which sets no CPU limit of its own and
+// whose CPU resizePolicy is NotRequired, gets the pod's new limit in
+// place; "nginx-server", whose policy is RestartContainer, is restarted
+// with it; the pod-level resources are recorded as actuated, and the
+// next sync has nothing to do.
+func TestSyncPodResizesPodLevelResources(t *testing.T) {
+	ctx := context.Background()
+	f := newSyncFixture(t)
+	am, err := allocation.NewManager(t.TempDir())
+	require.NoError(t, err)
+	f.m.SetAllocationManager(am)
+	pod := testPod(v1.RestartPolicyAlways, nil, "pause", "nginx-server")
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Command = []string{"sh", "-c", serveUntilTERM}
+	}
+	policy := func(cpu, memory v1.ResourceResizeRestartPolicy) []v1.ContainerResizePolicy {
+		return []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: cpu}, {ResourceName: v1.ResourceMemory, RestartPolicy: memory}}
+	}
+	pod.Spec.Containers[0].ResizePolicy = policy(v1.NotRequired, v1.RestartContainer)
+	pod.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("100Mi")}
+	pod.Spec.Containers[1].ResizePolicy = policy(v1.RestartContainer, v1.RestartContainer)
+	podLevel := cpuMemory("200m", "200Mi")
+	pod.Spec.Resources = &podLevel
+
+	require.NoError(t, f.m.SyncPod(ctx, pod, f.status(t, pod), nil, nil).Error())
+	got, ok := am.GetActuatedPodLevelResources(pod.UID)
+	require.True(t, ok, "a new sandbox's pod-level resources are actuated")
+	assert.Equal(t, "200m", got.Limits.Cpu().String())
+	before := f.status(t, pod)
+	quota := func(name string) int64 {
+		t.Helper()
+		cs := f.status(t, pod).FindContainerStatusByName(name)
+		require.NotNil(t, cs)
+		resp, err := f.m.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cs.ID.ID})
+		require.NoError(t, err)
+		return resp.GetStatus().GetResources().GetLinux().GetCpuQuota()
+	}
+	require.Equal(t, int64(20000), quota("pause"), "a container with no CPU limit of its own gets the pod's")
+
+	resized := pod.DeepCopy()
+	resized.Spec.Resources = &v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("300m"), v1.ResourceMemory: resource.MustParse("200Mi")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("300m"), v1.ResourceMemory: resource.MustParse("200Mi")},
+	}
+	changes := f.m.computePodActions(resized, before)
+	assert.True(t, changes.UpdatePodLevelResources, "the pod-level resources changed")
+	require.Len(t, changes.ContainersToUpdate, 1)
+	assert.Equal(t, "pause", changes.ContainersToUpdate[0].container.Name)
+	assert.Equal(t, []int{1}, changes.ContainersToStart, "nginx-server's CPU policy is RestartContainer")
+
+	require.NoError(t, f.m.SyncPod(ctx, resized, before, nil, nil).Error())
+	after := f.status(t, pod)
+	pauseBefore, pauseAfter := before.FindContainerStatusByName("pause"), after.FindContainerStatusByName("pause")
+	require.NotNil(t, pauseAfter)
+	assert.Equal(t, pauseBefore.ID, pauseAfter.ID, "pause is resized in place")
+	assert.Equal(t, int64(30000), quota("pause"), "with the pod's new CPU limit")
+	nginx := after.FindContainerStatusByName("nginx-server")
+	require.NotNil(t, nginx)
+	assert.NotEqual(t, before.FindContainerStatusByName("nginx-server").ID, nginx.ID, "nginx-server is restarted")
+	assert.Equal(t, int64(30000), quota("nginx-server"), "and starts with the pod's new CPU limit")
+	got, _ = am.GetActuatedPodLevelResources(pod.UID)
+	assert.Equal(t, "300m", got.Limits.Cpu().String(), "the pod-level resize is actuated")
+
+	changes = f.m.computePodActions(resized, f.status(t, pod))
+	assert.False(t, changes.UpdatePodLevelResources)
+	assert.Empty(t, changes.ContainersToUpdate)
+	assert.Empty(t, changes.ContainersToStart, "once actuated, nothing more to do")
 }
