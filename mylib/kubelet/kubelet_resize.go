@@ -490,7 +490,12 @@ func (kl *Kubelet) setPodLevelResourcesStatus(pod *v1.Pod, s *v1.PodStatus, old 
 	// A value at or below the least the kernel enforces shows as
 	// allocated when both are: the cgroup's reads back rounded.
 	if q := cm.CPURequestsFromConfig(cpuConfig); q != nil {
-		if q.MilliValue() > cm.MinShares || resources.Requests.Cpu().MilliValue() > cm.MinShares {
+		// On cgroup v2 the shares are kept as a coarser cpu.weight: shares
+		// that read back as the allocated request's would after that round
+		// trip show the allocated request, as upstream's do.
+		allocatedShares := cm.MilliCPUToShares(resources.Requests.Cpu().MilliValue())
+		roundTrip := *cpuConfig.CPUShares == cm.CPUWeightToShares(cm.CPUWeight(allocatedShares))
+		if (q.MilliValue() > cm.MinShares || resources.Requests.Cpu().MilliValue() > cm.MinShares) && !roundTrip {
 			resources.Requests[v1.ResourceCPU] = *q
 		}
 	} else {

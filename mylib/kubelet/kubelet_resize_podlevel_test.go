@@ -45,6 +45,7 @@ func TestPodLevelResourcesStatus(t *testing.T) {
 		Containers: []v1.Container{{Name: "pause", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: q("100m")}}}},
 	}}
 	shares, quota, period, memory := uint64(307), int64(30000), uint64(100000), int64(300<<20)
+	v2Shares := cm.CPUWeightToShares(cm.CPUWeight(cm.MilliCPUToShares(200))) // 204 shares, weight 8, read back as 185 (181m)
 	cgroup := podCgroupReader{cpu: &cm.ResourceConfig{CPUShares: &shares, CPUQuota: &quota, CPUPeriod: &period}, memory: &cm.ResourceConfig{Memory: &memory}}
 	oldRunning := v1.PodStatus{Phase: v1.PodRunning, Resources: &v1.ResourceRequirements{
 		Requests: v1.ResourceList{v1.ResourceCPU: q("250m")}, Limits: v1.ResourceList{v1.ResourceCPU: q("250m"), v1.ResourceMemory: q("250Mi")}}}
@@ -60,6 +61,9 @@ func TestPodLevelResourcesStatus(t *testing.T) {
 			cpuReq: "200m", cpuLim: "200m", memReq: "200Mi", memLimit: "200Mi"},
 		{name: "running: what the pod cgroup applies", phase: v1.PodRunning, cm: cgroup,
 			cpuReq: "300m", cpuLim: "300m", memReq: "200Mi", memLimit: "300Mi"},
+		{name: "running, cgroup v2: shares read back through cpu.weight show the allocated request", phase: v1.PodRunning,
+			cm: podCgroupReader{cpu: &cm.ResourceConfig{CPUShares: &v2Shares, CPUQuota: &quota, CPUPeriod: &period}, memory: &cm.ResourceConfig{Memory: &memory}},
+			cpuReq: "200m", cpuLim: "300m", memReq: "200Mi", memLimit: "300Mi"},
 		{name: "running, no pod cgroup: the allocated ones", phase: v1.PodRunning, cm: cm.NewStubContainerManager(),
 			cpuReq: "200m", cpuLim: "200m", memReq: "200Mi", memLimit: "200Mi"},
 		{name: "running, the cgroup unreadable: the last status's values", phase: v1.PodRunning, cm: podCgroupReader{err: errors.New("gone")}, old: oldRunning,
