@@ -14,6 +14,7 @@
 //	pod, changed := m.UpdatePodFromAllocation(pod) // before syncing it
 //	err = m.SetAllocatedResources(pod)             // once the pod (or its resize) is admitted
 //	err = m.SetActuatedResources(pod, &container)  // once the runtime has applied it
+//	err = m.SetActuatedPodLevelResources(pod)      // once the pod's cgroup and containers have its spec.resources
 //	m.RemoveOrphanedPods(podUIDs)                  // at housekeeping
 //
 // Where it departs from upstream, and why (one line each):

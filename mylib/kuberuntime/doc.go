@@ -33,15 +33,17 @@
 //	result := m.SyncPod(ctx, pod, podStatus, pullSecrets, backOff)
 //
 // Where it departs from upstream, and why (one line each):
-//   - mounts are the kubelet's (volumes, /etc/hosts) and the
-//     termination-message file, without propagation, SELinux or image
-//     volumes; the termination message is read without following a
+//   - mounts are the kubelet's (volumes, /etc/hosts, image volumes,
+//     which the runtime mounts) and the termination-message file, without
+//     propagation or SELinux; the termination message is read without following a
 //     symlink, and upstream's pod-wide cap on messages (12 KiB) is not
 //     applied;
 //   - in-place resize (SetAllocationManager, SetContainerManager) gives
 //     each container one UpdateContainerResources for CPU and memory at
 //     once, between the pod cgroup's growth and its shrinking (upstream:
 //     memory, then CPU, each in that order), and no sidecar is resized;
+//     a pod-level resize does not call CRI UpdatePodSandboxResources (a
+//     notice to the runtime, which applies nothing itself);
 //   - httpGet hooks dial only what the probes may (SetLifecycleHTTPDial);
 //   - a sidecar (restartable init container) whose spec changed keeps
 //     running (upstream replaces it), and the sidecars' turn to stop is
