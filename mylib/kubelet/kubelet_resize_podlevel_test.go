@@ -62,7 +62,7 @@ func TestPodLevelResourcesStatus(t *testing.T) {
 		{name: "running: what the pod cgroup applies", phase: v1.PodRunning, cm: cgroup,
 			cpuReq: "300m", cpuLim: "300m", memReq: "200Mi", memLimit: "300Mi"},
 		{name: "running, cgroup v2: shares read back through cpu.weight show the allocated request", phase: v1.PodRunning,
-			cm: podCgroupReader{cpu: &cm.ResourceConfig{CPUShares: &v2Shares, CPUQuota: &quota, CPUPeriod: &period}, memory: &cm.ResourceConfig{Memory: &memory}},
+			cm:     podCgroupReader{cpu: &cm.ResourceConfig{CPUShares: &v2Shares, CPUQuota: &quota, CPUPeriod: &period}, memory: &cm.ResourceConfig{Memory: &memory}},
 			cpuReq: "200m", cpuLim: "300m", memReq: "200Mi", memLimit: "300Mi"},
 		{name: "running, no pod cgroup: the allocated ones", phase: v1.PodRunning, cm: cm.NewStubContainerManager(),
 			cpuReq: "200m", cpuLim: "200m", memReq: "200Mi", memLimit: "200Mi"},
