@@ -234,6 +234,59 @@ cgroupRoot: %s
 		assert.Len(t, sub, 3, "the sandbox's and the two containers' cgroups below the pod's")
 	})
 
+	t.Run("a pod-level resize: the pod's cgroup and its container's, in place; status.resources read back", func(t *testing.T) {
+		podLevel := v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("128Mi")}
+		created, err := admin.CoreV1().Pods("default").Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-level"}, Spec: v1.PodSpec{
+			NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Resources:  &v1.ResourceRequirements{Requests: podLevel, Limits: podLevel.DeepCopy()},
+			Containers: []v1.Container{{Name: "app", Image: busybox, Command: []string{"sleep", "3600"}}}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		var p *v1.Pod
+		require.Eventually(t, func() bool {
+			p = get("pod-level")
+			return p.Status.Phase == v1.PodRunning && p.Status.Resources != nil && p.Status.Resources.Limits.Cpu().String() == "200m"
+		}, time.Minute, 100*time.Millisecond, "running, status.resources read from its cgroup")
+		assert.Equal(t, "128Mi", p.Status.Resources.Limits.Memory().String())
+		before := p.Status.ContainerStatuses[0]
+		podCgroup := filepath.Join(root, "kubepods", "pod"+string(created.UID))
+		assert.Equal(t, "20000", readFile(t, v1Root, "cpu", podCgroup, "cpu.cfs_quota_us"))
+		containerCgroup := func() string {
+			t.Helper()
+			m := regexp.MustCompile(`(?m)^\d+:cpu(?:,cpuacct)?:(\S+)$`).FindStringSubmatch(readFile(t, "/proc", strconv.Itoa(containerPid("pod-level", "app")), "cgroup"))
+			require.NotNil(t, m)
+			return m[1]
+		}
+		assert.Equal(t, "20000", readFile(t, v1Root, "cpu", containerCgroup(), "cpu.cfs_quota_us"), "the container takes the pod's CPU limit")
+
+		p.Spec.Resources.Limits[v1.ResourceCPU] = resource.MustParse("300m")
+		p.Spec.Resources.Requests[v1.ResourceCPU] = resource.MustParse("300m")
+		_, err = admin.CoreV1().Pods("default").UpdateResize(ctx, "pod-level", p, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			p = get("pod-level")
+			return p.Status.Resources != nil && p.Status.Resources.Limits.Cpu().String() == "300m"
+		}, time.Minute, 100*time.Millisecond, "status.resources shows the pod cgroup's new CPU limit")
+		assert.Equal(t, "30000", readFile(t, v1Root, "cpu", podCgroup, "cpu.cfs_quota_us"))
+		assert.Equal(t, "307", readFile(t, v1Root, "cpu", podCgroup, "cpu.shares"))
+		assert.Equal(t, "30000", readFile(t, v1Root, "cpu", containerCgroup(), "cpu.cfs_quota_us"), "the container's, in place")
+		after := p.Status.ContainerStatuses[0]
+		assert.Equal(t, before.ContainerID, after.ContainerID)
+		assert.Equal(t, int32(0), after.RestartCount)
+
+		// Gone, with its cgroup, before the kubelet restart below: a pod
+		// deleted while no kubelet runs leaves its cgroup (the kubelet
+		// removes only those it made: kubelet_cm.go).
+		require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, "pod-level", metav1.DeleteOptions{}))
+		require.Eventually(t, func() bool {
+			_, err := admin.CoreV1().Pods("default").Get(ctx, "pod-level", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, time.Minute, 200*time.Millisecond, "pod-level deleted")
+		require.Eventually(t, func() bool {
+			_, err := os.Stat(filepath.Join(v1Root, "cpu", podCgroup))
+			return os.IsNotExist(err)
+		}, 30*time.Second, 200*time.Millisecond, "its cgroup removed")
+	})
+
 	t.Run("a container over its memory limit is OOMKilled by the kernel", func(t *testing.T) {
 		var term *v1.ContainerStateTerminated
 		require.Eventually(t, func() bool {
