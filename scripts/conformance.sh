@@ -17,8 +17,11 @@
 #   scripts/conformance.sh --procs 2 --timeout 90m --specs node
 #   scripts/conformance.sh --set conformance     the certification set's other specs (below)
 #   scripts/conformance.sh --build               only build what a run needs (scripts/tour.sh, first)
+#   scripts/conformance.sh --slow --focus 'PLR Pod InPlace Resize'
+#                                                the pod-level resize's specs, which are [Slow]
 #
-# Skipped always: [Serial], [Slow], [Disruptive], [Flaky], [Feature:…].
+# Skipped always: [Serial], [Disruptive], [Flaky], [Feature:…]; [Slow]
+# unless --slow.
 #
 # --set conformance: Kubernetes certifies a cluster with its [Conformance]
 # specs, and some that need a kubelet are not [NodeConformance]. This set
@@ -116,9 +119,9 @@ for p in \
   SHORT_FOCUS+="${SHORT_FOCUS:+|}$p"
 done
 
-usage="usage: scripts/conformance.sh [--kubelet capstone|upstream] [--set NodeConformance|conformance] [--focus REGEX] [--short] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
-kubelet=capstone set=NodeConformance focus="" short=false procs=4 timeout="" specs=all build=false
-parse_flags "$usage" "--kubelet --set --focus --procs --timeout --specs" "--short --build" "$@"
+usage="usage: scripts/conformance.sh [--kubelet capstone|upstream] [--set NodeConformance|conformance] [--focus REGEX] [--short] [--slow] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
+kubelet=capstone set=NodeConformance focus="" short=false slow=false procs=4 timeout="" specs=all build=false
+parse_flags "$usage" "--kubelet --set --focus --procs --timeout --specs" "--short --slow --build" "$@"
 case "$set" in NodeConformance) ;; conformance)
   [[ "$specs" == all ]] || die "--specs is for the NodeConformance set: --set conformance runs its four directories"
   $short && die "--short is a subset of the NodeConformance set; for a few of --set conformance, give --focus" ;;
@@ -224,7 +227,9 @@ for _ in $(seq 60); do
   sleep 1
 done
 
-ginkgo_args=(-p --procs "$procs" --timeout "$timeout" --skip '\[Serial\]|\[Slow\]|\[Disruptive\]|\[Flaky\]|\[Feature:'
+skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Feature:'
+$slow || skip+='|\[Slow\]'
+ginkgo_args=(-p --procs "$procs" --timeout "$timeout" --skip "$skip"
   --json-report report.json --junit-report junit.xml --output-dir "$report_dir" --no-color --silence-skips)
 extra="$focus"
 if $short; then extra="${extra:+($extra)|}$SHORT_FOCUS"; fi
