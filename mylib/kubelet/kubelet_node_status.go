@@ -472,12 +472,16 @@ func updateDefaultResources(initial, existing *v1.Node) bool {
 }
 
 // setNodeStatus runs every setter on node. A failing setter is logged and
-// the others still run, as upstream does.
+// the others still run, as upstream does. Then, as upstream's, it sets
+// the features the node declares (status.declaredFeatures), if any.
 func (kl *Kubelet) setNodeStatus(ctx context.Context, node *v1.Node) {
 	for i, set := range kl.node.setters {
 		if err := set(ctx, node); err != nil {
 			klog.FromContext(ctx).Error(err, "Failed to set some node status fields", "node", kl.nodeName, "setter", i)
 		}
+	}
+	if features := kl.declaredFeatures(); features != nil {
+		node.Status.DeclaredFeatures = features
 	}
 }
 

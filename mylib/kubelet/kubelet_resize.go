@@ -68,8 +68,15 @@ import (
 // resources in place: without it the API server refuses such a resize.
 const InPlacePodLevelResourcesVerticalScaling = "InPlacePodLevelResourcesVerticalScaling"
 
-// declaredFeatures are the features this node declares: the pod-level
-// resize with an allocation manager (a root directory), none without.
+// declaredFeatures are the features this node declares in
+// status.declaredFeatures (NodeDeclaredFeatures, GA in v1.37): the API
+// server refuses a pod update that needs a feature the pod's node does not
+// declare (its NodeDeclaredFeatureValidator admission), and the scheduler
+// places a pod that needs one only on a node that declares it. Upstream
+// discovers them from its feature gates
+// (k8s.io/component-helpers/nodedeclaredfeatures); this kubelet declares
+// what it does: the pod-level resize with an allocation manager (a root
+// directory), nothing without.
 func (kl *Kubelet) declaredFeatures() []string {
 	if kl.allocationManager == nil {
 		return nil

@@ -82,7 +82,6 @@ func (kl *Kubelet) defaultNodeStatusFuncs(o NodeStatusOptions) []nodestatus.Sett
 		nodestatus.DaemonEndpoints(o.Port),
 		nodestatus.Images(maxImages, kl.nodeImageList),
 		nodestatus.GoRuntime(),
-		nodestatus.DeclaredFeatures(kl.declaredFeatures),
 		nodestatus.MemoryPressureCondition(kl.clock.Now, kl.isUnderMemoryPressure, kl.recordNodeStatusEvent),
 		nodestatus.DiskPressureCondition(kl.clock.Now, kl.isUnderDiskPressure, kl.recordNodeStatusEvent),
 		nodestatus.PIDPressureCondition(kl.clock.Now, kl.isUnderPIDPressure, kl.recordNodeStatusEvent),

@@ -234,22 +234,6 @@ func DaemonEndpoints(kubeletPort int32) Setter {
 	}
 }
 
-// DeclaredFeatures sets the features the node declares
-// (status.declaredFeatures, NodeDeclaredFeatures, GA in v1.37): the API
-// server refuses a pod update that needs a feature the pod's node does
-// not declare (its NodeDeclaredFeatureValidator admission: a pod-level
-// resize needs InPlacePodLevelResourcesVerticalScaling), and the
-// scheduler places a pod that needs one only on a node that declares
-// it. featuresFunc is asked at each status: the node declares what its
-// kubelet can do now. Upstream discovers them from its feature gates
-// (k8s.io/component-helpers/nodedeclaredfeatures).
-func DeclaredFeatures(featuresFunc func() []string) Setter {
-	return func(ctx context.Context, node *v1.Node) error {
-		node.Status.DeclaredFeatures = featuresFunc()
-		return nil
-	}
-}
-
 // NoPressure is a pressure function for a node without an eviction manager:
 // it never reports pressure.
 func NoPressure() bool { return false }

@@ -64,7 +64,7 @@ func TestScriptRefusesBadArguments(t *testing.T) {
 // says what is wrong in one line too, before it builds anything.
 func TestConformanceRefusesBadArguments(t *testing.T) {
 	script := filepath.Join(testcluster.RepoRoot(t), "scripts", "conformance.sh")
-	const u = "usage: scripts/conformance.sh [--kubelet capstone|upstream] [--set NodeConformance|conformance] [--focus REGEX] [--short] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
+	const u = "usage: scripts/conformance.sh [--kubelet capstone|upstream] [--set NodeConformance|conformance] [--focus REGEX] [--short] [--slow] [--procs N] [--timeout DURATION] [--specs all|node|storage] [--build]"
 	for _, c := range []struct {
 		args []string
 		want string
