@@ -374,12 +374,10 @@ func (kl *Kubelet) isResizeInProgressCondition(uid types.UID) bool {
 // pod with pod-level resources, those actuated differing from those
 // allocated.
 func (kl *Kubelet) isPodResizeInProgress(allocatedPod *v1.Pod, podStatus *kubecontainer.PodStatus) bool {
-	if r := allocatedPod.Spec.Resources; r != nil {
-		if actuated, ok := kl.allocationManager.GetActuatedPodLevelResources(allocatedPod.UID); ok && !cpuMemoryEqual(*r, *actuated) {
-			return true
-		}
+	actuatedPod, ok := kl.allocationManager.GetActuatedPodLevelResources(allocatedPod.UID)
+	if r := allocatedPod.Spec.Resources; r != nil && ok && !cpuMemoryEqual(*r, *actuatedPod) {
+		return true
 	}
-	actuatedPod, _ := kl.allocationManager.GetActuatedPodLevelResources(allocatedPod.UID)
 	containers := slices.Clone(allocatedPod.Spec.Containers)
 	for _, c := range allocatedPod.Spec.InitContainers {
 		if kubecontainer.IsRestartableInitContainer(&c) {
@@ -392,8 +390,8 @@ func (kl *Kubelet) isPodResizeInProgress(allocatedPod *v1.Pod, podStatus *kubeco
 			continue // sized right when it (re)starts
 		}
 		actuated, _ := kl.allocationManager.GetActuatedResources(allocatedPod.UID, c.Name)
-		allocated := v1.ResourceRequirements{Requests: c.Resources.Requests, Limits: containerLimits(allocatedPod.Spec.Resources, c.Resources)}
-		actuated.Limits = containerLimits(actuatedPod, actuated)
+		allocated := v1.ResourceRequirements{Requests: c.Resources.Requests, Limits: kubelifecycle.ContainerLimits(allocatedPod.Spec.Resources, c.Resources)}
+		actuated.Limits = kubelifecycle.ContainerLimits(actuatedPod, actuated)
 		if !cpuMemoryEqual(allocated, actuated) {
 			return true
 		}
@@ -411,26 +409,6 @@ func cpuMemoryEqual(a, b v1.ResourceRequirements) bool {
 		}
 	}
 	return true
-}
-
-// containerLimits are the limits a container gets: its own, and the
-// pod's (podLevel, its spec.resources) for a CPU or memory limit it does
-// not set (upstream: GetLimits in pkg/kubelet/util).
-func containerLimits(podLevel *v1.ResourceRequirements, r v1.ResourceRequirements) v1.ResourceList {
-	limits := r.Limits.DeepCopy()
-	if podLevel == nil {
-		return limits
-	}
-	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		own := limits[name]
-		if q, ok := podLevel.Limits[name]; ok && !q.IsZero() && own.IsZero() {
-			if limits == nil {
-				limits = v1.ResourceList{}
-			}
-			limits[name] = q.DeepCopy()
-		}
-	}
-	return limits
 }
 
 // withResizeConditions appends the pod's resize conditions to s.

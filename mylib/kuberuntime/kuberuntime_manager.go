@@ -17,6 +17,7 @@ import (
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
 	runtimeutil "mykubelet/mylib/kuberuntime/util"
+	"mykubelet/mylib/lifecycle"
 	proberesults "mykubelet/mylib/prober/results"
 )
 
@@ -644,17 +645,7 @@ func containerResourcesOf(r v1.ResourceRequirements) containerResources {
 // the same name. So a pod-level limit that changes resizes the
 // containers that take it.
 func containerResourcesFromRequirements(podLevel *v1.ResourceRequirements, r v1.ResourceRequirements) containerResources {
-	out := containerResourcesOf(r)
-	if podLevel == nil {
-		return out
-	}
-	if out.cpuLimit == 0 {
-		out.cpuLimit = podLevel.Limits.Cpu().MilliValue()
-	}
-	if out.memoryLimit == 0 {
-		out.memoryLimit = podLevel.Limits.Memory().Value()
-	}
-	return out
+	return containerResourcesOf(v1.ResourceRequirements{Requests: r.Requests, Limits: lifecycle.ContainerLimits(podLevel, r)})
 }
 
 // actuatedPodLevelResources is what was last actuated of the pod's

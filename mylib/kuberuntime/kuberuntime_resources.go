@@ -28,12 +28,13 @@ const (
 // request and limit as shares and quota. A container that sets no CPU
 // request gets the shares of its CPU limit. In a pod with pod-level
 // resources (spec.resources), a container that sets no CPU or memory
-// limit gets the pod's (getCPULimit, getMemoryLimit), as upstream: the
+// limit gets the pod's (lifecycle.ContainerLimits), as upstream: the
 // pod's limit bounds each container too. Unlike upstream's function of
 // the same name, there is no swap, hugepages, OOM score, DRA or unified
 // (cgroup v2) map.
 func generateLinuxContainerResources(pod *v1.Pod, container *v1.Container) *runtimeapi.LinuxContainerResources {
-	cpuLimit, memoryLimit := getCPULimit(pod, container), getMemoryLimit(pod, container)
+	limits := lifecycle.ContainerLimits(pod.Spec.Resources, container.Resources)
+	cpuLimit, memoryLimit := limits.Cpu(), limits.Memory()
 	cpuRequest := cpuLimit
 	if q, ok := container.Resources.Requests[v1.ResourceCPU]; ok {
 		cpuRequest = &q
@@ -47,24 +48,6 @@ func generateLinuxContainerResources(pod *v1.Pod, container *v1.Container) *runt
 		res.CpuQuota = max(milli*quotaPeriod/milliCPUToCPU, minQuotaPeriod)
 	}
 	return res
-}
-
-// getCPULimit is the container's CPU limit, or, when it sets none and the
-// pod sets pod-level resources, the pod's (zero if that is not set
-// either).
-func getCPULimit(pod *v1.Pod, container *v1.Container) *resource.Quantity {
-	if lifecycle.IsPodLevelResourcesSet(pod) && container.Resources.Limits.Cpu().IsZero() {
-		return pod.Spec.Resources.Limits.Cpu()
-	}
-	return container.Resources.Limits.Cpu()
-}
-
-// getMemoryLimit is getCPULimit for memory.
-func getMemoryLimit(pod *v1.Pod, container *v1.Container) *resource.Quantity {
-	if lifecycle.IsPodLevelResourcesSet(pod) && container.Resources.Limits.Memory().IsZero() {
-		return pod.Spec.Resources.Limits.Memory()
-	}
-	return container.Resources.Limits.Memory()
 }
 
 // milliCPUToShares is the cgroup's cpu.shares for a CPU request.

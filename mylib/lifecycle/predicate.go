@@ -276,6 +276,28 @@ func ApplyPodLevelResources(result, podLevel v1.ResourceList) {
 	}
 }
 
+// ContainerLimits are the limits a container gets (upstream: GetLimits
+// in pkg/kubelet/util): its own, and, for a CPU or memory limit it does
+// not set, the pod's (podLevel is its spec.resources, nil for none). The
+// pod-level limit bounds each container too, so a change of it resizes
+// the containers that take it.
+func ContainerLimits(podLevel *v1.ResourceRequirements, container v1.ResourceRequirements) v1.ResourceList {
+	limits := container.Limits.DeepCopy()
+	if podLevel == nil {
+		return limits
+	}
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		own, q := limits[name], podLevel.Limits[name]
+		if own.IsZero() && !q.IsZero() {
+			if limits == nil {
+				limits = v1.ResourceList{}
+			}
+			limits[name] = q.DeepCopy()
+		}
+	}
+	return limits
+}
+
 func add(into, l v1.ResourceList) {
 	for name, q := range l {
 		sum := into[name]

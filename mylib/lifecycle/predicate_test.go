@@ -221,3 +221,18 @@ func TestAdmitCountsPodLevelRequests(t *testing.T) {
 	got = h.Admit(context.Background(), &PodAdmitAttributes{Pod: pod, OtherPods: []*v1.Pod{other}})
 	assert.Equal(t, OutOfCPU, got.Reason, "the other pod's pod-level request is counted as used")
 }
+
+// TestContainerLimits: a container's own limits, and the pod's for a CPU
+// or memory limit it does not set.
+func TestContainerLimits(t *testing.T) {
+	q := resource.MustParse
+	pod := &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("200Mi")}}
+	own := v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("500m")}}
+	got := ContainerLimits(pod, own)
+	assert.Equal(t, "500m", got.Cpu().String(), "its own CPU limit")
+	assert.Equal(t, "200Mi", got.Memory().String(), "the pod's memory limit")
+	assert.Empty(t, ContainerLimits(nil, v1.ResourceRequirements{}), "no pod-level resources: its own, none")
+	inherits := ContainerLimits(pod, v1.ResourceRequirements{})
+	assert.Equal(t, "1", inherits.Cpu().String(), "a container with no limits: the pod's")
+	assert.NotContains(t, own.Limits, v1.ResourceMemory, "the container's own list is left as it was")
+}
