@@ -234,6 +234,40 @@ cgroupRoot: %s
 		assert.Len(t, sub, 3, "the sandbox's and the two containers' cgroups below the pod's")
 	})
 
+	t.Run("each container's oom_score_adj: its QoS class's, against the node's memory", func(t *testing.T) {
+		oomScoreAdj := func(pid string) int {
+			t.Helper()
+			v, err := strconv.Atoi(readFile(t, "/proc", pid, "oom_score_adj"))
+			require.NoError(t, err)
+			return v
+		}
+		n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		require.NoError(t, err)
+		capacity := n.Status.Capacity.Memory().Value()
+		request := resource.MustParse("64Mi")
+		_, err = admin.CoreV1().Pods("default").Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "burstable"}, Spec: v1.PodSpec{
+			NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []v1.Container{{Name: "app", Image: busybox, Command: []string{"sleep", "3600"},
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: request}}}}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return get("burstable").Status.Phase == v1.PodRunning }, time.Minute, 100*time.Millisecond)
+
+		assert.Equal(t, int(1000-1000*request.Value()/capacity), oomScoreAdj(strconv.Itoa(containerPid("burstable", "app"))),
+			"Burstable: 1000 less its request's thousandths of the node's %d bytes", capacity)
+		assert.Equal(t, 1000, oomScoreAdj(strconv.Itoa(containerPid("shared", "app"))), "BestEffort: killed first")
+		// Guaranteed: -997, killed last. Where root may not lower a
+		// process's score (this machine), containerd's
+		// restrict_oom_score_adj keeps it at containerd's own, which it has
+		// from this test.
+		assert.Equal(t, max(-997, oomScoreAdj("self")), oomScoreAdj(strconv.Itoa(containerPid("web", "httpd"))), "Guaranteed")
+
+		require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, "burstable", metav1.DeleteOptions{}))
+		require.Eventually(t, func() bool {
+			_, err := admin.CoreV1().Pods("default").Get(ctx, "burstable", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, time.Minute, 200*time.Millisecond, "burstable deleted, before the kubelet restart below")
+	})
+
 	t.Run("a pod-level resize: the pod's cgroup and its container's, in place; status.resources read back", func(t *testing.T) {
 		podLevel := v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("128Mi")}
 		created, err := admin.CoreV1().Pods("default").Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-level"}, Spec: v1.PodSpec{

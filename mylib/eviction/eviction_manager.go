@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/lifecycle"
 )
 
@@ -123,7 +124,7 @@ func NewManager(summaryProvider SummaryProvider, config Config, killPodFunc Kill
 func (m *managerImpl) Admit(_ context.Context, attrs *lifecycle.PodAdmitAttributes) lifecycle.PodAdmitResult {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if len(m.nodeConditions) == 0 || IsCriticalPod(attrs.Pod) {
+	if len(m.nodeConditions) == 0 || kubetypes.IsCriticalPod(attrs.Pod) {
 		return lifecycle.PodAdmitResult{Admit: true}
 	}
 	if len(m.nodeConditions) == 1 && m.nodeConditions[0] == v1.NodeMemoryPressure {
@@ -340,7 +341,7 @@ func (m *managerImpl) reclaimNodeLevelResources(ctx context.Context, signal Sign
 // "Evicted" event on it. A critical pod is left alone (false). Like
 // upstream it reports true once it tried, even if the kill failed.
 func (m *managerImpl) evictPod(pod *v1.Pod, gracePeriodOverride int64, message string, annotations map[string]string, condition *v1.PodCondition) bool {
-	if IsCriticalPod(pod) {
+	if kubetypes.IsCriticalPod(pod) {
 		klog.ErrorS(nil, "Eviction manager: cannot evict a critical pod", "pod", klog.KObj(pod))
 		return false
 	}

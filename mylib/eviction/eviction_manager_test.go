@@ -376,7 +376,7 @@ func TestMemoryRankingPriorityBeforeUsageAndCriticalPodsSpared(t *testing.T) {
 	if strings.Join(order, " ") != want {
 		t.Errorf("ranked %v, want %s: above request first, then lower priority, then usage above request", order, want)
 	}
-	if !IsCriticalPod(critical) || !IsCriticalPod(static) {
+	if !kubetypes.IsCriticalPod(critical) || !kubetypes.IsCriticalPod(static) {
 		t.Fatal("priority 2000000000 and static pods are critical")
 	}
 

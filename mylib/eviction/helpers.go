@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"mykubelet/mylib/kubetypes"
 	"mykubelet/mylib/lifecycle"
 	"mykubelet/mylib/qos"
 )
@@ -51,10 +50,6 @@ const (
 	// the inode and pid signals count (upstream's).
 	resourceInodes v1.ResourceName = "inodes"
 	resourcePids   v1.ResourceName = "pids"
-
-	// systemCriticalPriority: a pod at or above it is critical
-	// (scheduling.SystemCriticalPriority).
-	systemCriticalPriority = int32(2000000000)
 )
 
 // signalToNodeCondition: the node condition a met threshold sets.
@@ -467,16 +462,6 @@ func byEvictionPriority(thresholds []Threshold) {
 	sort.SliceStable(thresholds, func(i, j int) bool {
 		return thresholds[i].Signal == SignalMemoryAvailable && thresholds[j].Signal != SignalMemoryAvailable
 	})
-}
-
-// IsCriticalPod: a static or mirror pod, or one whose priority is at least
-// system-critical's; never evicted, always admitted (upstream's
-// kubelettypes.IsCriticalPod).
-func IsCriticalPod(pod *v1.Pod) bool {
-	if kubetypes.IsStaticPod(pod) || kubetypes.IsMirrorPod(pod) {
-		return true
-	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
 }
 
 // PodIsEvicted reports whether the status is an eviction's.

@@ -191,9 +191,13 @@ func NewMainKubelet(kubeCfg *kubeletv1beta1.KubeletConfiguration, kubeDeps *Depe
 	if kubeCfg.ResolverConfig != nil {
 		resolverConfig = *kubeCfg.ResolverConfig
 	}
+	machine, err := cadvisor.ReadMachineInfoOf("", opts.MockMachine) // the memory the node reports
+	if err != nil {
+		return nil, fmt.Errorf("kubelet: the machine: %w", err)
+	}
 	pods := &PodsConfig{
 		Updates: kubeDeps.PodConfig.Updates(), SourcesReady: kubeDeps.PodConfig.SeenAllSources,
-		RemoteRuntimeService: kubeDeps.RemoteRuntimeService, RemoteImageService: kubeDeps.RemoteImageService,
+		RemoteRuntimeService: kubeDeps.RemoteRuntimeService, RemoteImageService: kubeDeps.RemoteImageService, MachineInfo: machine,
 		RelistPeriod: opts.RelistPeriod, HousekeepingPeriod: opts.HousekeepingPeriod, Out: kubeDeps.Out,
 		RunContainers: opts.RunContainers, Recorder: kubeDeps.Recorder, PodLogsDirectory: kubeCfg.PodLogsDir,
 		ContainerGC: opts.ContainerGC, ActiveDeadline: opts.ActiveDeadline, Probes: opts.Probes, ProbeDial: kubeDeps.ProbeDial,

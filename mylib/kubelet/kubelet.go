@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/allocation"
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/cm"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/eviction"
@@ -83,6 +84,11 @@ type PodsConfig struct {
 	// runtime's Status. Required with RunContainers.
 	RemoteRuntimeService runtimeapi.RuntimeServiceClient
 	RemoteImageService   runtimeapi.ImageServiceClient
+	// MachineInfo is the node's machine, as its status reports it
+	// (upstream: the cadvisor's MachineInfo, which NewMainKubelet hands
+	// the runtime manager): its memory sets each container's OOM score
+	// adjustment. Nil: the host's (cadvisor.ReadMachineInfo).
+	MachineInfo *cadvisor.MachineInfo
 	// Runtime, instead of the CRI, is a runtime the PLEG relists (a
 	// test's, say); not with RunContainers. The CRI or a Runtime is
 	// required, unless WithoutWorkers.
@@ -447,6 +453,12 @@ func (kl *Kubelet) newPodHalf(cfg PodsConfig) error {
 		// httpGet hooks reach what probes reach: the networks the kubelet
 		// may dial, and its pods' IPs.
 		m.SetLifecycleHTTPDial(prober.AllowPodIPs(cfg.ProbeDial, kl.isPodIP))
+		if cfg.MachineInfo == nil {
+			if cfg.MachineInfo, err = cadvisor.ReadMachineInfo(""); err != nil {
+				return fmt.Errorf("kubelet: the machine: %w", err)
+			}
+		}
+		m.SetMachineInfo(cfg.MachineInfo)
 		runtime, manager = m, m
 		kl.cri = cfg.RemoteRuntimeService // to ask the runtime for its Status
 	}

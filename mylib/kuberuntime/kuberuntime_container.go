@@ -111,7 +111,7 @@ func (m *Manager) generateContainerConfig(ctx context.Context, container *v1.Con
 		Stdin:       container.Stdin,
 		StdinOnce:   container.StdinOnce,
 		Tty:         container.TTY,
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: generateLinuxContainerResources(pod, container), SecurityContext: sc},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: generateLinuxContainerResources(pod, container, m.memoryCapacity()), SecurityContext: sc},
 	}
 	for _, e := range opts.Envs {
 		config.Envs = append(config.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"mykubelet/mylib/cadvisor"
 	"mykubelet/mylib/cm"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/events"
@@ -587,6 +588,23 @@ func (m *Manager) SetContainerManager(containerManager ContainerManager) {
 	m.containerManager = containerManager
 }
 
+// SetMachineInfo tells the Manager the node's machine (upstream passes
+// it to NewKubeGenericRuntimeManager): its memory capacity, the node
+// status's, sets each Burstable container's OOM score adjustment. Without
+// one, every Burstable container gets 999. Call it before the Manager's
+// first use.
+func (m *Manager) SetMachineInfo(info *cadvisor.MachineInfo) {
+	m.machineInfo = info
+}
+
+// memoryCapacity is the node's memory in bytes; 0 without machine info.
+func (m *Manager) memoryCapacity() int64 {
+	if m.machineInfo == nil {
+		return 0
+	}
+	return m.machineInfo.MemoryCapacity
+}
+
 // SetAllocationManager turns in-place pod resize on: SyncPod records what
 // it creates containers with in am, and applies a running container's
 // allocated CPU and memory when they differ from what am says it applies.
@@ -886,7 +904,7 @@ func (m *Manager) setPodCgroupConfig(pod *v1.Pod, cfg *cm.ResourceConfig) error 
 func (m *Manager) updateContainerResources(ctx context.Context, pod *v1.Pod, c *v1.Container, id kubecontainer.ContainerID) error {
 	_, err := m.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
 		ContainerId: id.ID,
-		Linux:       generateLinuxContainerResources(pod, c),
+		Linux:       generateLinuxContainerResources(pod, c, m.memoryCapacity()),
 	})
 	if err != nil {
 		return fmt.Errorf("update resources of container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)

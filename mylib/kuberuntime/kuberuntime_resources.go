@@ -7,6 +7,7 @@ import (
 
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/lifecycle"
+	"mykubelet/mylib/qos"
 )
 
 // CPU shares and CFS quota, as upstream computes them from millicores
@@ -29,10 +30,11 @@ const (
 // request gets the shares of its CPU limit. In a pod with pod-level
 // resources (spec.resources), a container that sets no CPU or memory
 // limit gets the pod's (lifecycle.ContainerLimits), as upstream: the
-// pod's limit bounds each container too. Unlike upstream's function of
-// the same name, there is no swap, hugepages, OOM score, DRA or unified
-// (cgroup v2) map.
-func generateLinuxContainerResources(pod *v1.Pod, container *v1.Container) *runtimeapi.LinuxContainerResources {
+// pod's limit bounds each container too. Its oom_score_adj is its QoS
+// class's (qos.GetContainerOOMScoreAdjust, against the node's memory,
+// memoryCapacity). Unlike upstream's function of the same name, there is
+// no swap, hugepages, DRA or unified (cgroup v2) map.
+func generateLinuxContainerResources(pod *v1.Pod, container *v1.Container, memoryCapacity int64) *runtimeapi.LinuxContainerResources {
 	limits := lifecycle.ContainerLimits(pod.Spec.Resources, container.Resources)
 	cpuLimit, memoryLimit := limits.Cpu(), limits.Memory()
 	cpuRequest := cpuLimit
@@ -42,6 +44,7 @@ func generateLinuxContainerResources(pod *v1.Pod, container *v1.Container) *runt
 	res := &runtimeapi.LinuxContainerResources{
 		MemoryLimitInBytes: memoryLimit.Value(),
 		CpuShares:          milliCPUToShares(cpuRequest.MilliValue()),
+		OomScoreAdj:        int64(qos.GetContainerOOMScoreAdjust(pod, container, memoryCapacity)),
 	}
 	if milli := cpuLimit.MilliValue(); milli > 0 {
 		res.CpuPeriod = quotaPeriod

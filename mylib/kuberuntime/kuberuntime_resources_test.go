@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"mykubelet/mylib/cadvisor"
 )
 
 func TestGenerateLinuxContainerResources(t *testing.T) {
@@ -16,13 +18,13 @@ func TestGenerateLinuxContainerResources(t *testing.T) {
 		Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("100Mi"), v1.ResourceCPU: resource.MustParse("500m")},
 		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m")},
 	}}
-	res := generateLinuxContainerResources(&v1.Pod{}, c)
+	res := generateLinuxContainerResources(&v1.Pod{}, c, 0)
 	assert.Equal(t, int64(100<<20), res.MemoryLimitInBytes)
 	assert.Equal(t, int64(256), res.CpuShares)
 	assert.Equal(t, int64(100000), res.CpuPeriod)
 	assert.Equal(t, int64(50000), res.CpuQuota)
 
-	res = generateLinuxContainerResources(&v1.Pod{}, &v1.Container{})
+	res = generateLinuxContainerResources(&v1.Pod{}, &v1.Container{}, 0)
 	assert.Zero(t, res.MemoryLimitInBytes, "no limit: the runtime's own")
 	assert.Equal(t, int64(2), res.CpuShares)
 	assert.Zero(t, res.CpuQuota)
@@ -38,7 +40,7 @@ func TestRuntimeResourcesTurnBackIntoTheSpecsQuantities(t *testing.T) {
 			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(spec.cpuRequest)},
 			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse(spec.cpuLimit), v1.ResourceMemory: resource.MustParse(spec.memoryLimit)},
 		}}
-		got := toKubeContainerResources(&runtimeapi.ContainerResources{Linux: generateLinuxContainerResources(&v1.Pod{}, c)})
+		got := toKubeContainerResources(&runtimeapi.ContainerResources{Linux: generateLinuxContainerResources(&v1.Pod{}, c, 0)})
 		if assert.NotNil(t, got, "resources of %v", spec) {
 			assert.Equal(t, 0, got.CPURequest.Cmp(resource.MustParse(spec.cpuRequest)), "CPU request %v from shares; want %s", got.CPURequest, spec.cpuRequest)
 			assert.Equal(t, 0, got.CPULimit.Cmp(resource.MustParse(spec.cpuLimit)), "CPU limit %v from quota; want %s", got.CPULimit, spec.cpuLimit)
@@ -63,7 +65,7 @@ func TestGenerateLinuxContainerResourcesPodLevelLimits(t *testing.T) {
 		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("100Mi")},
 		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("200Mi")},
 	}}}
-	res := generateLinuxContainerResources(pod, &v1.Container{Name: "c"})
+	res := generateLinuxContainerResources(pod, &v1.Container{Name: "c"}, 0)
 	assert.Equal(t, int64(200<<20), res.MemoryLimitInBytes)
 	assert.Equal(t, int64(1024), res.CpuShares, "no CPU request: the shares of the (pod's) CPU limit")
 	assert.Equal(t, int64(100000), res.CpuPeriod)
@@ -73,12 +75,12 @@ func TestGenerateLinuxContainerResourcesPodLevelLimits(t *testing.T) {
 		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
 		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("50Mi")},
 	}}
-	res = generateLinuxContainerResources(pod, own)
+	res = generateLinuxContainerResources(pod, own, 0)
 	assert.Equal(t, int64(50<<20), res.MemoryLimitInBytes, "the container's own limit")
 	assert.Equal(t, int64(102), res.CpuShares)
 	assert.Equal(t, int64(50000), res.CpuQuota)
 
-	res = generateLinuxContainerResources(&v1.Pod{}, &v1.Container{Name: "c"})
+	res = generateLinuxContainerResources(&v1.Pod{}, &v1.Container{Name: "c"}, 0)
 	assert.Zero(t, res.MemoryLimitInBytes, "no pod-level resources: no limit")
 	assert.Zero(t, res.CpuQuota)
 }
@@ -102,4 +104,28 @@ func TestSyncPodCreatesContainersWithPodLevelLimits(t *testing.T) {
 	linux := resp.GetStatus().GetResources().GetLinux()
 	assert.Equal(t, int64(200<<20), linux.GetMemoryLimitInBytes(), "the pod's memory limit")
 	assert.Equal(t, int64(100000), linux.GetCpuQuota(), "the pod's CPU limit")
+}
+
+// SyncPod creates each container with its OOM score adjustment, measured
+// against the machine's memory (SetMachineInfo), as the runtime reports
+// it back.
+func TestSyncPodCreatesContainersWithTheirOOMScoreAdjust(t *testing.T) {
+	ctx := context.Background()
+	f := newSyncFixture(t)
+	f.m.SetMachineInfo(&cadvisor.MachineInfo{MemoryCapacity: 4 << 30})
+	pod := testPod(v1.RestartPolicyAlways, nil, "burstable", "norequest")
+	pod.Spec.Containers[0].Command = []string{"sh", "-c", serveUntilTERM}
+	pod.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}
+	pod.Spec.Containers[1].Command = []string{"sh", "-c", serveUntilTERM}
+	require.NoError(t, f.m.SyncPod(ctx, pod, f.status(t, pod), nil, nil).Error())
+	st := f.status(t, pod)
+	// The pod is Burstable: each container scores by its own memory
+	// request, 1Gi of 4Gi (1000 - 250), or none (999, below BestEffort's).
+	for name, want := range map[string]int64{"burstable": 750, "norequest": 999} {
+		cs := st.FindContainerStatusByName(name)
+		require.NotNil(t, cs, name)
+		resp, err := f.m.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cs.ID.ID})
+		require.NoError(t, err)
+		assert.Equal(t, want, resp.GetStatus().GetResources().GetLinux().GetOomScoreAdj(), name)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"mykubelet/mylib/cadvisor"
 	kubecontainer "mykubelet/mylib/container"
 	"mykubelet/mylib/kubetypes"
 )
@@ -94,6 +95,9 @@ type Manager struct {
 	// containerManager resizes the pod's cgroup in an in-place resize
 	// (SetContainerManager); nil: only the containers are resized.
 	containerManager ContainerManager
+	// machineInfo is the node's machine (SetMachineInfo): its memory
+	// sets the containers' OOM score adjustment.
+	machineInfo *cadvisor.MachineInfo
 }
 
 // Dial opens a gRPC connection to a CRI endpoint: "unix:///path/to.sock" or

@@ -9,8 +9,8 @@
 // Where it departs from upstream, and why (one line each):
 //   - two pod sources, FileSource and ApiserverSource: no HTTPSource (this
 //     kubelet reads no --manifest-url) and no AllSource;
-//   - no priority or critical-pod helpers (IsCriticalPod, Preemptable):
-//     this kubelet neither preempts nor evicts pods.
+//   - no Preemptable: this kubelet does not preempt pods to admit a
+//     critical one.
 package kubetypes
 
 import (
@@ -108,6 +108,32 @@ func IsStaticPod(pod *v1.Pod) bool {
 func IsMirrorPod(pod *v1.Pod) bool {
 	_, ok := pod.Annotations[ConfigMirrorAnnotationKey]
 	return ok
+}
+
+// SystemCriticalPriority is the least priority of a critical pod
+// (upstream: scheduling.SystemCriticalPriority, 2 billion: the
+// priority classes system-cluster-critical and system-node-critical).
+const SystemCriticalPriority = int32(2000000000)
+
+// SystemNodeCritical is the priority class of the pods a node cannot do
+// without (upstream: scheduling.SystemNodeCritical).
+const SystemNodeCritical = "system-node-critical"
+
+// IsCriticalPod reports whether the pod is critical: a static or mirror
+// pod, or one whose priority is at least SystemCriticalPriority. The
+// eviction manager never evicts one and always admits it.
+func IsCriticalPod(pod *v1.Pod) bool {
+	if IsStaticPod(pod) || IsMirrorPod(pod) {
+		return true
+	}
+	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority
+}
+
+// IsNodeCriticalPod reports whether the pod is critical and of the
+// priority class system-node-critical: its containers get the OOM score
+// of a Guaranteed pod's, whatever its resources (mylib/qos).
+func IsNodeCriticalPod(pod *v1.Pod) bool {
+	return IsCriticalPod(pod) && pod.Spec.PriorityClassName == SystemNodeCritical
 }
 
 // GetPodFullName is "name_namespace", the key the kubelet uses for a pod

@@ -203,6 +203,18 @@ func amounts(l v1.ResourceList) map[v1.ResourceName]int64 {
 // of cpu, memory or hugepages replaces that sum for its resource; then
 // the pod's overhead.
 func PodRequests(pod *v1.Pod) v1.ResourceList {
+	reqs := AggregateContainerRequests(pod)
+	if IsPodLevelRequestsSet(pod) {
+		ApplyPodLevelResources(reqs, pod.Spec.Resources.Requests)
+	}
+	add(reqs, pod.Spec.Overhead)
+	return reqs
+}
+
+// AggregateContainerRequests is what the pod's containers ask for
+// together (upstream's function of this name): PodRequests without the
+// pod-level requests and the overhead.
+func AggregateContainerRequests(pod *v1.Pod) v1.ResourceList {
 	reqs := v1.ResourceList{}
 	for _, c := range pod.Spec.Containers {
 		add(reqs, c.Resources.Requests)
@@ -222,10 +234,6 @@ func PodRequests(pod *v1.Pod) v1.ResourceList {
 		maxOf(initMax, step)
 	}
 	maxOf(reqs, initMax)
-	if IsPodLevelRequestsSet(pod) {
-		ApplyPodLevelResources(reqs, pod.Spec.Resources.Requests)
-	}
-	add(reqs, pod.Spec.Overhead)
 	return reqs
 }
 

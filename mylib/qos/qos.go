@@ -1,7 +1,10 @@
 // Package qos is the pod's quality-of-service class (upstream:
-// pkg/apis/core/v1/helper/qos, GetPodQOS and ComputePodQOS). The kubelet
-// writes it into the pod's status and hands it to admission; the
-// container manager (mylib/cm) picks the pod's cgroup parent by it.
+// pkg/apis/core/v1/helper/qos, GetPodQOS and ComputePodQOS) and what the
+// class means to the kernel's OOM killer (policy.go; upstream:
+// pkg/kubelet/qos, GetContainerOOMScoreAdjust). The kubelet writes the
+// class into the pod's status and hands it to admission; the container
+// manager (mylib/cm) picks the pod's cgroup parent by it; the runtime
+// manager (mylib/kuberuntime) gives each container its oom_score_adj.
 package qos
 
 import (
