@@ -38,9 +38,7 @@
 //     updated and when one is removed, not on a 3-minute ticker of their own;
 //   - the node's allocatable is read from the Node's status (admission's
 //     copy), not from the container manager;
-//   - no CPU/memory manager static policies and no swap: none exist here;
-//   - sidecars are not resized (they stay PodResizeInProgress): only
-//     regular containers are.
+//   - no CPU/memory manager static policies and no swap: none exist here.
 
 package kubelet
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"mykubelet/mylib/events"
 	"mykubelet/mylib/fakeruntime"
@@ -235,6 +236,43 @@ func TestResizeActuationOnARealControlPlane(t *testing.T) {
 	resp, err = runtime.RuntimeService().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 	require.NoError(t, err)
 	assert.Equal(t, int64(30000), resp.GetStatus().GetResources().GetLinux().GetCpuQuota(), "the pod's new CPU limit")
+
+	// A sidecar (an init container with restartPolicy Always) is resized
+	// in place too, as a regular container.
+	_, err = admin.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "with-sidecar"},
+		Spec: v1.PodSpec{NodeName: "n1",
+			InitContainers: []v1.Container{{Name: "sidecar", Image: "busybox:1.36", Command: []string{"sh", "-c", "sleep 3600"},
+				RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways), Resources: v1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()}}},
+			Containers: []v1.Container{{Name: "app", Image: "busybox:1.36", Command: []string{"sh", "-c", "sleep 3600"},
+				Resources: v1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()}}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pod, err = admin.CoreV1().Pods("default").Get(ctx, "with-sidecar", metav1.GetOptions{})
+		return err == nil && len(pod.Status.InitContainerStatuses) == 1 && pod.Status.InitContainerStatuses[0].State.Running != nil &&
+			len(pod.Status.ContainerStatuses) == 1 && pod.Status.ContainerStatuses[0].State.Running != nil
+	}, time.Minute, 100*time.Millisecond, "the sidecar and the app run")
+	before = pod.Status.InitContainerStatuses[0]
+	pod.Spec.InitContainers[0].Resources = v1.ResourceRequirements{Requests: newRL, Limits: newRL.DeepCopy()}
+	resized, err = admin.CoreV1().Pods("default").UpdateResize(ctx, "with-sidecar", pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "with-sidecar", metav1.GetOptions{})
+		if err != nil || p.Status.ObservedGeneration < resized.Generation || hasResizeCondition(p) || len(p.Status.InitContainerStatuses) != 1 {
+			return false
+		}
+		pod = p
+		r := p.Status.InitContainerStatuses[0].Resources
+		return r != nil && r.Limits.Cpu().String() == "300m" && r.Limits.Memory().String() == "128Mi"
+	}, time.Minute, 100*time.Millisecond, "the sidecar's resize is applied and no longer in progress")
+	cs = pod.Status.InitContainerStatuses[0]
+	assert.Equal(t, before.ContainerID, cs.ContainerID, "the sidecar resized in place, not replaced")
+	assert.Equal(t, before.RestartCount, cs.RestartCount)
+	_, id, _ = strings.Cut(cs.ContainerID, "://")
+	resp, err = runtime.RuntimeService().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	require.NoError(t, err)
+	assert.Equal(t, int64(30000), resp.GetStatus().GetResources().GetLinux().GetCpuQuota(), "the sidecar's new CPU limit")
 }
 
 // startResizeNode runs a Kubelet with admission and a root directory, on

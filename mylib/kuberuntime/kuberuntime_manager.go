@@ -247,7 +247,12 @@ func (m *Manager) computeInitContainerActions(pod *v1.Pod, podStatus *kubecontai
 				if r, ok := m.livenessManager.Get(cs.ID); ok && r == proberesults.Failure {
 					kill(c, cs, fmt.Sprintf("Init container %s failed liveness probe", c.Name), c.LivenessProbe)
 					toStart = append(toStart, i)
+					break
 				}
+			}
+			// A resized sidecar, as a regular container.
+			if !m.computePodResizeAction(pod, c, cs, changes) {
+				toStart = append(toStart, i)
 			}
 
 		case kubecontainer.ContainerStateExited:
@@ -296,8 +301,8 @@ func (m *Manager) computeInitContainerActions(pod *v1.Pod, podStatus *kubecontai
 // Sidecars (restartable init containers) keep running beside the regular
 // containers and stop with them once those are done. A running regular
 // container whose allocated CPU or memory differs from what was actuated
-// is resized in place or restarted (computePodResizeAction); unlike
-// upstream, a sidecar is not resized.
+// is resized in place or restarted (computePodResizeAction), and so is
+// a running sidecar (computeInitContainerActions).
 func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodStatus) podActions {
 	createPodSandbox, attempt, sandboxID := runtimeutil.PodSandboxChanged(pod, podStatus)
 	changes := podActions{
@@ -381,8 +386,9 @@ func (m *Manager) computePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 			changes.ContainersToKill[cs.ID] = info
 			continue
 		}
-		if !m.computePodResizeAction(pod, i, cs, &changes) {
-			continue // restarted with its new resources
+		if !m.computePodResizeAction(pod, c, cs, &changes) {
+			changes.ContainersToStart = append(changes.ContainersToStart, i) // restarted with its new resources
+			continue
 		}
 		keepCount++
 	}
@@ -699,16 +705,17 @@ type containerToUpdateInfo struct {
 }
 
 // computePodResizeAction compares a running container's allocated CPU and
-// memory (the pod is the allocated one) with those last actuated, as
-// upstream's function of the same name. Equal: nothing to do. Otherwise,
-// if the resizePolicy of a changed resource is RestartContainer, the
-// container is killed and started again (counted once) and
-// computePodResizeAction returns false (it is not kept); else (the
-// default, NotRequired) it is queued for UpdateContainerResources. A
+// memory (the pod is the allocated one; c is one of its regular
+// containers or sidecars) with those last actuated, as upstream's
+// function of the same name. Equal: nothing to do. Otherwise, if the
+// resizePolicy of a changed resource is RestartContainer, the container
+// is killed and computePodResizeAction returns false: it is not kept,
+// and the caller starts it again (counted once); else (the default,
+// NotRequired) it is queued for UpdateContainerResources. A
 // container with no actuated record is compared as upstream does, with
 // zero values: one more (idempotent) update. Unlike upstream, one update
 // per container applies all its resources at once, not one per resource.
-func (m *Manager) computePodResizeAction(pod *v1.Pod, idx int, cs *kubecontainer.Status, changes *podActions) (keepContainer bool) {
+func (m *Manager) computePodResizeAction(pod *v1.Pod, c *v1.Container, cs *kubecontainer.Status, changes *podActions) (keepContainer bool) {
 	if m.allocationManager == nil || cs.State != kubecontainer.ContainerStateRunning {
 		return true
 	}
@@ -716,7 +723,6 @@ func (m *Manager) computePodResizeAction(pod *v1.Pod, idx int, cs *kubecontainer
 		// The runtime reports no resources: not enough to resize on, as upstream.
 		return true
 	}
-	c := &pod.Spec.Containers[idx]
 	actuated, _ := m.allocationManager.GetActuatedResources(pod.UID, c.Name)
 	desired := containerResourcesFromRequirements(pod.Spec.Resources, c.Resources)
 	current := containerResourcesFromRequirements(m.actuatedPodLevelResources(pod.UID), actuated)
@@ -741,7 +747,6 @@ func (m *Manager) computePodResizeAction(pod *v1.Pod, idx int, cs *kubecontainer
 			name:      c.Name,
 			message:   fmt.Sprintf("Container %s resize requires restart", c.Name),
 		}
-		changes.ContainersToStart = append(changes.ContainersToStart, idx)
 		changes.UpdatePodResources = true
 		return false
 	}

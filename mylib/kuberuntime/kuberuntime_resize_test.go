@@ -277,3 +277,43 @@ func TestSyncPodResizesPodLevelResources(t *testing.T) {
 	assert.Empty(t, changes.ContainersToUpdate)
 	assert.Empty(t, changes.ContainersToStart, "once actuated, nothing more to do")
 }
+
+// A running sidecar is resized as a regular container is: in place by
+// default, killed and started again as an init container when its
+// resizePolicy says RestartContainer.
+func TestComputePodActionsResizesARunningSidecar(t *testing.T) {
+	pod := func(cpu string, policy ...v1.ContainerResizePolicy) *v1.Pod {
+		p := sidecarPod(v1.RestartPolicyAlways, []string{"s0"}, "a")
+		p.Spec.InitContainers[0].Resources = cpuMemory(cpu, "64Mi")
+		p.Spec.InitContainers[0].ResizePolicy = policy
+		p.Spec.Containers[0].Resources = cpuMemory("100m", "64Mi")
+		return p
+	}
+	actuated := actuatedRecord{"s0": cpuMemory("100m", "64Mi"), "a": cpuMemory("100m", "64Mi")}
+	restartCPU := v1.ContainerResizePolicy{ResourceName: v1.ResourceCPU, RestartPolicy: v1.RestartContainer}
+	for _, tc := range []struct {
+		name            string
+		pod             *v1.Pod
+		update, restart bool
+	}{
+		{name: "equal: nothing to do", pod: pod("100m")},
+		{name: "grown, NotRequired: updated in place", pod: pod("300m"), update: true},
+		{name: "grown, RestartContainer: killed, started again as an init container", pod: pod("300m", restartCPU), restart: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s0, a := runningWithResources(tc.pod, "s0"), runningWithResources(tc.pod, "a")
+			got := (&Manager{allocationManager: actuated}).computePodActions(tc.pod, podStatusOf(ready(), s0, a))
+			want := podActions{SandboxID: "s1", ContainersToKill: map[kubecontainer.ContainerID]containerToKillInfo{}}
+			if tc.update {
+				want.ContainersToUpdate = []containerToUpdateInfo{{container: &tc.pod.Spec.InitContainers[0], kubeContainerID: s0.ID}}
+			}
+			if tc.restart {
+				want.InitContainersToStart = []int{0}
+				want.UpdatePodResources = true
+				want.ContainersToKill[s0.ID] = containerToKillInfo{container: &kubecontainer.Container{ID: s0.ID, Name: "s0"}, name: "s0",
+					message: "Container s0 resize requires restart"}
+			}
+			assert.Equal(t, want, got)
+		})
+	}
+}
