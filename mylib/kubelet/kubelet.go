@@ -782,7 +782,13 @@ func (kl *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 		if kl.handleMirrorPod(ctx, pod) || !kl.admit(ctx, kubetypes.UPDATE, pod) {
 			continue
 		}
-		kl.pushPendingResize(pod) // a resize waits for its allocation (kubelet_resize.go)
+		if kl.pushPendingResize(pod) { // a resize waits for its allocation (kubelet_resize.go)
+			// Allocated, or found not to fit, before the pod's worker syncs
+			// its new generation, as upstream: else that sync could write
+			// status.observedGeneration with no resize condition yet, and
+			// a client would take the resize for done before it began.
+			kl.retryPendingResizes(ctx)
+		}
 		kl.dispatchWork(ctx, pod, kubetypes.SyncPodUpdate)
 	}
 	kl.retryPendingResizes(ctx)

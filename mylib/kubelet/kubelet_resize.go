@@ -217,19 +217,20 @@ type pendingResizes struct {
 }
 
 // pushPendingResize queues the pod's resize if its spec differs from its
-// allocation (upstream: PushPendingResize).
-func (kl *Kubelet) pushPendingResize(pod *v1.Pod) {
+// allocation (upstream: PushPendingResize), and says whether it did.
+func (kl *Kubelet) pushPendingResize(pod *v1.Pod) bool {
 	if kl.allocationManager == nil || isTerminalPhase(pod.Status.Phase) {
-		return
+		return false
 	}
 	if _, differs := kl.allocationManager.UpdatePodFromAllocation(pod); !differs {
-		return
+		return false
 	}
 	kl.pendingResizes.mu.Lock()
 	defer kl.pendingResizes.mu.Unlock()
 	if !slices.Contains(kl.pendingResizes.uids, pod.UID) {
 		kl.pendingResizes.uids = append(kl.pendingResizes.uids, pod.UID)
 	}
+	return true
 }
 
 // retryPendingResizes tries each pending resize again; those still
