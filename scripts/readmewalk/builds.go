@@ -56,6 +56,13 @@ var Builds = []Build{
 		By:      regexp.MustCompile(`scripts/containerd\.sh (up|images)|scripts/conformance\.sh`),
 	},
 	{
+		// Chapter 19 moves its node to containerd v2 for an image volume.
+		What:    "chapter 19's containerd v2 (MYKUBELET_CONTAINERD=v2: built from its Go module, once)",
+		Prepare: "MYKUBELET_CONTAINERD=v2 scripts/containerd.sh install",
+		Root:    true,
+		By:      regexp.MustCompile(`MYKUBELET_CONTAINERD=v2 scripts/containerd\.sh (up|install|images)`),
+	},
+	{
 		What:    "the offline images' builder (scripts/tools/images)",
 		Prepare: `source scripts/lib.sh && cd scripts/tools/images && go_progress "the images' builder" build -v ./...`,
 		By:      regexp.MustCompile(`scripts/containerd\.sh images|scripts/conformance\.sh`),

@@ -59,6 +59,7 @@ const (
 	goPrograms   = `"the course's packages" build -v`
 	controlPlane = "scripts/build-control-plane.sh"
 	runtime      = "scripts/containerd.sh install"
+	runtimeV2    = "MYKUBELET_CONTAINERD=v2 scripts/containerd.sh install"
 	images       = "scripts/tools/images"
 	e2e          = "scripts/conformance.sh --build"
 	unprepared   = "(no build of Builds prepares it)"
@@ -68,6 +69,9 @@ var (
 	buildsRe     = regexp.MustCompile(`\bgo (build|install|run|test)\b|\bgo_progress\b|apt-get\b[^\n]*\binstall\b|scripts/[a-z-]+\.sh`)
 	goCommandRe  = regexp.MustCompile(`\bgo (run|build|install)\b`)
 	scriptCallRe = regexp.MustCompile(`(?:^|[\s;&|(])(?:\./)?scripts/([a-z-]+\.sh)(?:[ \t]+([^\s;&|)]+))?`)
+	// containerd.sh's v2 flavour builds containerd on first use, beside
+	// what the default flavour installs.
+	v2CallRe = regexp.MustCompile(`MYKUBELET_CONTAINERD=v2 (?:\./)?scripts/containerd\.sh (?:up|install|images)\b`)
 )
 
 func TestEveryScriptThatBuildsIsKnown(t *testing.T) {
@@ -149,6 +153,9 @@ func buildsOf(t *testing.T, command string) []string {
 	if goCommandRe.MatchString(command) {
 		needs = append(needs, goPrograms)
 	}
+	if v2CallRe.MatchString(command) {
+		needs = append(needs, runtimeV2)
+	}
 	for _, m := range scriptCallRe.FindAllStringSubmatch(command, -1) {
 		use, ok := firstUse[m[1]]
 		if !ok {
@@ -199,6 +206,13 @@ func TestBuildsForChoosesWhatTheWalkedStepsBuild(t *testing.T) {
 	got, err = BuildsFor(dir, readmes, Builds, false, false)
 	require.NoError(t, err)
 	assert.Equal(t, []string{Builds[0].Prepare, Builds[1].Prepare}, names(got), "without root, containerd is not installed (its step refuses)")
+
+	v2 := writeCourse(t, map[string]string{
+		"chapters/19-x/README.md": "# 19\n\n<!-- walk: run -->\n```sh\nMYKUBELET_CONTAINERD=v2 scripts/containerd.sh up\n```\n",
+	})
+	got, err = BuildsFor(v2, []string{"chapters/19-x/README.md"}, Builds, false, true)
+	require.NoError(t, err)
+	assert.Equal(t, []string{Builds[2].Prepare, "MYKUBELET_CONTAINERD=v2 scripts/containerd.sh install"}, names(got), "the v2 flavour: its containerd built too")
 }
 
 // timedWriter records when each write arrived.
