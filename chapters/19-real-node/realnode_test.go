@@ -91,7 +91,8 @@ func TestRealNode(t *testing.T) {
 	// certificate approve` does: all gone when the test ends.
 	// containerd v2 (the lima VM's, vm.yaml's MYKUBELET_CONTAINERD=v2), which
 	// also mounts image volumes; the README walk runs the chapter on
-	// Debian's 1.6, this machine's default.
+	// Debian's 1.6, this machine's default, and moves to v2 for its image
+	// volume.
 	rt := testcontainerd.Start(t, testcontainerd.Config{Flavor: "v2", Subnet: subnet, Bridge: bridge, Node: node})
 	root := rt.CgroupRoot
 	bin := testcluster.BuildChapter(t, "./chapters/13-mykubelet")
