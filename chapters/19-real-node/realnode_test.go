@@ -308,6 +308,25 @@ cgroupRoot: %s
 		assert.Equal(t, before.ContainerID, after.ContainerID)
 		assert.Equal(t, int32(0), after.RestartCount)
 
+		// A pod memory limit below what the pod uses is not applied: the
+		// resize stays in progress, with the error as its reason.
+		p.Spec.Resources.Limits[v1.ResourceMemory] = resource.MustParse("10Ki")
+		p.Spec.Resources.Requests[v1.ResourceMemory] = resource.MustParse("10Ki")
+		_, err = admin.CoreV1().Pods("default").UpdateResize(ctx, "pod-level", p, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		var inProgress v1.PodCondition
+		require.Eventually(t, func() bool {
+			for _, c := range get("pod-level").Status.Conditions {
+				if c.Type == v1.PodResizeInProgress && c.Reason == v1.PodReasonError {
+					inProgress = c
+					return true
+				}
+			}
+			return false
+		}, time.Minute, 200*time.Millisecond, "PodResizeInProgress, reason Error")
+		assert.Regexp(t, `^attempting to set pod memory limit \(10240\) below current usage \(\d+\)$`, inProgress.Message)
+		assert.Equal(t, "134217728", readFile(t, v1Root, "memory", podCgroup, "memory.limit_in_bytes"), "the pod cgroup keeps its limit")
+
 		// Gone, with its cgroup, before the kubelet restart below: a pod
 		// deleted while no kubelet runs leaves its cgroup (the kubelet
 		// removes only those it made: kubelet_cm.go).

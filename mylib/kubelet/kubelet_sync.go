@@ -106,6 +106,13 @@ func (kl *Kubelet) syncPod(ctx context.Context, updateType kubetypes.SyncPodType
 			kl.setPodStatus(pod, kl.apiPodStatus(pod, now, false))
 		}
 	}
+	if failed := resizeError(result); failed != nil && kl.allocationManager != nil {
+		// The resize failed (a memory limit below what the pod uses, say):
+		// still in progress, with the error as its reason, until a sync
+		// applies it or a new resize replaces it, as upstream's SyncPod.
+		// The status says so from the next sync on.
+		kl.statusManager.SetPodResizeInProgressCondition(pod.UID, v1.PodReasonError, failed.Message)
+	}
 	return false, result.Error()
 }
 
@@ -117,6 +124,16 @@ func startFailed(r kubecontainer.PodSyncResult) bool {
 		}
 	}
 	return false
+}
+
+// resizeError is the sync's failed in-place resize, if any.
+func resizeError(r kubecontainer.PodSyncResult) *kubecontainer.SyncResult {
+	for _, sr := range r.SyncResults {
+		if sr.Action == kubecontainer.ResizePodInPlace && sr.Error != nil {
+			return sr
+		}
+	}
+	return nil
 }
 
 // resized: the sync resized a container in place.

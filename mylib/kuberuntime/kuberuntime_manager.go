@@ -869,8 +869,7 @@ func (m *Manager) computePodCgroupResize(pod *v1.Pod) (podCgroupResize, error) {
 				return plan, err
 			}
 			if usage >= uint64(*podResources.Memory) {
-				return plan, fmt.Errorf("aborting attempt to set pod memory limit less than current memory usage for pod %s/%s: %d bytes used, limit %d",
-					pod.Namespace, pod.Name, usage, *podResources.Memory)
+				return plan, fmt.Errorf("attempting to set pod memory limit (%d) below current usage (%d)", *podResources.Memory, usage)
 			}
 		}
 		plan.add(*currentMemory.Memory, *podResources.Memory, &cm.ResourceConfig{Memory: podResources.Memory})

@@ -153,7 +153,7 @@ func TestDoPodResizeActionRefusesAPodMemoryLimitBelowUsage(t *testing.T) {
 	pc.usage = 150 << 20
 	log, r, actuated := resizeA(t, fakeContainerManager{pc}, "200m", "64Mi") // the pod's limit to 128Mi
 	assert.ErrorIs(t, r.Error, kubecontainer.ErrResizePodInPlace)
-	assert.Contains(t, r.Message, "aborting attempt to set pod memory limit less than current memory usage")
+	assert.Equal(t, fmt.Sprintf("attempting to set pod memory limit (%d) below current usage (%d)", 128<<20, 150<<20), r.Message, "upstream's words")
 	assert.Empty(t, log, "nothing changed")
 	assert.Empty(t, actuated)
 }

@@ -43,6 +43,11 @@ func (m *manager) SetPodResizeInProgressCondition(podUID types.UID, reason, mess
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.podResizeConditions[podUID]
+	if old := c.PodResizeInProgress; old != nil && reason == "" && message == "" {
+		// Still in progress: an error's reason and message stay until the
+		// condition is cleared, as upstream's.
+		reason, message = old.Reason, old.Message
+	}
 	c.PodResizeInProgress = m.updatedPodResizeCondition(v1.PodResizeInProgress, c.PodResizeInProgress, reason, message)
 	m.podResizeConditions[podUID] = c
 }

@@ -48,3 +48,23 @@ func TestResizeConditionsAreTheKubelets(t *testing.T) {
 	assert.True(t, PodConditionByKubelet(v1.PodResizePending))
 	assert.True(t, PodConditionByKubelet(v1.PodResizeInProgress))
 }
+
+// A resize that failed stays in progress with the error as its reason
+// while the kubelet retries it (set again with no reason), until the
+// condition is cleared, as upstream's.
+func TestResizeInProgressKeepsItsErrorUntilCleared(t *testing.T) {
+	m := newFixture(t).m
+	m.SetPodResizeInProgressCondition("u1", "", "")
+	m.SetPodResizeInProgressCondition("u1", v1.PodReasonError, "attempting to set pod memory limit (10240) below current usage (1048576)")
+	m.SetPodResizeInProgressCondition("u1", "", "")
+	conds := m.GetPodResizeConditions("u1")
+	require.Len(t, conds, 1)
+	assert.Equal(t, v1.PodReasonError, conds[0].Reason)
+	assert.Contains(t, conds[0].Message, "below current usage")
+
+	m.ClearPodResizeInProgressCondition("u1")
+	m.SetPodResizeInProgressCondition("u1", "", "")
+	conds = m.GetPodResizeConditions("u1")
+	require.Len(t, conds, 1)
+	assert.Empty(t, conds[0].Reason, "cleared, then in progress again: no old error")
+}
