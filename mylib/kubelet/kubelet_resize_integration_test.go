@@ -273,6 +273,59 @@ func TestResizeActuationOnARealControlPlane(t *testing.T) {
 	resp, err = runtime.RuntimeService().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 	require.NoError(t, err)
 	assert.Equal(t, int64(30000), resp.GetStatus().GetResources().GetLinux().GetCpuQuota(), "the sidecar's new CPU limit")
+
+	// A memory limit below what the container uses (chapter 20's
+	// exercise): the runtime refuses it, and the resize stays in
+	// progress with reason Error and the refusal as its message, until a
+	// limit that fits replaces it.
+	hog := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("200Mi")}
+	_, err = admin.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hog"},
+		Spec: v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{Name: "app", Image: "polinux/stress",
+			Command:   []string{"stress", "--vm", "1", "--vm-bytes", "50M", "--vm-hang", "1"},
+			Resources: v1.ResourceRequirements{Requests: hog, Limits: hog.DeepCopy()}}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pod, err = admin.CoreV1().Pods("default").Get(ctx, "hog", metav1.GetOptions{})
+		if err != nil || len(pod.Status.ContainerStatuses) != 1 || pod.Status.ContainerStatuses[0].State.Running == nil {
+			return false
+		}
+		_, id, _ = strings.Cut(pod.Status.ContainerStatuses[0].ContainerID, "://")
+		stats, err := runtime.RuntimeService().ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: id})
+		return err == nil && stats.GetStats().GetMemory().GetWorkingSetBytes().GetValue() >= 50<<20
+	}, time.Minute, 100*time.Millisecond, "stress runs and holds its 50M")
+	resize := func(memory string) {
+		t.Helper()
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "hog", metav1.GetOptions{})
+		require.NoError(t, err)
+		p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse(memory)
+		p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse(memory)
+		_, err = admin.CoreV1().Pods("default").UpdateResize(ctx, "hog", p, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	resize("20Mi")
+	var inProgress v1.PodCondition
+	require.Eventually(t, func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "hog", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodResizeInProgress && c.Reason == v1.PodReasonError {
+				inProgress = c
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 100*time.Millisecond, "PodResizeInProgress, reason Error")
+	assert.Contains(t, inProgress.Message, "device or resource busy", "the runtime's refusal")
+	resize("80Mi")
+	require.Eventually(t, func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "hog", metav1.GetOptions{})
+		return err == nil && !hasResizeCondition(p) && p.Status.ContainerStatuses[0].Resources != nil &&
+			p.Status.ContainerStatuses[0].Resources.Limits.Memory().String() == "80Mi"
+	}, time.Minute, 100*time.Millisecond, "a limit that fits is applied, and the error goes with the condition")
 }
 
 // startResizeNode runs a Kubelet with admission and a root directory, on
