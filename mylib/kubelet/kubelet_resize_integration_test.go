@@ -274,8 +274,8 @@ func TestResizeActuationOnARealControlPlane(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(30000), resp.GetStatus().GetResources().GetLinux().GetCpuQuota(), "the sidecar's new CPU limit")
 
-	// A memory limit below what the container uses (chapter 20's
-	// exercise): the runtime refuses it, and the resize stays in
+	// A memory limit below what the container uses (the resize
+	// chapter's exercise): the runtime refuses it, and the resize stays in
 	// progress with reason Error and the refusal as its message, until a
 	// limit that fits replaces it.
 	hog := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("200Mi")}
