@@ -43,7 +43,7 @@ const ExitCodeSIGKILL = 137
 // Utilities are the commands, besides the shell's builtins, that a script
 // can run, as their names in /bin. Everything else exits 127.
 // The server commands (agnhost, etcd, goproxy, nginx) are in shell_servers.go.
-var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "ps", "rm", "pgrep", "sh", "sleep", "stress", "tail", "tar", "top", "touch"}
+var Utilities = []string{"agnhost", "cat", "date", "env", "etcd", "goproxy", "hostname", "ls", "mkdir", "nginx", "printenv", "ps", "rm", "pgrep", "sh", "sleep", "stress", "tail", "top", "touch"}
 
 // proc is one script running in a container: its main process, or a
 // command run by ExecSync.
@@ -571,8 +571,6 @@ func (p *proc) exec(ctx context.Context, args []string) error {
 		return p.cat(ctx, hc, args[1:])
 	case "tail": // shell_tail.go
 		return p.tail(ctx, hc, args[1:])
-	case "tar": // shell_tar.go
-		return p.tar(ctx, hc, args[1:])
 	case "touch":
 		return p.each(hc, args, func(rel string) error {
 			f, _, err := p.fs.OpenFile(rel, os.O_CREATE|os.O_WRONLY, 0o644)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"mvdan.cc/sh/v3/interp"
@@ -273,4 +274,18 @@ func lastLines(b []byte, n int) []byte {
 		end = j
 	}
 	return b[end+1:]
+}
+
+// errText is an error as GNU tail prints it: the system's words, capitalised
+// ("No such file or directory").
+func errText(err error) string {
+	s := Cause(err).Error()
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		s = errno.Error()
+	}
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
