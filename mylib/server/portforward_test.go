@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -153,15 +152,8 @@ func TestPortForwardThroughTheKubeletToTheNewestReadySandbox(t *testing.T) {
 	h.Set(v1.StreamType, v1.StreamTypeData)
 	_, err = conn.CreateStream(h)
 	require.NoError(t, err)
-	msg, err := io.ReadAll(errStream)
-	require.NoError(t, err)
-	var got struct {
-		CloseConnection bool   `json:"closeConnection"`
-		Message         string `json:"message"`
-	}
-	require.NoError(t, json.Unmarshal(msg, &got), "%s", msg)
-	assert.True(t, got.CloseConnection)
-	assert.True(t, strings.HasPrefix(got.Message, fmt.Sprintf("error forwarding port 80 to pod %s, uid : failed to connect to %s:80 inside namespace %q: ", sandboxID, ip, sandboxID)), got.Message)
+	msg, _ := io.ReadAll(errStream) // the runtime resets the streams after its message, as containerd's server does
+	assert.True(t, strings.HasPrefix(string(msg), fmt.Sprintf("error forwarding port 80 to pod %s, uid : failed to connect to %s:80 inside namespace %q: ", sandboxID, ip, sandboxID)), "%s", msg)
 
 	for path, want := range map[string]struct {
 		code int
