@@ -203,6 +203,9 @@ func (c *Controller) backoffEnsureLease(ctx context.Context) (*coordinationv1.Le
 		if err == nil {
 			return lease, created
 		}
+		if ctx.Err() != nil {
+			return nil, false // stopped mid-request
+		}
 		klog.FromContext(ctx).Error(err, "Failed to ensure lease exists, will retry", "interval", wait)
 		t := c.clock.NewTimer(wait)
 		select {
@@ -263,6 +266,12 @@ func (c *Controller) retryUpdateLease(ctx context.Context, base *coordinationv1.
 			c.latestLease = lease
 			c.renewed(lease, false)
 			return nil
+		}
+		if ctx.Err() != nil {
+			// Stopped mid-request: a shutdown, not a failed heartbeat.
+			// (Upstream logs it as a failure too; a node that stops says
+			// nothing here.)
+			return ctx.Err()
 		}
 		lastErr = fmt.Errorf("update lease %s/%s: %w", corev1.NamespaceNodeLease, c.nodeName, err)
 		klog.FromContext(ctx).Error(err, "Failed to update lease", "lease", klog.KRef(corev1.NamespaceNodeLease, c.nodeName))

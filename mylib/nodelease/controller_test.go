@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -216,4 +218,30 @@ func TestSyncRenewsOnceWithoutWaiting(t *testing.T) {
 	c.Sync(context.Background())
 	assert.True(t, getLease(t, cs).Spec.RenewTime.Time.Equal(t0.Add(7*time.Second)), "the second Sync renews it, whenever it is called")
 	assert.Empty(t, fc.Waits(), "Sync never waits on the clock: the caller schedules it")
+}
+
+// TestAStopMidRequestLogsNoError: a node stopped while a lease request is
+// in flight (the request fails with the context) logs no error: it is a
+// shutdown, not a failed heartbeat.
+func TestAStopMidRequestLogsNoError(t *testing.T) {
+	for _, verb := range []string{"update", "get"} {
+		t.Run(verb, func(t *testing.T) {
+			cs := fake.NewClientset(newNode("n1"))
+			c, err := NewController(Config{Client: cs, NodeName: "n1", Clock: testingclock.NewFakeClock(t0)})
+			require.NoError(t, err)
+			c.Sync(context.Background()) // creates the lease
+			if verb == "get" {
+				c.latestLease = nil // the next sync reads the lease first
+			}
+			logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+			ctx, stop := context.WithCancel(klog.NewContext(context.Background(), logger))
+			cs.PrependReactor(verb, "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+				stop() // the node stops while the request is in flight
+				return true, nil, context.Canceled
+			})
+			c.Sync(ctx)
+			logged := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+			assert.NotContains(t, logged, "ERROR", "a stop is not an error:\n%s", logged)
+		})
+	}
 }
