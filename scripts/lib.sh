@@ -49,6 +49,22 @@ kube_ldflags() {
 die() { echo "error: $*" >&2; exit 1; }
 say() { echo "==> $*" >&2; }
 
+# warn_low_disk DIR: a warning when the file system of DIR (or of its
+# parent, while DIR does not exist) has under 15 % free. There a kubelet
+# with upstream's eviction thresholds (imagefs.available<15%: the mock
+# runtime keeps its images in the state directory) reports DiskPressure,
+# its node gets the disk-pressure:NoSchedule taint, and new pods stay
+# Pending.
+warn_low_disk() {
+  local dir=$1 free
+  [[ -e "$dir" ]] || dir="$(dirname "$dir")"
+  free="$(df -P "$dir" 2>/dev/null | awk 'NR == 2 && $2 > 0 { printf "%d", 100 * $4 / $2 }')"
+  if [[ -n "$free" ]] && ((free < 15)); then
+    echo "warning: $dir is on a file system with $free % free: under 15 %, a kubelet reports DiskPressure (imagefs.available<15%) and no new pod is scheduled on its node (chapter 17, Troubleshooting)" >&2
+  fi
+  return 0
+}
+
 # parse_flags USAGE VALUE_FLAGS SWITCHES ARG...: a script's arguments. Each
 # flag of VALUE_FLAGS ("--pods --max-pods") takes a value, which goes into
 # the variable of its name (pods, max_pods); each of SWITCHES sets its

@@ -14,6 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.md, Prerequisites)"
+warn_low_disk "$STATE_DIR"
 
 pkgs=("$@")
 [[ ${#pkgs[@]} -gt 0 ]] || pkgs=(./...)

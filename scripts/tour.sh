@@ -26,6 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 command -v go >/dev/null || die "go is not installed (need Go 1.26; see README.md, Prerequisites)"
+warn_low_disk "$STATE_DIR"
 # Built, then started: Ctrl-C and SIGTERM reach the tour itself, which
 # stops the step it runs and what that step started.
 say "compiling the tour (go build ./scripts/readmewalk/tour; the first time, with the Go modules it downloads, a minute or two)"
