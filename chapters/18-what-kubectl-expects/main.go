@@ -48,7 +48,7 @@ func main() {
 		if err := pressure.Apply(s); err != nil {
 			return err
 		}
-		s.Banner = "kubectl: exec, attach, port-forward and cp through the kubelet API and the runtime's streaming server; debug adds ephemeral containers\n" +
+		s.Banner = "kubectl: exec, attach and port-forward through the kubelet API and the runtime's streaming server (cp needs a tar in the image: chapter 19); debug adds ephemeral containers\n" +
 			"sidecars: init containers with restartPolicy Always start before the main containers and stop after them"
 		return app.Run(ctx, s)
 	})

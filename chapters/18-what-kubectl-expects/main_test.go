@@ -21,8 +21,9 @@ import (
 	"mykubelet/scripts/testkit/testcluster"
 )
 
-// The README's walk proves what works (the sidecar Job, port-forward, cp,
-// attach, debug, the pod CIDRs, the node status); these tests prove what
+// The README's walk proves what works (the sidecar Job, port-forward,
+// attach, debug, the pod CIDRs, the node status) and that cp, without a
+// tar in the image, fails with kubectl's words; these tests prove what
 // must fail, and fail well, which a walk of the happy path never shows.
 
 const node = "kubectl-node"
