@@ -83,8 +83,10 @@ func (w *worker) run(ctx context.Context) {
 		if !w.containerID.IsEmpty() {
 			w.resultsManager.Remove(w.containerID)
 		}
-		m.removeWorker(w.pod.UID, w.container.Name, w.probeType)
+		// Series first, then the worker: once the manager no longer lists
+		// this worker, nothing of it is left to read.
 		m.metrics.DeleteProbe(w.metricLabels)
+		m.removeWorker(w.pod.UID, w.container.Name, w.probeType)
 	}()
 	if period > m.clock.Since(m.start) {
 		if d := m.jitter(period); d > 0 {
