@@ -22,7 +22,7 @@
 #   realnode::issue NODE...                         a bootstrap token per node (realnode::bootstrap NODE: its kubeconfig)
 #   realnode::approve_serving_csrs                  in the background, until the end
 #   realnode::capstone_config [LINES]               $REALNODE_WORK/capstone/config.yaml; then
-#   realnode::start_capstone NODE NODE_IP
+#   realnode::start_capstone NODE NODE_IP           (its command line: realnode::capstone_args NODE NODE_IP)
 #   realnode::upstream_config ADDRESS [LINES]       $REALNODE_WORK/upstream/config.yaml; then
 #   realnode::start_upstream NODE NODE_IP [--shared-root]
 #   realnode::started PID NAME                      PID is the kubelet now (its log: $REALNODE_WORK/NAME.log)
@@ -138,17 +138,26 @@ realnode::capstone_config() {
     [[ -z "${1:-}" ]] || echo "$1"; } >"$d/config.yaml"
 }
 
-# realnode::start_capstone NODE NODE_IP: the capstone (chapters/13-mykubelet,
-# built into the work directory) on containerd as NODE, in the background,
-# with realnode::capstone_config's directory; its output goes to
-# $REALNODE_WORK/capstone.log.
-realnode::start_capstone() {
+# realnode::capstone_args NODE NODE_IP: the capstone's command line on
+# containerd as NODE, an argument a line, with realnode::capstone_config's
+# directory: what realnode::start_capstone runs, and what a Go test that
+# reads the kubelet's output runs itself (scripts/testkit/testcontainerd).
+realnode::capstone_args() {
   local d="$REALNODE_WORK/capstone"
-  [[ -x "$REALNODE_WORK/mykubelet" ]] || (cd "$REPO_ROOT" && go build -o "$REALNODE_WORK/mykubelet" ./chapters/13-mykubelet)
-  "$REALNODE_WORK/mykubelet" --config "$d/config.yaml" --hostname-override "$1" --port "$REALNODE_KUBELET_PORT" --node-ip "$2" \
+  printf '%s\n' --config "$d/config.yaml" --hostname-override "$1" --port "$REALNODE_KUBELET_PORT" --node-ip "$2" \
     --bootstrap-kubeconfig "$(realnode::bootstrap "$1")" --kubeconfig "$d/kubelet.kubeconfig" --cert-dir "$d/pki" \
     --state-dir "$d" --root-dir "$d" \
-    --fake-runtime=false --container-runtime-endpoint "unix://$REALNODE_SOCK" >"$REALNODE_WORK/capstone.log" 2>&1 &
+    --fake-runtime=false --container-runtime-endpoint "unix://$REALNODE_SOCK"
+}
+
+# realnode::start_capstone NODE NODE_IP: the capstone (chapters/13-mykubelet,
+# built into the work directory) with realnode::capstone_args, in the
+# background; its output goes to $REALNODE_WORK/capstone.log.
+realnode::start_capstone() {
+  local args
+  mapfile -t args < <(realnode::capstone_args "$1" "$2")
+  [[ -x "$REALNODE_WORK/mykubelet" ]] || (cd "$REPO_ROOT" && go build -o "$REALNODE_WORK/mykubelet" ./chapters/13-mykubelet)
+  "$REALNODE_WORK/mykubelet" "${args[@]}" >"$REALNODE_WORK/capstone.log" 2>&1 &
   REALNODE_KUBELET_PID=$! REALNODE_KUBELET=capstone
 }
 

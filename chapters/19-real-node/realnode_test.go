@@ -109,19 +109,11 @@ func TestRealNode(t *testing.T) {
 	t.Cleanup(func() { conn.Close() })
 	cri := runtimeapi.NewRuntimeServiceClient(conn)
 
-	state := chaptertest.ShortTempDir(t)
-	port := rt.KubeletPort
-	config := filepath.Join(state, "kubelet-config.yaml")
-	require.NoError(t, os.WriteFile(config, fmt.Appendf(nil, `apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: 127.0.0.1
-port: %d
-serverTLSBootstrap: true
-cgroupRoot: %s
-`, port, root), 0o600))
-	args := []string{"--config", config, "--state-dir", state, "--bootstrap-kubeconfig", rt.BootstrapKubeconfig,
-		"--hostname-override", node, "--node-ip", "127.0.0.1",
-		"--fake-runtime=false", "--container-runtime-endpoint", rt.Endpoint}
+	// The capstone as scripts/conformance.sh starts it
+	// (realnode::capstone_args): yaml/kubelet-config.yaml with the cgroup
+	// root, on the containerd, serving on a port of the harness's.
+	args := rt.KubeletArgs
+	require.NotEmpty(t, args, "scripts/realnode.sh gave no command line")
 	kubelet := chaptertest.Start(t, bin, args...)
 	kubelet.WaitForOutput(`node `+node+`: status written \(first report\): Ready=True, runtime containerd://`, 2*time.Minute)
 	kubelet.WaitForOutput(`serving certificate: issued`, time.Minute)
@@ -356,7 +348,7 @@ cgroupRoot: %s
 
 	t.Run("/stats/summary: the pods' memory and CPU from their cgroups", func(t *testing.T) {
 		cfg := rest.CopyConfig(adminConfig)
-		cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
+		cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", rt.KubeletPort)
 		hc, err := rest.HTTPClientFor(cfg)
 		require.NoError(t, err)
 		type figures struct {

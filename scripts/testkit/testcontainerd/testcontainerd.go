@@ -4,9 +4,10 @@
 // (realnode::init, realnode::containerd_up), in a bash that lives as long as
 // the test and whose EXIT trap (realnode::cleanup) takes them down again.
 // With Config.Node the same bash gives it a control plane of its own too
-// (realnode::cluster_up), a bootstrap token for that node (realnode::issue)
-// and the approval of the serving certificates' CSRs
-// (realnode::approve_serving_csrs), as scripts/conformance.sh has them. It
+// (realnode::cluster_up), a bootstrap token for that node (realnode::issue),
+// the approval of the serving certificates' CSRs
+// (realnode::approve_serving_csrs) and the capstone's config and command
+// line (realnode::capstone_args), as scripts/conformance.sh has them. It
 // has a work directory and a CNI network of the test's own, so that it runs
 // beside a learner's (.state/containerd, 10.22.0.0/16). Root only: the test
 // is skipped without root, or where containerd cannot be installed.
@@ -70,6 +71,8 @@ if [[ -n "$5" ]]; then
   echo "kubeconfig $KUBECONFIG"
   echo "bootstrap $(realnode::bootstrap "$5")"
   echo "port $REALNODE_KUBELET_PORT"
+  realnode::capstone_config
+  realnode::capstone_args "$5" 127.0.0.1 | sed 's/^/arg /'
 fi
 realnode::containerd_up
 sed -n 's/^==> starting \(.*\) (log: .*/version \1/p' "$REALNODE_WORK/containerd-up.log"
@@ -98,6 +101,11 @@ type Runtime struct {
 	// --bootstrap-kubeconfig) and a free port for its kubelet to serve on.
 	AdminKubeconfig, BootstrapKubeconfig string
 	KubeletPort                          int
+	// KubeletArgs is the capstone's command line on this containerd as
+	// Config.Node on 127.0.0.1, serving on KubeletPort, its directory in
+	// the work directory (realnode::capstone_config, realnode::capstone_args):
+	// what scripts/conformance.sh and scripts/realnode-bench.sh start.
+	KubeletArgs []string
 
 	env  []string
 	root string
@@ -182,6 +190,8 @@ func Start(t testing.TB, c Config) *Runtime {
 			if rt.KubeletPort, err = strconv.Atoi(v); err != nil {
 				t.Fatalf("scripts/realnode.sh: REALNODE_KUBELET_PORT %q: %v", v, err)
 			}
+		case "arg":
+			rt.KubeletArgs = append(rt.KubeletArgs, v)
 		case "version":
 			rt.Version = strings.TrimSpace(v)
 		case "ready":
