@@ -84,7 +84,8 @@ func (w *worker) run(ctx context.Context) {
 			w.resultsManager.Remove(w.containerID)
 		}
 		// Series first, then the worker: once the manager no longer lists
-		// this worker, nothing of it is left to read.
+		// this worker, nothing of it is left to read. (Upstream removes the
+		// worker first; a reader between the two then sees its series.)
 		m.metrics.DeleteProbe(w.metricLabels)
 		m.removeWorker(w.pod.UID, w.container.Name, w.probeType)
 	}()
