@@ -109,9 +109,11 @@ func TestRealNode(t *testing.T) {
 	t.Cleanup(func() { conn.Close() })
 	cri := runtimeapi.NewRuntimeServiceClient(conn)
 
-	// The capstone as scripts/conformance.sh starts it
-	// (realnode::capstone_args): yaml/kubelet-config.yaml with the cgroup
-	// root, on the containerd, serving on a port of the harness's.
+	// The capstone's command line as scripts/conformance.sh starts it
+	// (realnode::capstone_args), with realnode::capstone_config's config:
+	// yaml/kubelet-config.yaml, the cgroup root and the cluster DNS (no
+	// eviction thresholds of the conformance run's); on the containerd,
+	// serving on a port of the harness's.
 	args := rt.KubeletArgs
 	require.NotEmpty(t, args, "scripts/realnode.sh gave no command line")
 	kubelet := chaptertest.Start(t, bin, args...)
