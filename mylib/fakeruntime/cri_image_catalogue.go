@@ -185,7 +185,7 @@ while true; do sleep 3600; done`,
 	{
 		// The Kubernetes docs' "Assign Memory Resources to Containers and
 		// Pods" runs it with command stress and --vm args (see stress in
-		// shell_limits.go: it accounts the bytes, it does not allocate them).
+		// shell_stress.go: it accounts the bytes, it does not allocate them).
 		Names:     []string{"docker.io/polinux/stress"},
 		Published: stressTags,
 		Size:      4_000_000,

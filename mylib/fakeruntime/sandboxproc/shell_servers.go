@@ -6,7 +6,7 @@ package sandboxproc
 // (Config.PodNetwork; mylib/fakeruntime/podnet) until the container is stopped:
 //
 //	agnhost liveness      HTTP :8080, /healthz 200 "ok" for the first 10 s after it started, then 500 "error: <seconds>" (as agnhost's)
-//	agnhost stress        not a server: the e2e tests' memory hog, growing step by step (agnhostStress, shell_limits.go)
+//	agnhost stress        not a server: the e2e tests' memory hog, growing step by step (agnhostStress, shell_stress.go)
 //	goproxy               TCP :8080 (an HTTP proxy in the real image; here it answers 200 to any request)
 //	nginx                 HTTP :80, the welcome page
 //	etcd                  gRPC on the port of --listen-client-urls (default 2379): the grpc.health.v1 service, SERVING
