@@ -20,6 +20,8 @@ import (
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	"k8s.io/klog/v2"
 	utilexec "k8s.io/utils/exec"
+
+	"mykubelet/mylib/linger"
 )
 
 // The runtime's streaming server is upstream's (k8s.io/cri-streaming), the
@@ -110,11 +112,7 @@ type watchedWriter struct {
 }
 
 func (w watchedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	hj, ok := w.ResponseWriter.(http.Hijacker)
-	if !ok {
-		return nil, nil, errors.New("the connection cannot be hijacked")
-	}
-	c, rw, err := hj.Hijack()
+	c, rw, err := linger.Writer{ResponseWriter: w.ResponseWriter}.Hijack()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,6 +135,8 @@ func (c watchedConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// Close ends the session's connection with its last bytes delivered
+// (c.Conn is a linger.Conn: its doc says why).
 func (c watchedConn) Close() error {
 	c.gone()
 	return c.Conn.Close()

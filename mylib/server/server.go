@@ -65,6 +65,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"mykubelet/mylib/kubetypes"
+	"mykubelet/mylib/linger"
 	kubepod "mykubelet/mylib/pod"
 )
 
@@ -499,7 +500,9 @@ func (s *Server) getPortForward(w http.ResponseWriter, r *http.Request) {
 }
 
 // proxyStream hands the upgraded connection to the runtime's streaming
-// server at rawURL, as upstream does with an UpgradeAwareHandler; errors
+// server at rawURL, as upstream does with an UpgradeAwareHandler, whose
+// end of the client's connection closes as package linger says (upstream's
+// closes at once, and a proxy on the way may then lose the exit code); errors
 // of the runtime are written as upstream's streaming.WriteError does
 // (404 for NotFound, 429 for ResourceExhausted, else 500).
 func (s *Server) proxyStream(w http.ResponseWriter, r *http.Request, rawURL string, err error) {
@@ -519,7 +522,7 @@ func (s *Server) proxyStream(w http.ResponseWriter, r *http.Request, rawURL stri
 		http.Error(w, fmt.Sprintf("the runtime's streaming URL %q: %v", rawURL, err), http.StatusInternalServerError)
 		return
 	}
-	proxy.NewUpgradeAwareHandler(u, nil, false, true, responder{}).ServeHTTP(w, r)
+	proxy.NewUpgradeAwareHandler(u, nil, false, true, responder{}).ServeHTTP(linger.Writer{ResponseWriter: w}, r)
 }
 
 type responder struct{}
