@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -171,4 +175,37 @@ func TestAttachStreamsWhatTheContainerWritesUntilItExits(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// TestASessionEndsWithItsLastBytes: a session's connection, hijacked as
+// the streaming server hijacks it (endWithConnection), whose client still
+// sent stdin when the command had ended (kubectl cp without tar). The
+// client reads the session's last bytes, then the end, not a reset: a
+// reset lets the kubelet's proxy drop the exit code (package linger).
+func TestASessionEndsWithItsLastBytes(t *testing.T) {
+	sent, closed := make(chan struct{}), make(chan error, 1)
+	srv := httptest.NewServer(endWithConnection(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			closed <- err
+			return
+		}
+		<-sent                                    // the client's stdin is there,
+		_, _ = io.WriteString(c, "exit code 127") // and the session never reads it
+		closed <- c.Close()
+	})))
+	defer srv.Close()
+
+	client, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer client.Close()
+	_, err = io.WriteString(client, "POST /exec/x HTTP/1.1\r\nHost: runtime\r\nContent-Length: 65536\r\n\r\n"+strings.Repeat("x", 64<<10))
+	require.NoError(t, err)
+	close(sent)
+
+	got, err := io.ReadAll(client)
+	assert.NoError(t, err, "the end of the connection, not a reset")
+	assert.Equal(t, "exit code 127", string(got))
+	require.NoError(t, client.Close())
+	assert.NoError(t, <-closed)
 }

@@ -4,40 +4,34 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestASessionEndsWithItsLastBytes: a streaming session, its connection
-// hijacked through Writer, whose command ended while the client still
-// sent its stdin. The client reads what the session wrote last, then the
-// end of the connection: not a reset, which a proxy in between may answer
-// by dropping the exit code.
-func TestASessionEndsWithItsLastBytes(t *testing.T) {
-	sent, closed := make(chan struct{}), make(chan error, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		c, _, err := Writer{w}.Hijack()
-		if err != nil {
-			closed <- err
-			return
-		}
-		<-sent                                    // the client's stdin is there,
-		_, _ = io.WriteString(c, "exit code 127") // and the session never reads it
-		closed <- c.Close()
-	}))
-	defer srv.Close()
-
-	client, err := net.Dial("tcp", srv.Listener.Addr().String())
+// TestAConnEndsWithItsLastBytes: the session's end of a connection whose
+// client sent stdin the session never read (its command had ended). The
+// client reads what the session wrote last, then the end: not a reset.
+// The runtime's streaming server is proven the same way, through its
+// hijacked HTTP connection (fakeruntime's streaming_test.go).
+func TestAConnEndsWithItsLastBytes(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer lis.Close()
+	client, err := net.Dial("tcp", lis.Addr().String())
 	require.NoError(t, err)
 	defer client.Close()
-	_, err = io.WriteString(client, "POST /exec HTTP/1.1\r\nHost: runtime\r\nContent-Length: 65536\r\n\r\n"+strings.Repeat("x", 64<<10))
+	conn, err := lis.Accept()
 	require.NoError(t, err)
-	close(sent)
+	session := Conn{conn}
+
+	_, err = client.Write(make([]byte, 64<<10)) // stdin the session never reads
+	require.NoError(t, err)
+	_, err = session.Write([]byte("exit code 127"))
+	require.NoError(t, err)
+	closed := make(chan error, 1)
+	go func() { closed <- session.Close() }()
 
 	got, err := io.ReadAll(client)
 	assert.NoError(t, err, "the end of the connection, not a reset")
