@@ -65,6 +65,16 @@ warn_low_disk() {
   return 0
 }
 
+# slowest_packages RESULTS: the ten slowest packages of a `go test` output,
+# one "    123.4s  ok pkg" line each. The last step reads all its input
+# (awk, not head): head would exit after ten lines, and sort, writing the
+# rest of a long list, would die of SIGPIPE, which pipefail makes the
+# whole pipeline's exit status (141) even though every test passed.
+slowest_packages() {
+  grep -E '^(ok|FAIL)[[:space:]]+[^[:space:]]+[[:space:]]+[0-9.]+s' "$1" |
+    awk '{t=$3; sub(/s$/, "", t); printf "    %8.1fs  %s %s\n", t, $1, $2}' | sort -rn | awk 'NR <= 10'
+}
+
 # parse_flags USAGE VALUE_FLAGS SWITCHES ARG...: a script's arguments. Each
 # flag of VALUE_FLAGS ("--pods --max-pods") takes a value, which goes into
 # the variable of its name (pods, max_pods); each of SWITCHES sets its
